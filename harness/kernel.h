@@ -1,0 +1,75 @@
+// kernel.h — the one interface every kernel under test implements (CPU models, CUDA kernels, plugins),
+// and the registry that names them.
+//
+// A kernel reads an Instance and returns its outputs as doubles holding exactly the values it produced.
+// It must not keep state between calls that changes results (the determinism property checks this; the
+// stochastic null control derives its random stream from Instance::seed and the input, so it is
+// deterministic per input too). Unsupported features (a mask on a kernel without masks, backward on a
+// forward-only kernel) throw attncheck::Error: a property skips kernels whose capabilities exclude it.
+//
+// `attncheck list` prints the registry. Built-in kernels register through register_builtin_kernels();
+// CUDA kernels through register_cuda_kernels() when the build has CUDA and a device is present;
+// plugins through the plugin loader. No static-initialiser registration: static libraries drop it.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/problem.h"
+
+namespace attncheck {
+
+struct KernelCaps {
+  bool backward = false;
+  bool causal = true;
+  bool mask = false;   // explicit keep-mask
+  bool bias = false;   // additive bias
+  bool gqa = true;     // heads_kv < heads_q
+  std::vector<Format> input_formats{Format::kBF16};
+  Format output_format = Format::kBF16;  // O, dQ, dK, dV; LSE and δ are fp32
+  std::string device = "cpu";            // "cpu", "cuda:0", "plugin"
+  int max_head_dim = 0;                  // 0 = any
+  std::vector<int> head_dims;            // empty = any up to max_head_dim; else only these
+  bool null_control = false;             // oracle and stochastic: must pass every property
+
+  // Why this kernel cannot run the problem, or "" when it can.
+  std::string unsupported_reason(const Problem& p, bool need_backward) const;
+  std::string describe() const;  // "fwd+bwd causal mask bias gqa bf16->bf16 cpu"
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual std::string name() const = 0;
+  virtual std::string summary() const = 0;  // one line for `attncheck list`
+  virtual KernelCaps caps() const = 0;
+  virtual ForwardOutput forward(const Instance& in) const = 0;
+  // Backward from the kernel's own forward outputs (O, LSE) and in.d_o.
+  virtual BackwardOutput backward(const Instance& in, const ForwardOutput& fwd) const;
+  // Many instances at once: GPU kernels override this to batch launches; the default loops.
+  virtual std::vector<ForwardOutput> forward_many(const std::vector<const Instance*>& ins) const;
+};
+
+class Registry {
+ public:
+  static Registry& global();
+  void add(std::unique_ptr<Kernel> k);               // throws Error on a duplicate name
+  const Kernel* find(const std::string& name) const;  // nullptr when absent
+  const Kernel& get(const std::string& name) const;   // throws Error listing the known names
+  std::vector<const Kernel*> all() const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<std::unique_ptr<Kernel>> kernels_;
+};
+
+// Registers fa2, fa2-fixed, paper, paper-fixed, oracle, stochastic (and helper kernels such as `plain`).
+void register_builtin_kernels(Registry& r);
+// Registers cuda:* kernels when built with CUDA and a device is present; returns how many. No-op otherwise.
+int register_cuda_kernels(Registry& r);
+// Everything a program normally wants: builtins, then CUDA kernels where available. Idempotent.
+Registry& default_registry();
+
+}  // namespace attncheck

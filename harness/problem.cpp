@@ -1,0 +1,81 @@
+// problem.cpp — validation and description of Problem and Instance (see problem.h for the layout).
+#include "harness/problem.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace attncheck {
+
+double Problem::default_scale(int head_dim) {
+  return static_cast<double>(static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim))));
+}
+
+void Problem::validate() const {
+  auto positive = [](const char* what, int v) {
+    if (v <= 0) throw Error(std::string("problem: ") + what + " must be positive, got " + std::to_string(v));
+  };
+  positive("batch", batch);
+  positive("heads_q", heads_q);
+  positive("heads_kv", heads_kv);
+  positive("n_q", n_q);
+  positive("n_k", n_k);
+  positive("head_dim", head_dim);
+  if (heads_q % heads_kv != 0)
+    throw Error("problem: heads_kv (" + std::to_string(heads_kv) + ") must divide heads_q (" + std::to_string(heads_q) + ")");
+  if (!std::isfinite(scale) || !representable(scale, Format::kF32))
+    throw Error("problem: scale must be a finite fp32 value");
+  // Keep a single problem well inside what a test harness can hold (2^31 elements per tensor).
+  const double elems = double(batch) * heads_q * double(n_q) * double(n_k > head_dim ? n_k : head_dim);
+  if (elems > 2147483647.0) throw Error("problem: too large (" + describe() + ")");
+}
+
+std::string Problem::describe() const {
+  std::ostringstream s;
+  s << "b" << batch << " hq" << heads_q << " hkv" << heads_kv << " nq" << n_q << " nk" << n_k << " d" << head_dim
+    << " scale=" << scale << (causal ? " causal" : "") << (has_mask ? " mask" : "") << (has_bias ? " bias" : "") << " "
+    << format_name(input_format);
+  return s.str();
+}
+
+namespace {
+void check_tensor(const char* name, const std::vector<double>& t, std::size_t want, Format f) {
+  if (t.size() != want)
+    throw Error(std::string("instance: ") + name + " has " + std::to_string(t.size()) + " values, expected " +
+                std::to_string(want));
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (!representable(t[i], f)) {
+      std::ostringstream s;
+      s.precision(17);
+      s << "instance: " << name << "[" << i << "] = " << t[i] << " is not a " << format_name(f) << " value";
+      throw Error(s.str());
+    }
+  }
+}
+}  // namespace
+
+void Instance::validate() const {
+  problem.validate();
+  const Problem& p = problem;
+  check_tensor("q", q, p.q_size(), p.input_format);
+  check_tensor("k", k, p.kv_size(), p.input_format);
+  check_tensor("v", v, p.kv_size(), p.input_format);
+  if (!d_o.empty()) check_tensor("d_o", d_o, p.q_size(), p.input_format);
+  if (p.has_mask) {
+    if (mask.size() != p.scores_size())
+      throw Error("instance: mask has " + std::to_string(mask.size()) + " entries, expected " + std::to_string(p.scores_size()));
+    for (std::size_t i = 0; i < mask.size(); ++i)
+      if (mask[i] > 1) throw Error("instance: mask[" + std::to_string(i) + "] must be 0 or 1");
+  } else if (!mask.empty()) {
+    throw Error("instance: mask given but problem.has_mask is false");
+  }
+  if (p.has_bias) {
+    check_tensor("bias", bias, p.scores_size(), Format::kF32);
+    for (std::size_t i = 0; i < bias.size(); ++i)
+      if (std::isnan(bias[i]) || bias[i] == HUGE_VAL)
+        throw Error("instance: bias[" + std::to_string(i) + "] must not be NaN or +inf");
+  } else if (!bias.empty()) {
+    throw Error("instance: bias given but problem.has_bias is false");
+  }
+}
+
+}  // namespace attncheck

@@ -1,0 +1,96 @@
+// problem.h — what one attention call is (Problem) and one concrete input (Instance).
+//
+// Layout (row-major, all tensors): Q, O, dO  [batch][heads_q][n_q][head_dim]
+//                                  K, V      [batch][heads_kv][n_k][head_dim]
+//                                  LSE, δ    [batch][heads_q][n_q]
+//                                  keep-mask, bias [batch][heads_q][n_q][n_k] (only when present)
+// Query head h reads kv head h / (heads_q / heads_kv) (GQA; heads_kv divides heads_q).
+// Causal masking is bottom-right aligned as in FlashAttention: query i sees key j iff j <= i + n_k - n_q.
+// Values are doubles exactly representable in `input_format` (Q, K, V, dO) and in fp32 (scale, bias);
+// validate() checks all of it and throws attncheck::Error with a message naming the first bad element.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/formats.h"
+
+namespace attncheck {
+
+// Every user-facing failure (bad input, bad file, unsupported kernel feature) is an Error; the CLI turns it
+// into a message and a non-zero exit.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+const char* format_name(Format f);     // "bf16", "fp16", "fp32", "fp64", "e4m3", "e5m2"
+Format parse_format(const std::string& name);  // throws Error on an unknown name
+
+struct Problem {
+  int batch = 1;
+  int heads_q = 1;
+  int heads_kv = 1;
+  int n_q = 1;
+  int n_k = 1;
+  int head_dim = 1;
+  double scale = 1.0;  // fp32-representable; usually fp32(1/sqrt(head_dim))
+  bool causal = false;
+  bool has_mask = false;  // explicit keep-mask (in addition to causal)
+  bool has_bias = false;  // additive fp32 bias on the scaled scores
+  Format input_format = Format::kBF16;
+
+  std::size_t q_size() const { return std::size_t(batch) * heads_q * n_q * head_dim; }
+  std::size_t kv_size() const { return std::size_t(batch) * heads_kv * n_k * head_dim; }
+  std::size_t rows() const { return std::size_t(batch) * heads_q * n_q; }
+  std::size_t scores_size() const { return rows() * n_k; }
+  int group() const { return heads_q / heads_kv; }
+
+  // Offsets into the tensors above.
+  std::size_t q_at(int b, int h, int i, int c) const { return ((std::size_t(b) * heads_q + h) * n_q + i) * head_dim + c; }
+  std::size_t kv_at(int b, int hk, int j, int c) const { return ((std::size_t(b) * heads_kv + hk) * n_k + j) * head_dim + c; }
+  std::size_t row_at(int b, int h, int i) const { return (std::size_t(b) * heads_q + h) * n_q + i; }
+  std::size_t score_at(int b, int h, int i, int j) const { return row_at(b, h, i) * n_k + j; }
+
+  // The default scale for a head dimension: 1/sqrt(d) rounded to fp32.
+  static double default_scale(int head_dim);
+  // Throws Error when shapes are non-positive, heads_kv does not divide heads_q, scale is not a finite fp32.
+  void validate() const;
+  std::string describe() const;  // one line: "b1 hq2 hkv1 nq5 nk7 d8 scale=0.353553 causal bf16"
+};
+
+struct Instance {
+  Problem problem;
+  std::vector<double> q, k, v, d_o;  // d_o may be empty when only the forward pass is wanted
+  std::vector<std::uint8_t> mask;    // 1 = keep; size scores_size() when problem.has_mask
+  std::vector<double> bias;          // size scores_size() when problem.has_bias
+  std::uint64_t seed = 0;            // the instance's own seed (stochastic kernels derive randomness from it)
+
+  // Is key j visible to query i of (b, h)? Combines the causal rule and the keep-mask.
+  bool visible(int b, int h, int i, int j) const {
+    const Problem& p = problem;
+    if (p.causal && j > i + p.n_k - p.n_q) return false;
+    if (p.has_mask && !mask[p.score_at(b, h, i, j)]) return false;
+    return true;
+  }
+  // Throws Error naming the first problem: wrong sizes, values not representable in the declared format.
+  void validate() const;
+};
+
+// Outputs of a forward pass: values exactly as the kernel produced them (already in its output formats).
+struct ForwardOutput {
+  std::vector<double> o;    // Q layout
+  std::vector<double> lse;  // natural-log log-sum-exp per row; -inf for a fully masked row
+};
+
+// Outputs of a backward pass.
+struct BackwardOutput {
+  std::vector<double> dq;     // Q layout
+  std::vector<double> dk;     // K layout (summed over the query heads of a GQA group)
+  std::vector<double> dv;     // V layout
+  std::vector<double> delta;  // δ_i = Σ_c dO_ic · O_ic, per row
+};
+
+}  // namespace attncheck

@@ -1,0 +1,99 @@
+// numerics_spec.h — where a flash-attention implementation rounds, as data.
+//
+// A NumericsSpec names the format of every rounding point of a tiled (FlashAttention-2 style) forward and
+// backward pass. The CPU model (kernels/cpu/flash_model.*) reads it step by step; the CUDA kernels
+// (kernels/cuda/) implement the same steps with the same `// step N:` labels, so the two read side by side.
+// Each built-in kernel is one named spec (builtin_spec below). Formats are applied with round_to/round_float
+// (kernels/formats.h); "fp32" means an IEEE float operation (the CPU model computes in float).
+//
+// Forward, per query tile (tile_q rows) and key tile (tile_k keys), per row:
+//   step 1: s_j = q·k_j, products exact, accumulated in fp32 in key-dimension order, rounded to qk_fmt.
+//           If !scale_in_exp: s_j = round(s_j · scale, s_fmt) (the paper multiplies S by scale in bf16).
+//           Bias (if any) is added in fp32 after scaling; masked keys get mask_value.
+//   step 2: r = max_j s_j over the tile (in s_fmt, exact); the max policy may shift it (see MaxPolicySpec),
+//           m_new = round(max(m_old, r'), max_fmt).
+//   step 3: p̄_j = exp(s_j − m_new), by exp_mode, rounded to p_fmt; masked keys give 0.
+//   step 4: block row sum Σ_j p̄_j accumulated in fp32, rounded to block_sum_fmt.
+//   step 5: block output Σ_j round(p̄_j, pv_in_fmt) · v_j accumulated in fp32 (key order), rounded to block_out_fmt.
+//   step 6: α = exp(m_old − m_new) by exp_mode, rounded to rescale_fmt;
+//           l = round(round(α·l, rowsum_fmt) + block sum, rowsum_fmt);
+//           acc = round(round(α·acc, acc_fmt) + block output, acc_fmt).
+//           (fa2 keeps everything in fp32 here: acc_fmt = rowsum_fmt = fp32.)
+//   step 7: after the last tile: o = acc / l (divide) or acc · round(1/l, fp32) (reciprocal), in out_div_fmt,
+//           then rounded to out_fmt. LSE = m·(scale if scale_in_exp) + log(l), rounded to lse_fmt.
+//           A row with no visible key gives O = 0, LSE = −inf.
+// Backward (FlashAttention-2 algorithm 2, recomputing P from LSE):
+//   step 8: δ_i = Σ_c round(dO_ic · O_ic, delta_prod_fmt) accumulated in fp32, rounded to delta_fmt.
+//   step 9: per (key tile, query tile): s as in step 1; p = exp(s − LSE) by exp_mode, rounded to bwd_p_fmt;
+//           dV_j += Σ_i round(p_ij, pv_in_fmt) · dO_i;  dP_ij = dO_i·v_j (fp32, rounded to dp_fmt);
+//           dS_ij = p_ij · (dP_ij − δ_i) in fp32, rounded to ds_fmt (times scale first if !scale_in_exp);
+//           dQ_i += dS_ij · k_j; dK_j += dS_ij · q_i; each tile's partial rounded to grad_partial_fmt and the
+//           running sums kept in grad_acc_fmt.
+//   step 10: dQ, dK multiplied by scale if scale_in_exp (fa2 scales at the end), rounded to grad_out_fmt.
+#pragma once
+
+#include <string>
+
+#include "kernels/formats.h"
+
+namespace attncheck {
+
+// How a tile's row max m is chosen.
+enum class MaxPolicy : unsigned char {
+  kStandard,    // m = max(m_old, r)
+  kPaperShift,  // Qiu & Yao, Algorithm 1: if c > 1 scores of the tile lie within `tolerance` of the tile
+                // max r (counted as s >= round(r − tolerance, s_fmt), as the public code does in the S format),
+                // then r' = beta·r when r > 0, r' = 0 when r < 0, r' = r when r == 0; else r' = r.
+};
+
+struct MaxPolicySpec {
+  MaxPolicy kind = MaxPolicy::kStandard;
+  double beta = 2.0;
+  double tolerance = 1e-3;
+};
+
+// How exp(s − m) is evaluated.
+enum class ExpMode : unsigned char {
+  kExpOfRoundedDiff,  // paper (PyTorch bf16 tensors): d = round(s − m, s_fmt); p = round(exp(d), p_fmt)
+  kExp2Folded,        // FA2: p = exp2(fma(s, scale·log2e, −m·scale·log2e)) in fp32 (scale_in_exp = true)
+};
+
+struct NumericsSpec {
+  std::string name;
+  // forward
+  Format qk_fmt = Format::kF32;
+  bool scale_in_exp = true;
+  Format s_fmt = Format::kF32;
+  Format max_fmt = Format::kF32;
+  ExpMode exp_mode = ExpMode::kExp2Folded;
+  Format p_fmt = Format::kF32;
+  Format pv_in_fmt = Format::kBF16;  // p̄ as it enters the P̄V product (tensor cores take bf16)
+  Format block_sum_fmt = Format::kF32;
+  Format block_out_fmt = Format::kF32;
+  Format rescale_fmt = Format::kF32;
+  Format acc_fmt = Format::kF32;
+  Format rowsum_fmt = Format::kF32;
+  bool reciprocal_normalise = true;  // fa2: o = acc · (1/l); paper: o = acc / l
+  Format out_div_fmt = Format::kF32; // format of the normalisation arithmetic (paper: bf16)
+  Format out_fmt = Format::kBF16;
+  Format lse_fmt = Format::kF32;
+  double mask_value = -HUGE_VAL;     // paper: −max(bf16), a finite sentinel
+  int tile_q = 64;
+  int tile_k = 64;
+  MaxPolicySpec max_policy;
+  // backward
+  Format delta_prod_fmt = Format::kF32;
+  Format delta_fmt = Format::kF32;
+  Format bwd_p_fmt = Format::kF32;
+  Format dp_fmt = Format::kF32;
+  Format ds_fmt = Format::kBF16;
+  Format grad_partial_fmt = Format::kF32;
+  Format grad_acc_fmt = Format::kF32;
+  Format grad_out_fmt = Format::kBF16;
+};
+
+// "fa2", "fa2-fixed", "paper", "paper-fixed" (fixed = MaxPolicy::kPaperShift, beta 2, tolerance 1e-3).
+// Throws attncheck::Error for other names.
+NumericsSpec builtin_spec(const std::string& name);
+
+}  // namespace attncheck
