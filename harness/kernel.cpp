@@ -2,6 +2,8 @@
 #include "harness/kernel.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 namespace attncheck {
@@ -40,6 +42,8 @@ BackwardOutput Kernel::backward(const Instance&, const ForwardOutput&) const {
   throw Error("kernel " + name() + " has no backward pass");
 }
 
+std::unique_ptr<Kernel> Kernel::with_tiles(int, int) const { return nullptr; }
+
 std::vector<ForwardOutput> Kernel::forward_many(const std::vector<const Instance*>& ins) const {
   std::vector<ForwardOutput> out;
   out.reserve(ins.size());
@@ -63,8 +67,45 @@ const Kernel* Registry::find(const std::string& name) const {
   return nullptr;
 }
 
-const Kernel& Registry::get(const std::string& name) const {
+void Registry::add_factory(const std::string& base, KernelFactory f) { factories_[base] = std::move(f); }
+
+std::pair<std::string, KernelParams> parse_kernel_name(const std::string& name) {
+  const auto open = name.find('[');
+  if (open == std::string::npos) return {name, {}};
+  if (name.back() != ']') throw Error("kernel name '" + name + "': expected base[key=value,...]");
+  std::string base = name.substr(0, open);
+  std::string body = name.substr(open + 1, name.size() - open - 2);
+  KernelParams params;
+  std::size_t pos = 0;
+  while (pos <= body.size() && !body.empty()) {
+    std::size_t comma = body.find(',', pos);
+    if (comma == std::string::npos) comma = body.size();
+    const std::string item = body.substr(pos, comma - pos);
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error("kernel name '" + name + "': '" + item + "' is not key=value");
+    const std::string value = item.substr(eq + 1);
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || !std::isfinite(v))
+      throw Error("kernel name '" + name + "': '" + value + "' is not a finite number");
+    params[item.substr(0, eq)] = v;
+    pos = comma + 1;
+  }
+  return {base, params};
+}
+
+const Kernel& Registry::get(const std::string& name) {
   if (const Kernel* k = find(name)) return *k;
+  auto [base, params] = parse_kernel_name(name);
+  if (!params.empty() || name.find('[') != std::string::npos) {
+    auto it = factories_.find(base);
+    if (it == factories_.end()) throw Error("kernel '" + base + "' takes no parameters (in '" + name + "')");
+    std::unique_ptr<Kernel> k = it->second(params);
+    if (const Kernel* existing = find(k->name())) return *existing;  // same parameters spelled differently
+    const Kernel* raw = k.get();
+    kernels_.push_back(std::move(k));  // registered under the factory's canonical name
+    return *raw;
+  }
   std::string known;
   for (const auto& k : kernels_) known += (known.empty() ? "" : ", ") + k->name();
   throw Error("unknown kernel '" + name + "' (known: " + known + ")");

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,20 +51,34 @@ class Kernel {
   virtual BackwardOutput backward(const Instance& in, const ForwardOutput& fwd) const;
   // Many instances at once: GPU kernels override this to batch launches; the default loops.
   virtual std::vector<ForwardOutput> forward_many(const std::vector<const Instance*>& ins) const;
+  // A copy of this kernel with other tile sizes (CPU models: down to 1x1, so shrinking can shrink tiles);
+  // nullptr when the kernel's tiles are fixed. Families carry a tile config; properties apply it here.
+  virtual std::unique_ptr<Kernel> with_tiles(int tile_q, int tile_k) const;
 };
+
+// Parameters of a kernel name such as "paper-fixed[beta=4,tol=0.002]".
+using KernelParams = std::map<std::string, double>;
+using KernelFactory = std::function<std::unique_ptr<Kernel>(const KernelParams&)>;
 
 class Registry {
  public:
   static Registry& global();
   void add(std::unique_ptr<Kernel> k);               // throws Error on a duplicate name
-  const Kernel* find(const std::string& name) const;  // nullptr when absent
-  const Kernel& get(const std::string& name) const;   // throws Error listing the known names
+  // A parameterised family of kernels: get("base[k=v,...]") builds (once) and registers the instance.
+  // The factory throws Error on an unknown or out-of-range parameter.
+  void add_factory(const std::string& base, KernelFactory f);
+  const Kernel* find(const std::string& name) const;  // nullptr when absent (plain names only)
+  const Kernel& get(const std::string& name);         // throws Error listing the known names
   std::vector<const Kernel*> all() const;
   std::vector<std::string> names() const;
 
  private:
   std::vector<std::unique_ptr<Kernel>> kernels_;
+  std::map<std::string, KernelFactory> factories_;
 };
+
+// Splits "base[k=v,k2=v2]" into base and parameters; throws Error on malformed text.
+std::pair<std::string, KernelParams> parse_kernel_name(const std::string& name);
 
 // Registers fa2, fa2-fixed, paper, paper-fixed, oracle, stochastic (and helper kernels such as `plain`).
 void register_builtin_kernels(Registry& r);

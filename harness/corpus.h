@@ -1,0 +1,52 @@
+// corpus.h — replayable cases on disk: corpus/findings (what attncheck found), corpus/regression (minimised
+// findings replayed by ctest), corpus/seeds (fuzz seeds).
+//
+// A case file is JSON (format documented in corpus/README.md): a format tag and version, the kernel and
+// property, the (shrunk) family, the budget, the failing instance index, and the minimal instance itself with
+// every input value stored as hex bits of its declared format (so the file pins the bits, and replay checks
+// that the family still generates exactly them). load_case validates everything — truncated or malformed
+// JSON, unknown versions, wrong tensor sizes, values not in the declared format — and throws attncheck::Error
+// with the file name and the field. save_case writes to a temporary file and renames it, so a crash never
+// leaves half a finding, and findings are written before they are reported.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/kernel.h"
+#include "properties/property.h"
+
+namespace attncheck {
+
+constexpr int kCorpusVersion = 1;
+
+struct Case {
+  std::string kernel;
+  std::string property;
+  Family family;
+  Budget budget;
+  std::uint64_t instance_index = 0;
+  std::optional<Instance> instance;  // the minimal failing instance (per-instance properties), pinned bits
+  Status expected = Status::kFail;   // the verdict replay must reproduce
+  nlohmann::json stats;              // the statistic when found (mean ulp, z, T, max error, ...)
+  std::string found_by;              // "check", "fuzz", "manual"
+  std::string found_at;              // ISO-8601 UTC
+  std::string note;
+};
+
+nlohmann::json case_to_json(const Case& c);
+Case case_from_json(const nlohmann::json& j, const std::string& origin);  // origin names the file in errors
+void save_case(const std::string& path, const Case& c);
+Case load_case(const std::string& path);
+// Writes the case into dir under a stable name (kernel-property-generator-<hash>.json); returns the path.
+std::string write_finding(const std::string& dir, const Case& c);
+// Re-runs the case's property on its family (and checks the pinned instance still generates the same bits).
+// `replayed.status == c.expected` is what "same verdict" means.
+Outcome replay_case(const Case& c, const Registry& r);
+
+nlohmann::json instance_to_json(const Instance& in);
+Instance instance_from_json(const nlohmann::json& j, const std::string& origin);
+
+}  // namespace attncheck

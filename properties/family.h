@@ -1,0 +1,51 @@
+// family.h — families of adversarial attention inputs (generators).
+//
+// A Family is a generator name, a Problem (shape, causal, mask/bias flags, scale, input format), a tile
+// config for the CPU models, named numeric structure parameters, and a seed. Instance k of a family is a
+// deterministic function of (family, k): make_instance never reads global state. Values are built from
+// format bit patterns and special values (never RapidCheck's real()), so they are exactly representable.
+// Shrinking (shrink.h) works on a Family's fields; statistical properties draw many instances of one family.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/problem.h"
+
+namespace attncheck {
+
+struct Family {
+  std::string generator;                  // e.g. "normal", "low_rank", "tied_max", "near_tie", ...
+  Problem problem;                        // shape and flags of every instance
+  int tile_q = 0;                         // CPU-model tile config; 0 = the kernel's default
+  int tile_k = 0;
+  std::map<std::string, double> params;   // generator-specific structure (rank, ties, gap, ...)
+  std::uint64_t seed = 1;
+
+  double param(const std::string& key, double fallback) const {
+    auto it = params.find(key);
+    return it == params.end() ? fallback : it->second;
+  }
+  std::string describe() const;  // one line: generator, shape, tiles, params, seed
+};
+
+struct GeneratorInfo {
+  std::string name;
+  std::string summary;                       // one line for `attncheck list`
+  std::map<std::string, double> defaults;    // parameters and their default values
+};
+
+const std::vector<GeneratorInfo>& generators();
+// The generator's default family at a default shape; throws Error for an unknown generator name.
+Family default_family(const std::string& generator);
+// Instance `index` of the family (with dO filled, for backward properties). Throws Error on a bad family.
+Instance make_instance(const Family& f, std::uint64_t index);
+
+nlohmann::json family_to_json(const Family& f);
+Family family_from_json(const nlohmann::json& j);  // throws Error naming the bad field
+
+}  // namespace attncheck

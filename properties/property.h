@@ -1,0 +1,72 @@
+// property.h — properties of attention kernels, each named as a sentence, and what running one returns.
+//
+// A property is checked on (kernel, family). Per-instance properties draw instances 0..budget-1 of the
+// family and stop at the first failing instance; across-instance properties (unbiasedness) compute a
+// statistic over T instances. A property that does not apply to a kernel (capabilities) is Skipped; a
+// family on which a null control (oracle, stochastic) fails the bias property is Degenerate and is never
+// reported as a kernel failure. Failures are shrunk (shrink.h) before they are reported or saved.
+// Everything here is deterministic: same kernel, family and budget give the same Outcome.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/kernel.h"
+#include "properties/family.h"
+
+namespace attncheck {
+
+enum class Status { kPass, kFail, kSkip, kDegenerate };
+const char* status_name(Status s);  // "pass", "fail", "skip", "degenerate"
+
+struct Budget {
+  int instances = 64;          // per-instance properties: how many instances to try; bias: T
+  double seconds = 0;          // 0 = no time limit; else stop drawing instances after this long
+  double epsilon_ulp = 0.05;   // bias: fail only when |mean| >= epsilon_ulp ...
+  double z_crit = 6.0;         // ... and |z| >= z_crit (adjusted for the number of tensors tested)
+};
+
+struct Outcome {
+  std::string property;
+  std::string kernel;
+  Family family;               // after shrinking, when it failed
+  Status status = Status::kPass;
+  std::string message;         // one line: why it failed / was skipped
+  std::uint64_t instance_index = 0;     // the failing instance (per-instance properties)
+  int instances_run = 0;
+  nlohmann::json stats;        // property-specific numbers: max error, bound, mean ulp, z, T, away-from-zero ...
+  std::string report;          // the human-readable minimal case (inputs, scores with ties marked, outputs, errors)
+  double seconds = 0;          // time to first failure (or total time when it passed)
+  double shrink_seconds = 0;
+  int shrink_steps = 0;
+};
+
+struct Property {
+  std::string name;        // identifier: "unbiased", "accurate", "constant_v", ...
+  std::string sentence;    // "O, δ, dQ, dK, dV carry no systematic rounding bias", ...
+  bool across_instances = false;
+  bool needs_backward = false;
+  // Check the property without shrinking.
+  std::function<Outcome(const Kernel&, const Family&, const Budget&)> check;
+};
+
+const std::vector<Property>& all_properties();
+const Property& get_property(const std::string& name);  // throws Error listing the known names
+
+// Check, and when it fails shrink the family (and instance) to a minimal failing case and fill `report`.
+Outcome check_and_shrink(const Property& p, const Kernel& k, const Family& f, const Budget& b);
+
+// A suite: which properties run on which families.
+struct SuiteEntry {
+  std::string property;
+  Family family;
+};
+std::vector<SuiteEntry> suite(const std::string& name);  // "default", "bias", "quick"; throws Error otherwise
+std::vector<std::string> suite_names();
+
+}  // namespace attncheck
