@@ -49,4 +49,20 @@ Outcome replay_case(const Case& c, const Registry& r);
 nlohmann::json instance_to_json(const Instance& in);
 Instance instance_from_json(const nlohmann::json& j, const std::string& origin);
 
+// ---- additions (engineer D): helpers the CLI and the tests share -----------------------------------------
+// Same as above, but may also instantiate a parameterised kernel name ("paper-fixed[beta=4]").
+Outcome replay_case(const Case& c, Registry& r);
+// A case for an outcome found by `check` (or the fuzzer): pins make_instance(o.family, o.instance_index),
+// expects o.status, stamps found_at with the current UTC time.
+Case case_from_outcome(const Outcome& o, const Budget& b, const std::string& found_by);
+// The stable file name write_finding uses: kernel-property-generator-<8 hex digits>.json, where the kernel
+// name is sanitised ('[', ']', ',', '=', '/', ':' and anything else outside [A-Za-z0-9._-] become '_' or
+// '-') and the hash covers kernel, property, family and instance index (the same finding keeps its name).
+std::string finding_file_name(const Case& c);
+// The first difference between two instances (problem fields, seed, then tensors bit for bit, -0 != +0),
+// or "" when they are identical.
+std::string instance_difference(const Instance& pinned, const Instance& now);
+// "2026-11-29T23:59:59Z".
+std::string utc_now_iso8601();
+
 }  // namespace attncheck

@@ -1,0 +1,205 @@
+// cmd_check.cpp — `attncheck check`: run a suite's (property, family) checks on kernels, shrink and save
+// every failure to the findings directory *before* printing it, then print a kernel × property table and
+// optionally write JSON / JUnit reports.
+//
+// Determinism: each check is a pure function of (kernel, family, budget); --seed mixes into every family's
+// seed (mix64), so one seed names one run. Progress goes to stderr: a rewritten line on a TTY, else a line
+// every kProgressEvery seconds. Exit 0 all pass, 1 any failure, 2 usage/input error.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+#include "harness/cli/commands.h"
+#include "harness/corpus.h"
+#include "harness/run_report.h"
+
+namespace attncheck::cli {
+
+namespace {
+
+constexpr double kProgressEvery = 5.0;  // seconds between progress lines when stderr is not a terminal
+
+// The kernels every default run checks: the four models and the two null controls (design.md).
+const char* const kBuiltinKernels[] = {"fa2", "fa2-fixed", "paper", "paper-fixed", "oracle", "stochastic"};
+
+struct CheckOptions {
+  std::vector<std::string> kernels, families, properties;
+  std::string suite = "default";
+  int instances = 0;  // 0 = the Budget default
+  double seconds = -1;  // < 0 = the Budget default
+  std::uint64_t seed = 0;
+  bool seed_given = false;
+  std::string json_path, junit_path;
+  std::string findings = "corpus/findings";
+  bool no_shrink = false;
+  bool quiet = false;
+};
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+class Progress {
+ public:
+  explicit Progress(std::size_t total, bool quiet) : total_(total), tty_(!quiet && ::isatty(2)), quiet_(quiet) {}
+  void show(std::size_t done, const std::string& what) {
+    if (quiet_) return;
+    if (tty_) {
+      std::string line = "[" + std::to_string(done + 1) + "/" + std::to_string(total_) + "] " + what;
+      if (line.size() > 100) line.resize(100);
+      std::cerr << "\r\033[K" << line << std::flush;
+      shown_ = true;
+    } else if (since(last_) >= kProgressEvery) {
+      std::cerr << "attncheck: " << done << "/" << total_ << " checks done, now " << what << "\n";
+      last_ = Clock::now();
+    }
+  }
+  void clear() {
+    if (tty_ && shown_) std::cerr << "\r\033[K" << std::flush;
+    shown_ = false;
+  }
+
+ private:
+  std::size_t total_;
+  bool tty_, quiet_, shown_ = false;
+  Clock::time_point last_ = Clock::now();
+};
+
+std::vector<const Kernel*> pick_kernels(const CheckOptions& opt) {
+  Registry& r = default_registry();
+  std::vector<const Kernel*> out;
+  if (!opt.kernels.empty()) {
+    for (const auto& name : opt.kernels) out.push_back(&r.get(name));  // Error names the known kernels
+    return out;
+  }
+  for (const char* name : kBuiltinKernels) out.push_back(&r.get(name));
+  for (const Kernel* k : r.all())
+    if (k->name().rfind("cuda:", 0) == 0) out.push_back(k);
+  return out;
+}
+
+std::vector<SuiteEntry> pick_entries(const CheckOptions& opt) {
+  std::vector<SuiteEntry> all = suite(opt.suite);  // Error on an unknown suite
+  for (const auto& g : opt.families) {
+    bool known = false;
+    for (const auto& info : generators()) known |= info.name == g;
+    if (!known) {
+      std::string names;
+      for (const auto& info : generators()) names += (names.empty() ? "" : ", ") + info.name;
+      throw Error("unknown family/generator '" + g + "' (known: " + names + ")");
+    }
+  }
+  for (const auto& p : opt.properties) get_property(p);  // Error lists the known properties
+  std::vector<SuiteEntry> out;
+  for (auto& e : all) {
+    auto has = [](const std::vector<std::string>& v, const std::string& s) {
+      return v.empty() || std::find(v.begin(), v.end(), s) != v.end();
+    };
+    if (!has(opt.families, e.family.generator) || !has(opt.properties, e.property)) continue;
+    if (opt.seed_given) e.family.seed = mix64(e.family.seed ^ mix64(opt.seed));
+    out.push_back(std::move(e));
+  }
+  if (out.empty()) throw Error("no check of suite '" + opt.suite + "' matches the --family/--property filters");
+  return out;
+}
+
+Outcome check_one(const Property& p, const Kernel& k, const Family& f, const Budget& b, bool shrink) {
+  const auto t0 = Clock::now();
+  try {
+    return shrink ? check_and_shrink(p, k, f, b) : p.check(k, f, b);
+  } catch (const std::exception& e) {
+    // A check that throws (a kernel fault, a generator bug) is a failure to report, not a reason to stop.
+    Outcome o;
+    o.property = p.name;
+    o.kernel = k.name();
+    o.family = f;
+    o.status = Status::kFail;
+    o.message = std::string("error: ") + e.what();
+    o.seconds = since(t0);
+    return o;
+  }
+}
+
+int run_check(const CheckOptions& opt) {
+  const auto t0 = Clock::now();
+  if (const char* rc = std::getenv("RC_PARAMS"))
+    std::cerr << "attncheck: RC_PARAMS=\"" << rc << "\" is passed through to RapidCheck\n";
+  const auto kernels = pick_kernels(opt);
+  const auto entries = pick_entries(opt);
+  RunReport report;
+  for (const Kernel* k : kernels) report.kernels.push_back(k->name());
+  report.suite = opt.suite;
+  report.seed = opt.seed;
+  if (opt.instances > 0) report.budget.instances = opt.instances;
+  if (opt.seconds >= 0) report.budget.seconds = opt.seconds;
+  report.started_at = utc_now_iso8601();
+
+  Progress progress(kernels.size() * entries.size(), opt.quiet);
+  std::size_t done = 0;
+  for (const Kernel* k : kernels) {
+    for (const SuiteEntry& e : entries) {
+      const Property& p = get_property(e.property);
+      progress.show(done++, k->name() + " " + p.name + " " + e.family.generator);
+      RunEntry entry;
+      entry.outcome = check_one(p, *k, e.family, report.budget, !opt.no_shrink);
+      const Outcome& o = entry.outcome;
+      if (o.status == Status::kFail) {
+        std::string save_error;
+        if (o.message.rfind("error: ", 0) != 0) {
+          try {  // the finding goes to disk first: a crash after this point loses nothing
+            entry.finding = write_finding(opt.findings, case_from_outcome(o, report.budget, "check"));
+          } catch (const std::exception& ex) {
+            save_error = ex.what();
+          }
+        }
+        progress.clear();
+        std::cout << "\nFAIL " << o.kernel << " / " << o.property << " / " << o.family.describe() << "\n"
+                  << "  " << o.message << "\n";
+        if (!o.report.empty()) std::cout << o.report << (o.report.back() == '\n' ? "" : "\n");
+        if (!entry.finding.empty()) std::cout << "replay: " << replay_command(entry.finding) << "\n";
+        if (!save_error.empty()) std::cout << "(could not save the finding: " << save_error << ")\n";
+        std::cout << std::flush;
+      }
+      report.entries.push_back(std::move(entry));
+    }
+  }
+  progress.clear();
+  report.wall_seconds = since(t0);
+  std::cout << "\n" << summary_table(report);
+  if (!opt.json_path.empty())
+    write_text_file(opt.json_path, run_to_json(report).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  if (!opt.junit_path.empty()) write_text_file(opt.junit_path, run_to_junit(report));
+  return report.count(Status::kFail) ? kExitFail : kExitPass;
+}
+
+}  // namespace
+
+void add_check(CLI::App& app, Runner& run) {
+  auto opt = std::make_shared<CheckOptions>();
+  CLI::App* sub = app.add_subcommand("check", "Run a property suite on kernels; save, print and summarise failures");
+  sub->add_option("-k,--kernel", opt->kernels,
+                  "Kernel to check (repeatable; default: fa2 fa2-fixed paper paper-fixed oracle stochastic and any "
+                  "cuda:* kernel). Parameters: -k 'paper-fixed[beta=4,tol=0.002]'");
+  sub->add_option("--suite", opt->suite, "Suite: default, bias or quick")->capture_default_str();
+  sub->add_option("--family", opt->families, "Only families of this generator (repeatable)");
+  sub->add_option("--property", opt->properties, "Only this property (repeatable)");
+  sub->add_option("--instances", opt->instances, "Instances per check (bias: T, the sample size)")->check(CLI::PositiveNumber);
+  sub->add_option("--seconds", opt->seconds, "Time budget per check in seconds (0 = none)")->check(CLI::NonNegativeNumber);
+  auto* seed = sub->add_option("--seed", opt->seed, "Mixed into every family's seed (default: the suite's own seeds)");
+  sub->add_option("--json", opt->json_path, "Write a JSON report to FILE");
+  sub->add_option("--junit", opt->junit_path, "Write a JUnit XML report to FILE");
+  sub->add_option("--findings", opt->findings, "Directory for failing cases")->capture_default_str();
+  sub->add_flag("--no-shrink", opt->no_shrink, "Report failures unshrunk (faster)");
+  sub->add_flag("-q,--quiet", opt->quiet, "No progress line");
+  sub->footer("RapidCheck: RC_PARAMS in the environment (seed/reproduce tokens) is passed through unchanged.");
+  sub->callback([&run, opt, seed] {
+    opt->seed_given = seed->count() > 0;
+    run = [opt] { return run_check(*opt); };
+  });
+}
+
+}  // namespace attncheck::cli

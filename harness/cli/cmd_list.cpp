@@ -1,0 +1,59 @@
+// cmd_list.cpp — `attncheck list`: kernels (with capabilities), properties (with their sentences),
+// generators (with their parameters and defaults) and suites (which property runs on which generator).
+#include <iostream>
+#include <memory>
+
+#include "harness/cli/commands.h"
+#include "harness/kernel.h"
+#include "properties/property.h"
+
+namespace attncheck::cli {
+
+namespace {
+
+int run_list(const std::string& what) {
+  std::ostream& o = std::cout;
+  const bool all = what.empty();
+  if (all || what == "kernels") {
+    o << "kernels (a name may carry parameters, e.g. paper-fixed[beta=4,tol=0.002]):\n";
+    for (const Kernel* k : default_registry().all())
+      o << "  " << k->name() << "\n      " << k->summary() << "\n      caps: " << k->caps().describe() << "\n";
+  }
+  if (all || what == "properties") {
+    o << "properties:\n";
+    for (const Property& p : all_properties())
+      o << "  " << p.name << (p.across_instances ? "  [across instances]" : "") << (p.needs_backward ? "  [backward]" : "")
+        << "\n      " << p.sentence << "\n";
+  }
+  if (all || what == "generators") {
+    o << "generators (families; parameters with defaults):\n";
+    for (const GeneratorInfo& g : generators()) {
+      o << "  " << g.name << "\n      " << g.summary << "\n";
+      if (!g.defaults.empty()) {
+        o << "      params:";
+        for (const auto& [k, v] : g.defaults) o << " " << k << "=" << v;
+        o << "\n";
+      }
+    }
+  }
+  if (all || what == "suites") {
+    o << "suites:\n";
+    for (const std::string& s : suite_names()) {
+      const auto entries = suite(s);
+      o << "  " << s << " (" << entries.size() << " checks per kernel)\n";
+      for (const SuiteEntry& e : entries) o << "      " << e.property << " on " << e.family.describe() << "\n";
+    }
+  }
+  return kExitPass;
+}
+
+}  // namespace
+
+void add_list(CLI::App& app, Runner& run) {
+  auto what = std::make_shared<std::string>();
+  CLI::App* sub = app.add_subcommand("list", "List kernels, properties, generators and suites");
+  sub->add_option("what", *what, "Only one section")->check(CLI::IsMember({"kernels", "properties", "generators", "suites"}));
+  sub->callback([&run, what] { run = [what] { return run_list(*what); }; });
+}
+
+}  // namespace attncheck::cli

@@ -1,0 +1,271 @@
+// corpus.cpp — case files: JSON encoding (corpus/README.md), validated loading, atomic saving, stable finding
+// names, and replay with a generator-drift check.
+//
+// Invariants: a loaded Case is fully validated (every field present and typed, tensors sized by the problem,
+// every value a valid non-NaN pattern of its declared format); every error names the file and the field.
+// save_case writes <path>.tmp.<pid> and renames it over <path> (atomic on POSIX), so a crash never leaves a
+// half-written finding. Replay: ctest -L corpus; by hand: attncheck replay corpus/regression/*.json
+#include "harness/corpus.h"
+
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "harness/json_fields.h"
+
+namespace attncheck {
+
+using json_fields::At;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kCaseTag = "attncheck-case";
+
+Status parse_status(const std::string& s, const At& at) {
+  for (Status st : {Status::kPass, Status::kFail, Status::kSkip, Status::kDegenerate})
+    if (s == status_name(st)) return st;
+  at.fail("\"" + s + "\" is not a verdict (pass, fail, skip, degenerate)");
+}
+
+json budget_to_json(const Budget& b) {
+  return {{"instances", b.instances}, {"seconds", b.seconds}, {"epsilon_ulp", b.epsilon_ulp}, {"z_crit", b.z_crit}};
+}
+
+Budget budget_from(const json& j, const At& at) {
+  json_fields::object(j, at);
+  Budget b;
+  b.instances = static_cast<int>(json_fields::int_at(json_fields::field(j, "instances", at), at / "instances", 1, 1 << 30));
+  b.seconds = json_fields::number_at(json_fields::field(j, "seconds", at), at / "seconds");
+  b.epsilon_ulp = json_fields::number_at(json_fields::field(j, "epsilon_ulp", at), at / "epsilon_ulp");
+  b.z_crit = json_fields::number_at(json_fields::field(j, "z_crit", at), at / "z_crit");
+  if (b.seconds < 0) (at / "seconds").fail("must be >= 0");
+  if (b.epsilon_ulp < 0) (at / "epsilon_ulp").fail("must be >= 0");
+  if (b.z_crit <= 0) (at / "z_crit").fail("must be > 0");
+  return b;
+}
+
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+std::string sanitise(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == ']') continue;
+    if (c == '=') out += '-';
+    else if (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') out += c;
+    else out += '_';
+  }
+  return out.empty() ? "unnamed" : out;
+}
+
+// Bitwise equality of doubles: -0 differs from +0, and a NaN equals the same NaN bits.
+bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
+
+std::string tensor_difference(const char* name, const std::vector<double>& a, const std::vector<double>& b, Format f) {
+  if (a.size() != b.size())
+    return std::string(name) + " has " + std::to_string(b.size()) + " values, the file pins " + std::to_string(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!same_bits(a[i], b[i])) {
+      const int digits = format_info(f).bits / 4;
+      return std::string(name) + "[" + std::to_string(i) + "] is " + json_fields::to_hex(encode(b[i], f), digits) +
+             ", the file pins " + json_fields::to_hex(encode(a[i], f), digits);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string utc_now_iso8601() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+json case_to_json(const Case& c) {
+  json j;
+  j["format"] = kCaseTag;
+  j["version"] = kCorpusVersion;
+  j["kernel"] = c.kernel;
+  j["property"] = c.property;
+  j["family"] = family_to_json(c.family);
+  j["budget"] = budget_to_json(c.budget);
+  j["instance_index"] = c.instance_index;
+  j["instance"] = c.instance ? instance_to_json(*c.instance) : json(nullptr);
+  j["expected"] = status_name(c.expected);
+  j["stats"] = c.stats.is_null() ? json::object() : c.stats;
+  j["found_by"] = c.found_by;
+  j["found_at"] = c.found_at;
+  j["note"] = c.note;
+  return j;
+}
+
+Case case_from_json(const json& j, const std::string& origin) {
+  const At top{origin, ""};
+  json_fields::object(j, top);
+  const std::string tag = json_fields::string_at(json_fields::field(j, "format", top), top / "format");
+  if (tag != kCaseTag) (top / "format").fail("is \"" + tag + "\", expected \"" + kCaseTag + "\" (not a case file?)");
+  const auto version = json_fields::int_at(json_fields::field(j, "version", top), top / "version", INT32_MIN, INT32_MAX);
+  if (version != kCorpusVersion)
+    (top / "version").fail("unknown version " + std::to_string(version) + " (this attncheck reads version " +
+                           std::to_string(kCorpusVersion) + ")");
+  Case c;
+  c.kernel = json_fields::string_at(json_fields::field(j, "kernel", top), top / "kernel");
+  if (c.kernel.empty()) (top / "kernel").fail("must not be empty");
+  c.property = json_fields::string_at(json_fields::field(j, "property", top), top / "property");
+  if (c.property.empty()) (top / "property").fail("must not be empty");
+  const json& fam = json_fields::object(json_fields::field(j, "family", top), top / "family");
+  try {
+    c.family = family_from_json(fam);
+  } catch (const Error& e) {
+    (top / "family").fail(e.what());
+  } catch (const json::exception& e) {
+    (top / "family").fail(e.what());
+  }
+  c.budget = budget_from(json_fields::field(j, "budget", top), top / "budget");
+  c.instance_index = json_fields::uint_at(json_fields::field(j, "instance_index", top), top / "instance_index");
+  const json& inst = json_fields::field(j, "instance", top);
+  if (!inst.is_null()) c.instance = instance_from_json(inst, origin);
+  c.expected = parse_status(json_fields::string_at(json_fields::field(j, "expected", top), top / "expected"), top / "expected");
+  c.stats = json_fields::object(json_fields::field(j, "stats", top), top / "stats");
+  c.found_by = json_fields::string_at(json_fields::field(j, "found_by", top), top / "found_by");
+  c.found_at = json_fields::string_at(json_fields::field(j, "found_at", top), top / "found_at");
+  c.note = json_fields::string_at(json_fields::field(j, "note", top), top / "note");
+  return c;
+}
+
+void save_case(const std::string& path, const Case& c) {
+  const std::string text = case_to_json(c).dump(1) + "\n";
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
+    out << text;
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw Error("cannot write " + tmp + ": " + std::strerror(errno));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    throw Error("cannot rename " + tmp + " to " + path + ": " + std::strerror(err));
+  }
+}
+
+Case load_case(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read: " + std::strerror(errno));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) throw Error(path + ": cannot read");
+  const std::string text = buf.str();
+  if (text.empty()) throw Error(path + ": empty file (truncated?)");
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // nlohmann's message carries the byte position ("at line 3, column 7").
+    throw Error(path + ": truncated or malformed JSON: " + e.what());
+  }
+  return case_from_json(j, path);
+}
+
+std::string finding_file_name(const Case& c) {
+  const std::string key = c.kernel + "\n" + c.property + "\n" + family_to_json(c.family).dump() + "\n" +
+                          std::to_string(c.instance_index);
+  char hash[16];
+  std::snprintf(hash, sizeof hash, "%08llx", static_cast<unsigned long long>(fnv1a(key) & 0xffffffffull));
+  return sanitise(c.kernel) + "-" + sanitise(c.property) + "-" + sanitise(c.family.generator) + "-" + hash + ".json";
+}
+
+std::string write_finding(const std::string& dir, const Case& c) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error("cannot create findings directory " + dir + ": " + ec.message());
+  const std::string path = (std::filesystem::path(dir) / finding_file_name(c)).string();
+  save_case(path, c);
+  return path;
+}
+
+Case case_from_outcome(const Outcome& o, const Budget& b, const std::string& found_by) {
+  Case c;
+  c.kernel = o.kernel;
+  c.property = o.property;
+  c.family = o.family;
+  c.budget = b;
+  c.instance_index = o.instance_index;
+  c.instance = make_instance(o.family, o.instance_index);
+  c.expected = o.status;
+  c.stats = o.stats.is_object() ? o.stats : json::object();
+  c.found_by = found_by;
+  c.found_at = utc_now_iso8601();
+  c.note = o.message;
+  return c;
+}
+
+std::string instance_difference(const Instance& a, const Instance& b) {
+  const Problem& p = a.problem;
+  const Problem& q = b.problem;
+  if (p.batch != q.batch || p.heads_q != q.heads_q || p.heads_kv != q.heads_kv || p.n_q != q.n_q || p.n_k != q.n_k ||
+      p.head_dim != q.head_dim || !same_bits(p.scale, q.scale) || p.causal != q.causal || p.has_mask != q.has_mask ||
+      p.has_bias != q.has_bias || p.input_format != q.input_format)
+    return "problem is \"" + q.describe() + "\", the file pins \"" + p.describe() + "\"";
+  if (a.seed != b.seed) return "instance seed is " + json_fields::to_hex(b.seed, 16) + ", the file pins " + json_fields::to_hex(a.seed, 16);
+  for (auto [name, x, y, f] : {std::tuple{"q", &a.q, &b.q, p.input_format}, std::tuple{"k", &a.k, &b.k, p.input_format},
+                               std::tuple{"v", &a.v, &b.v, p.input_format}, std::tuple{"bias", &a.bias, &b.bias, Format::kF32}}) {
+    std::string d = tensor_difference(name, *x, *y, f);
+    if (!d.empty()) return d;
+  }
+  // d_o: the file may omit it (forward-only properties); when pinned it must match.
+  if (!a.d_o.empty()) {
+    std::string d = tensor_difference("d_o", a.d_o, b.d_o, p.input_format);
+    if (!d.empty()) return d;
+  }
+  if (a.mask != b.mask) {
+    for (std::size_t i = 0; i < a.mask.size() && i < b.mask.size(); ++i)
+      if (a.mask[i] != b.mask[i])
+        return "mask[" + std::to_string(i) + "] is " + std::to_string(b.mask[i]) + ", the file pins " + std::to_string(a.mask[i]);
+    return "mask has " + std::to_string(b.mask.size()) + " entries, the file pins " + std::to_string(a.mask.size());
+  }
+  return "";
+}
+
+namespace {
+Outcome replay_with(const Case& c, const Kernel& k) {
+  if (c.instance) {
+    const Instance now = make_instance(c.family, c.instance_index);
+    const std::string diff = instance_difference(*c.instance, now);
+    if (!diff.empty())
+      throw Error("generator drift: make_instance(" + c.family.generator + " family, " + std::to_string(c.instance_index) +
+                  ") no longer gives the pinned instance: " + diff);
+  }
+  const Property& p = get_property(c.property);
+  return p.check(k, c.family, c.budget);
+}
+}  // namespace
+
+Outcome replay_case(const Case& c, const Registry& r) {
+  const Kernel* k = r.find(c.kernel);
+  if (!k) throw Error("unknown kernel '" + c.kernel + "' in this registry");
+  return replay_with(c, *k);
+}
+
+Outcome replay_case(const Case& c, Registry& r) { return replay_with(c, r.get(c.kernel)); }
+
+}  // namespace attncheck

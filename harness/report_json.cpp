@@ -1,0 +1,102 @@
+// report_json.cpp — the versioned JSON report of a check run (run_report.h), plus shared report helpers.
+// Layout: {"format":"attncheck-run","version":1,
+//          "run":{"kernels":[...],"suite":"default","seed":N,"budget":{...},"started_at":"...","wall_seconds":x},
+//          "summary":{"pass":n,"fail":n,"skip":n,"degenerate":n},
+//          "outcomes":[{"kernel","property","family","family_description","status","message","stats",
+//                       "instance_index","instances_run","seconds","shrink_seconds","shrink_steps",
+//                       "finding","replay"}]}    finding/replay are null when no case was written.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "harness/run_report.h"
+
+namespace attncheck {
+
+using nlohmann::json;
+
+int RunReport::count(Status s) const {
+  int n = 0;
+  for (const auto& e : entries) n += e.outcome.status == s;
+  return n;
+}
+
+std::string replay_command(const std::string& finding_path) { return "attncheck replay " + finding_path; }
+
+std::string key_number(const Outcome& o) {
+  if (!o.stats.is_object()) return "";
+  // Preferred statistics, most telling first; names as the properties report them.
+  static const std::pair<const char*, const char*> kKeys[] = {
+      {"z", "z"}, {"ratio", "err/bound"}, {"error_ratio", "err/bound"}, {"mean_ulp", "mean"},
+      {"max_error", "err"}, {"max_ulp", "ulp"}};
+  for (const auto& [key, label] : kKeys) {
+    auto it = o.stats.find(key);
+    if (it != o.stats.end() && it->is_number()) {
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "%s=%.3g", label, it->get<double>());
+      return buf;
+    }
+  }
+  return "";
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
+    out << text;
+    if (!out.flush()) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    throw Error("cannot rename " + tmp + " to " + path + ": " + std::strerror(err));
+  }
+}
+
+json run_to_json(const RunReport& r) {
+  json outcomes = json::array();
+  for (const auto& e : r.entries) {
+    const Outcome& o = e.outcome;
+    outcomes.push_back({{"kernel", o.kernel},
+                        {"property", o.property},
+                        {"family", family_to_json(o.family)},
+                        {"family_description", o.family.describe()},
+                        {"status", status_name(o.status)},
+                        {"message", o.message},
+                        {"stats", o.stats.is_null() ? json::object() : o.stats},
+                        {"instance_index", o.instance_index},
+                        {"instances_run", o.instances_run},
+                        {"seconds", o.seconds},
+                        {"shrink_seconds", o.shrink_seconds},
+                        {"shrink_steps", o.shrink_steps},
+                        {"finding", e.finding.empty() ? json(nullptr) : json(e.finding)},
+                        {"replay", e.finding.empty() ? json(nullptr) : json(replay_command(e.finding))}});
+  }
+  return {{"format", "attncheck-run"},
+          {"version", kRunReportVersion},
+          {"run",
+           {{"kernels", r.kernels},
+            {"suite", r.suite},
+            {"seed", r.seed},
+            {"budget",
+             {{"instances", r.budget.instances},
+              {"seconds", r.budget.seconds},
+              {"epsilon_ulp", r.budget.epsilon_ulp},
+              {"z_crit", r.budget.z_crit}}},
+            {"started_at", r.started_at},
+            {"wall_seconds", r.wall_seconds}}},
+          {"summary",
+           {{"pass", r.count(Status::kPass)},
+            {"fail", r.count(Status::kFail)},
+            {"skip", r.count(Status::kSkip)},
+            {"degenerate", r.count(Status::kDegenerate)}}},
+          {"outcomes", outcomes}};
+}
+
+}  // namespace attncheck

@@ -1,0 +1,94 @@
+// report_junit.cpp — JUnit XML for CI dashboards: one <testsuite> per kernel, one <testcase> per (property,
+// family); <failure message=...> holds the shrunk report and the replay command; skips and degenerate
+// families are <skipped message=.../>. Every attribute and text node goes through xml_escape, which also
+// drops characters XML 1.0 forbids (control characters other than tab, newline, carriage return).
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "harness/run_report.h"
+
+namespace attncheck {
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      case '\n': out += "&#10;"; break;  // keeps line breaks inside attributes
+      case '\t': out += "&#9;"; break;
+      case '\r': out += "&#13;"; break;
+      default:
+        if (c < 0x20) break;  // not allowed in XML 1.0, even escaped
+        out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+namespace {
+std::string secs(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", s);
+  return buf;
+}
+}  // namespace
+
+std::string run_to_junit(const RunReport& r) {
+  // Group by kernel, keeping the order kernels were given in.
+  std::vector<std::string> order = r.kernels;
+  std::map<std::string, std::vector<const RunEntry*>> by_kernel;
+  for (const auto& e : r.entries) {
+    if (!by_kernel.count(e.outcome.kernel) && std::find(order.begin(), order.end(), e.outcome.kernel) == order.end())
+      order.push_back(e.outcome.kernel);
+    by_kernel[e.outcome.kernel].push_back(&e);
+  }
+  std::ostringstream x;
+  const int skipped = r.count(Status::kSkip) + r.count(Status::kDegenerate);
+  x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  x << "<testsuites name=\"attncheck " << xml_escape(r.suite) << "\" tests=\"" << r.entries.size() << "\" failures=\""
+    << r.count(Status::kFail) << "\" errors=\"0\" skipped=\"" << skipped << "\" time=\"" << secs(r.wall_seconds) << "\">\n";
+  for (const auto& kernel : order) {
+    const auto& es = by_kernel[kernel];
+    int fails = 0, skips = 0;
+    double time = 0;
+    for (const RunEntry* e : es) {
+      fails += e->outcome.status == Status::kFail;
+      skips += e->outcome.status == Status::kSkip || e->outcome.status == Status::kDegenerate;
+      time += e->outcome.seconds + e->outcome.shrink_seconds;
+    }
+    x << "  <testsuite name=\"" << xml_escape(kernel) << "\" tests=\"" << es.size() << "\" failures=\"" << fails
+      << "\" errors=\"0\" skipped=\"" << skips << "\" time=\"" << secs(time) << "\" timestamp=\"" << xml_escape(r.started_at)
+      << "\">\n";
+    for (const RunEntry* e : es) {
+      const Outcome& o = e->outcome;
+      x << "    <testcase classname=\"attncheck." << xml_escape(kernel) << "\" name=\""
+        << xml_escape(o.property + " / " + o.family.describe()) << "\" time=\"" << secs(o.seconds + o.shrink_seconds) << "\"";
+      if (o.status == Status::kPass) {
+        x << "/>\n";
+        continue;
+      }
+      x << ">\n";
+      if (o.status == Status::kFail) {
+        std::string body = o.report.empty() ? o.message : o.report;
+        if (!e->finding.empty()) body += "\nreplay: " + replay_command(e->finding);
+        x << "      <failure message=\"" << xml_escape(o.message) << "\" type=\"" << xml_escape(o.property) << "\">"
+          << xml_escape(body) << "</failure>\n";
+      } else {
+        const std::string why = o.status == Status::kDegenerate ? "degenerate family: " + o.message : o.message;
+        x << "      <skipped message=\"" << xml_escape(why) << "\"/>\n";
+      }
+      x << "    </testcase>\n";
+    }
+    x << "  </testsuite>\n";
+  }
+  x << "</testsuites>\n";
+  return x.str();
+}
+
+}  // namespace attncheck

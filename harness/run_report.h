@@ -1,0 +1,53 @@
+// run_report.h — what one `attncheck check` run produced, and its three renderings: the JSON report
+// (report_json.cpp), the JUnit XML report (report_junit.cpp) and the terminal summary table (summary_table.cpp).
+//
+// JSON: {"format": "attncheck-run", "version": 1, "run": {...}, "summary": {...}, "outcomes": [...]}, one
+// outcome per (kernel, property, family) checked. JUnit: one <testsuite> per kernel, one <testcase> per
+// (property, family), <failure> carrying the message, the report and the replay command, <skipped/> for skips
+// and degenerate families. Everything is escaped. Tests: report_test.cpp parses both back.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "properties/property.h"
+
+namespace attncheck {
+
+constexpr int kRunReportVersion = 1;
+
+struct RunEntry {
+  Outcome outcome;
+  std::string finding;  // path of the saved case ("" when none was written)
+};
+
+struct RunReport {
+  std::vector<std::string> kernels;
+  std::string suite;
+  std::uint64_t seed = 0;
+  Budget budget;
+  std::string started_at;  // ISO-8601 UTC
+  double wall_seconds = 0;
+  std::vector<RunEntry> entries;
+
+  int count(Status s) const;
+};
+
+// The replay command printed for a saved case.
+std::string replay_command(const std::string& finding_path);
+// The statistic that best summarises an outcome in one short cell ("z=9.1", "err/bound=3.2", ...), or "".
+std::string key_number(const Outcome& o);
+
+nlohmann::json run_to_json(const RunReport& r);
+std::string run_to_junit(const RunReport& r);
+std::string xml_escape(const std::string& s);
+// Kernel × property table: pass / FAIL / skip / degen, with the key number of a failing cell.
+std::string summary_table(const RunReport& r);
+
+// Writes text to path atomically (tmp + rename); throws Error on failure.
+void write_text_file(const std::string& path, const std::string& text);
+
+}  // namespace attncheck
