@@ -30,6 +30,14 @@
 //           dQ_i += dS_ij · k_j; dK_j += dS_ij · q_i; each tile's partial rounded to grad_partial_fmt and the
 //           running sums kept in grad_acc_fmt.
 //   step 10: dQ, dK multiplied by scale if scale_in_exp (fa2 scales at the end), rounded to grad_out_fmt.
+//            GQA: each query head's dK, dV are rounded to grad_out_fmt, then summed over the group in fp32 and
+//            rounded to grad_out_fmt once (FA2's mha_bwd: dk_expanded then at::sum; autograd of an expanded K).
+// Additions: block_sum_min (step 4 clamp), log_l_fmt (step 7), ds_term_fmt (step 9) — see the fields.
+// fa2 specifics the fields imply: m = −inf is replaced by 0 in every subtraction (FA2's Check_inf); the
+// rescale is exp2((m_old − m_new)·c) with c = fp32(scale·log2e); LSE = fmaf(m, scale, logf(l)) (what nvcc
+// makes of FA2's `row_max * scale + __logf(row_sum)`); bias enters unscaled scores as fp32(bias / scale).
+// The max policy shifts only a finite tile max: fa2's all-masked tile (r = −inf) is left alone, while the
+// paper's all-masked tile (r = −max(bf16), finite, every key tied) shifts to 0 exactly as the public code does.
 #pragma once
 
 #include <string>
@@ -78,6 +86,10 @@ struct NumericsSpec {
   Format out_fmt = Format::kBF16;
   Format lse_fmt = Format::kF32;
   double mask_value = -HUGE_VAL;     // paper: −max(bf16), a finite sentinel
+  // Additions (engineer B) for rounding points the fields above cannot express; defaults keep fa2's numerics.
+  double block_sum_min = 0.0;        // step 4: block sum = max(block sum, round(block_sum_min, block_sum_fmt))
+                                     // after rounding (paper: .clamp(min = 1e-10) on a bf16 tensor); 0 = none
+  Format log_l_fmt = Format::kF32;   // step 7: log(l) rounded to this before adding m (paper: bf16)
   int tile_q = 64;
   int tile_k = 64;
   MaxPolicySpec max_policy;
@@ -86,6 +98,9 @@ struct NumericsSpec {
   Format delta_fmt = Format::kF32;
   Format bwd_p_fmt = Format::kF32;
   Format dp_fmt = Format::kF32;
+  Format ds_term_fmt = Format::kF32; // step 9 (addition): p·scale (when !scale_in_exp) and dP − δ are each
+                                     // rounded to this before their product (paper: bf16, torch's
+                                     // left-to-right `p * scale * (dp - D)` on bf16 tensors)
   Format ds_fmt = Format::kBF16;
   Format grad_partial_fmt = Format::kF32;
   Format grad_acc_fmt = Format::kF32;

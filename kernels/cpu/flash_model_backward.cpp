@@ -1,0 +1,173 @@
+// flash_model_backward.cpp — model_backward: FlashAttention-2's algorithm 2 at a NumericsSpec's rounding
+// points, recomputing P from the forward's LSE.
+//
+// step 8 computes δ per row from the kernel's own O. Then per (b, h), per key tile, per query tile, per row:
+// step 9 recomputes s and p, forms dP and dS, and adds each tile's partial dV, dK, dQ into the running
+// sums; step 10 scales and rounds. Per-element accumulation order: dQ over key tiles in increasing order,
+// dK and dV over query tiles in increasing order (the same for either loop nesting, so the paper's
+// query-outer loop and FA2's key-outer loop give identical results). GQA: each query head's dK, dV are
+// rounded to grad_out_fmt, then summed over the group in fp32 and rounded once (FA2's dk_expanded + sum).
+// Run the tests: ctest -R flash_model
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cpu/flash_model.h"
+#include "kernels/cpu/flash_model_steps.h"
+
+namespace attncheck {
+
+using model_detail::Consts;
+
+namespace {
+
+void check_backward_inputs(const NumericsSpec& spec, const Instance& in, const ForwardOutput& fwd) {
+  const Problem& p = in.problem;
+  p.validate();
+  if (spec.tile_q < 1 || spec.tile_k < 1) throw Error("spec " + spec.name + ": tiles must be >= 1");
+  if (in.q.size() != p.q_size() || in.k.size() != p.kv_size() || in.v.size() != p.kv_size())
+    throw Error("model_backward: Q, K, V sizes do not match the problem " + p.describe());
+  if (in.d_o.size() != p.q_size()) throw Error("model_backward: the instance has no dO (or the wrong size)");
+  if (fwd.o.size() != p.q_size() || fwd.lse.size() != p.rows())
+    throw Error("model_backward: forward outputs do not match the problem " + p.describe());
+  if (p.has_mask && in.mask.size() != p.scores_size()) throw Error("model_backward: keep-mask has the wrong size");
+  if (p.has_bias && in.bias.size() != p.scores_size()) throw Error("model_backward: bias has the wrong size");
+}
+
+}  // namespace
+
+BackwardOutput model_backward(const NumericsSpec& spec, const Instance& in, const ForwardOutput& fwd,
+                              ModelTrace* trace) {
+  check_backward_inputs(spec, in, fwd);
+  const Problem& p = in.problem;
+  const Consts c = model_detail::make_consts(spec, p);
+  const int d = p.head_dim, tq = spec.tile_q, tk = spec.tile_k, group = p.group();
+  const std::vector<float> q = model_detail::to_float(in.q), k = model_detail::to_float(in.k),
+                           v = model_detail::to_float(in.v), d_o = model_detail::to_float(in.d_o),
+                           o = model_detail::to_float(fwd.o);
+  BackwardOutput out;
+  out.dq.assign(p.q_size(), 0.0);
+  out.dk.assign(p.kv_size(), 0.0);
+  out.dv.assign(p.kv_size(), 0.0);
+  out.delta.assign(p.rows(), 0.0);
+
+  // step 8: δ_i = Σ_c round(dO_ic · O_ic, delta_prod_fmt), fp32 accumulation in column order, rounded.
+  std::vector<float> delta(p.rows());
+  for (std::size_t row = 0; row < p.rows(); ++row) {
+    float acc = 0.0f;
+    for (int t = 0; t < d; ++t) {
+      const std::size_t e = row * d + t;
+      acc = acc + round_float(d_o[e] * o[e], spec.delta_prod_fmt);
+    }
+    delta[row] = round_float(acc, spec.delta_fmt);
+    out.delta[row] = delta[row];
+  }
+
+  // Running sums of one query head (dQ) and of that head's view of K, V (dK, dV); tile scratch.
+  std::vector<float> dq_acc(std::size_t(p.n_q) * d), dk_acc(std::size_t(p.n_k) * d), dv_acc(std::size_t(p.n_k) * d);
+  std::vector<float> pt(std::size_t(tq) * tk), pvt(std::size_t(tq) * tk), dst(std::size_t(tq) * tk);
+  std::vector<float> part(d), row_scaled(tq);
+  // GQA: per-head dK, dV (rounded) summed over the group in fp32.
+  std::vector<float> dk_group(p.kv_size(), 0.0f), dv_group(p.kv_size(), 0.0f);
+
+  for (int b = 0; b < p.batch; ++b) {
+    for (int h = 0; h < p.heads_q; ++h) {
+      const int hk = h / group;
+      std::fill(dq_acc.begin(), dq_acc.end(), 0.0f);
+      std::fill(dk_acc.begin(), dk_acc.end(), 0.0f);
+      std::fill(dv_acc.begin(), dv_acc.end(), 0.0f);
+      for (int k0 = 0; k0 < p.n_k; k0 += tk) {
+        const int keys = std::min(tk, p.n_k - k0);
+        for (int q0 = 0; q0 < p.n_q; q0 += tq) {
+          const int rows = std::min(tq, p.n_q - q0);
+          // step 9 (per row): s, p = exp(s − LSE), dP = dO·v, dS = p ∘ (dP − δ).
+          for (int r = 0; r < rows; ++r) {
+            const int i = q0 + r;
+            const std::size_t row = p.row_at(b, h, i);
+            const float* qi = &q[p.q_at(b, h, i, 0)];
+            const float* doi = &d_o[p.q_at(b, h, i, 0)];
+            const float lse = static_cast<float>(fwd.lse[row]);
+            const float lse_scaled = lse * c.log2e;  // FA2: max_scaled = lse · float(M_LOG2E)
+            for (int j = 0; j < keys; ++j) {
+              const int kj = k0 + j;
+              float* pij = &pt[std::size_t(r) * tk + j];
+              float* pvij = &pvt[std::size_t(r) * tk + j];
+              float* dsij = &dst[std::size_t(r) * tk + j];
+              if (!in.visible(b, h, i, kj)) {  // masked: p = 0, hence dS = 0
+                *pij = *pvij = *dsij = 0.0f;
+                continue;
+              }
+              const float* kjv = &k[p.kv_at(b, hk, kj, 0)];
+              const float* vjv = &v[p.kv_at(b, hk, kj, 0)];
+              const double* bias = p.has_bias ? &in.bias[p.score_at(b, h, i, kj)] : nullptr;
+              const float s = model_detail::step1_score(spec, c, qi, kjv, d, bias);
+              const float pr = round_float(model_detail::exp_shifted(spec, c, s, lse, lse_scaled), spec.bwd_p_fmt);
+              *pij = pr;
+              *pvij = round_float(pr, spec.pv_in_fmt);
+              if (trace && *pvij == 1.0f) ++trace->bwd_p_one;
+              float dp = 0.0f;
+              for (int t = 0; t < d; ++t) dp = dp + doi[t] * vjv[t];
+              dp = round_float(dp, spec.dp_fmt);
+              const float t1 = spec.scale_in_exp ? pr : round_float(pr * c.scale, spec.ds_term_fmt);
+              const float t2 = round_float(dp - delta[row], spec.ds_term_fmt);
+              *dsij = round_float(t1 * t2, spec.ds_fmt);
+            }
+          }
+          // step 9 (per key): dV_j += Σ_i round(p_ij)·dO_i and dK_j += Σ_i dS_ij·q_i, query order.
+          for (int j = 0; j < keys; ++j) {
+            const int kj = k0 + j;
+            float* dvj = &dv_acc[std::size_t(kj) * d];
+            float* dkj = &dk_acc[std::size_t(kj) * d];
+            std::fill(part.begin(), part.end(), 0.0f);
+            for (int r = 0; r < rows; ++r) {
+              const float w = pvt[std::size_t(r) * tk + j];
+              const float* doi = &d_o[p.q_at(b, h, q0 + r, 0)];
+              for (int t = 0; t < d; ++t) part[t] = part[t] + w * doi[t];
+            }
+            for (int t = 0; t < d; ++t)
+              dvj[t] = round_float(dvj[t] + round_float(part[t], spec.grad_partial_fmt), spec.grad_acc_fmt);
+            std::fill(part.begin(), part.end(), 0.0f);
+            for (int r = 0; r < rows; ++r) {
+              const float w = dst[std::size_t(r) * tk + j];
+              const float* qi = &q[p.q_at(b, h, q0 + r, 0)];
+              for (int t = 0; t < d; ++t) part[t] = part[t] + w * qi[t];
+            }
+            for (int t = 0; t < d; ++t)
+              dkj[t] = round_float(dkj[t] + round_float(part[t], spec.grad_partial_fmt), spec.grad_acc_fmt);
+          }
+          // step 9 (per row): dQ_i += Σ_j dS_ij·k_j, key order.
+          for (int r = 0; r < rows; ++r) {
+            float* dqi = &dq_acc[std::size_t(q0 + r) * d];
+            std::fill(part.begin(), part.end(), 0.0f);
+            for (int j = 0; j < keys; ++j) {
+              const float w = dst[std::size_t(r) * tk + j];
+              const float* kjv = &k[p.kv_at(b, hk, k0 + j, 0)];
+              for (int t = 0; t < d; ++t) part[t] = part[t] + w * kjv[t];
+            }
+            for (int t = 0; t < d; ++t)
+              dqi[t] = round_float(dqi[t] + round_float(part[t], spec.grad_partial_fmt), spec.grad_acc_fmt);
+          }
+        }
+      }
+      // step 10: fa2 multiplies dQ, dK by scale at the end (the paper folded it into dS); round.
+      const float post = spec.scale_in_exp ? c.scale : 1.0f;
+      for (int i = 0; i < p.n_q; ++i)
+        for (int t = 0; t < d; ++t)
+          out.dq[p.q_at(b, h, i, t)] = round_float(dq_acc[std::size_t(i) * d + t] * post, spec.grad_out_fmt);
+      for (int j = 0; j < p.n_k; ++j) {
+        for (int t = 0; t < d; ++t) {
+          const std::size_t e = p.kv_at(b, hk, j, t), a = std::size_t(j) * d + t;
+          dk_group[e] = dk_group[e] + round_float(dk_acc[a] * post, spec.grad_out_fmt);
+          dv_group[e] = dv_group[e] + round_float(dv_acc[a], spec.grad_out_fmt);
+        }
+      }
+    }
+  }
+  // step 10 (GQA): the group sum rounded once; with group == 1 this is the per-head value unchanged.
+  for (std::size_t e = 0; e < p.kv_size(); ++e) {
+    out.dk[e] = round_float(dk_group[e], spec.grad_out_fmt);
+    out.dv[e] = round_float(dv_group[e], spec.grad_out_fmt);
+  }
+  return out;
+}
+
+}  // namespace attncheck

@@ -1,0 +1,241 @@
+// flash_model_test.cpp — the CPU models' rounding behaviour on hand-built cases: the paper's bit-level
+// example through the block-output path, tied maxima with and without the fix, fixed == baseline when no max
+// repeats, constant V, fully masked rows, 1×1 tiles and tails, bad input.
+// Run: ctest -R flash_model   (or build-*/kernels/cpu/flash_model_test)
+#include "kernels/cpu/flash_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kernels/cpu/plain_attention.h"
+#include "kernels/cpu/test_support.h"
+#include "reference/accuracy.h"
+#include "reference/reference.h"
+
+namespace attncheck {
+namespace {
+
+NumericsSpec spec_with_tiles(const char* name, int tq, int tk) {
+  NumericsSpec s = builtin_spec(name);
+  s.tile_q = tq;
+  s.tile_k = tk;
+  return s;
+}
+
+// One query, three keys, d = 1, scale 1: scores 2, s_low, 2 (keys 0 and 2 tie at the max, p̄ = 1 each).
+// V = (−2.40625, v_low, −2.296875): the paper's Fig. 6 operands, the middle key supplying the residue.
+Instance fig6_instance(double v_low) {
+  Instance in;
+  in.problem = test::make_problem(1, 1, 1, 1, 3, 1, false);
+  in.problem.scale = 1.0;
+  in.q = {1.0};
+  in.k = {2.0, -5.0, 2.0};  // s_low − m = −7: p̄ = bf16(exp(−7)) = 0.000911713
+  in.v = {-2.40625, v_low, -2.296875};
+  in.validate();
+  return in;
+}
+
+TEST(FlashModel, PaperFig6ResidueTurnsATieIntoARoundingAwayFromZero) {
+  const NumericsSpec paper = builtin_spec("paper");
+  // p̄·v_low = 0.000911713 · −0.953125 ≈ −0.000869: the paper's residue. The fp32 block output
+  // −2.40625 − 0.000869 − 2.296875 = −4.703994 rounds to bf16 −4.71875 (step 5). l = bf16(2 + 0.00091) = 2,
+  // so O = bf16(−4.71875 / 2) = −2.359375 exactly.
+  ModelTrace trace;
+  const ForwardOutput with = model_forward(paper, fig6_instance(-0.953125), &trace);
+  EXPECT_EQ(with.o[0], -4.71875 / 2);
+  EXPECT_EQ(trace.p_one, 2u);  // both tied keys fed p̄ = 1 exactly
+  EXPECT_EQ(trace.exact_tie_tiles, 1u);
+  // Without the residue the block output is the exact tie −4.703125, rounded to even: −4.6875.
+  const ForwardOutput without = model_forward(paper, fig6_instance(0.0), nullptr);
+  EXPECT_EQ(without.o[0], -4.6875 / 2);
+  // The same through 1×1 tiles: each tile's block output is one product, so no tie forms in step 5, and the
+  // running bf16 accumulator rounds −2.40625 + −0.000869 back to −2.40625 before −2.296875 arrives: the
+  // accumulator (step 6) then sees the exact tie and rounds to even. Tiling moves where the error is born.
+  const ForwardOutput tiled = model_forward(spec_with_tiles("paper", 1, 1), fig6_instance(-0.953125), nullptr);
+  EXPECT_EQ(tiled.o[0], -4.6875 / 2);
+  // The fix shifts the tied max (2 → 4): p̄ = e^−2 for both, no exact product, and the result moves to the
+  // nearest bf16 of the exact answer −2.350912 (ulp 2^−6 there: −2.34375 or −2.359375).
+  ModelTrace fixed_trace;
+  const ForwardOutput fixed = model_forward(builtin_spec("paper-fixed"), fig6_instance(-0.953125), &fixed_trace);
+  EXPECT_EQ(fixed_trace.p_one, 0u);
+  EXPECT_EQ(fixed_trace.shifted_tiles, 1u);
+  EXPECT_NEAR(fixed.o[0], reference_forward(fig6_instance(-0.953125)).o[0], 0.0157);  // one bf16 ulp at 2.35
+}
+
+// A query block whose rows all attend most to two identical keys (0 and n/2), with a positive score.
+Instance repeated_max_instance(std::uint64_t seed, int n, int d) {
+  Instance in = test::random_instance(test::make_problem(1, 1, 1, n, n, d, false), seed);
+  for (int i = 0; i < n; ++i)
+    for (int c = 0; c < d; ++c) in.q[in.problem.q_at(0, 0, i, c)] = std::fabs(in.q[in.problem.q_at(0, 0, i, c)]);
+  for (int c = 0; c < d; ++c) {
+    in.k[in.problem.kv_at(0, 0, 0, c)] = 4.0;  // q ≥ 0 elementwise, |k| of the others ~ 1: these dominate
+    in.k[in.problem.kv_at(0, 0, n / 2, c)] = 4.0;
+  }
+  in.validate();
+  return in;
+}
+
+TEST(FlashModel, PaperFixRemovesUnitWeightsFromRepeatedPositiveMax) {
+  const Instance in = repeated_max_instance(11, 24, 16);
+  const ReferenceForward exact = reference_forward(in);
+  ModelTrace base_trace, fixed_trace;
+  model_forward(builtin_spec("paper"), in, &base_trace);
+  const ForwardOutput fixed = model_forward(builtin_spec("paper-fixed"), in, &fixed_trace);
+  EXPECT_EQ(base_trace.exact_tie_tiles, 24u);  // every row's max repeats (the instance is what we meant)
+  EXPECT_EQ(base_trace.p_one, 48u);            // two p̄ = 1 per row without the fix
+  EXPECT_EQ(fixed_trace.p_one, 0u);            // none with it
+  EXPECT_EQ(fixed_trace.shifted_tiles, 24u);
+  // Still within FlashAttention's accuracy rule against the plain bf16 attention, with the paper kernel's
+  // documented allowances (test_support.h): the fix does not make the paper's numerics worse.
+  const ForwardOutput plain = plain_forward(in);
+  const AccuracyCheck o_check = accuracy_rule(fixed.o, plain.o, exact.o, test::kPaperFactorO);
+  EXPECT_TRUE(o_check.ok) << o_check.message;
+  const AccuracyCheck lse_check = accuracy_rule(fixed.lse, plain.lse, exact.lse, 2.0, test::kPaperLseFloorScale);
+  EXPECT_TRUE(lse_check.ok) << lse_check.message;
+  ModelTrace fa2_trace;
+  model_forward(builtin_spec("fa2-fixed"), in, &fa2_trace);
+  EXPECT_EQ(fa2_trace.p_one, 0u);
+  EXPECT_EQ(fa2_trace.shifted_tiles, 24u);
+}
+
+TEST(FlashModel, ZeroTiedMaxIsLeftUnshiftedAsPublished) {
+  // Scores 0, 0, −1: r == 0 with c = 2. The published rule leaves r' = 0, so p̄ = 1 survives (a hole we
+  // report, not hide).
+  Instance in;
+  in.problem = test::make_problem(1, 1, 1, 1, 3, 1, false);
+  in.problem.scale = 1.0;
+  in.q = {1.0};
+  in.k = {0.0, 0.0, -1.0};
+  in.v = {0.5, 0.25, 1.0};
+  for (const char* name : {"paper-fixed", "fa2-fixed"}) {
+    ModelTrace t;
+    model_forward(builtin_spec(name), in, &t);
+    EXPECT_EQ(t.unshifted_ties, 1u) << name;
+    EXPECT_EQ(t.shifted_tiles, 0u) << name;
+    EXPECT_EQ(t.p_one, 2u) << name;
+  }
+}
+
+TEST(FlashModel, FixedVariantsEqualBaselinesBitForBitWithoutRepeatedMaxima) {
+  int checked = 0;
+  for (std::uint64_t seed = 1; seed < 60 && checked < 6; ++seed) {
+    Problem p = test::make_problem(1, 2, 1, 19, 29, 16, seed % 2 == 0);
+    const Instance in = test::random_instance(p, seed);
+    for (const char* base : {"fa2", "paper"}) {
+      const std::string fixed_name = std::string(base) + "-fixed";
+      const NumericsSpec b = spec_with_tiles(base, 8, 8), f = spec_with_tiles(fixed_name.c_str(), 8, 8);
+      ModelTrace tb, tf;
+      const ForwardOutput ob = model_forward(b, in, &tb), of = model_forward(f, in, &tf);
+      if (tf.policy_tie_tiles != 0) continue;  // some tile's max repeats (within tol): not this test's case
+      ASSERT_EQ(tb.exact_tie_tiles, 0u);
+      ++checked;
+      EXPECT_EQ(ob.o, of.o) << base << " seed " << seed;
+      EXPECT_EQ(ob.lse, of.lse) << base << " seed " << seed;
+      const BackwardOutput gb = model_backward(b, in, ob), gf = model_backward(f, in, of);
+      EXPECT_EQ(gb.dq, gf.dq);
+      EXPECT_EQ(gb.dk, gf.dk);
+      EXPECT_EQ(gb.dv, gf.dv);
+      EXPECT_EQ(gb.delta, gf.delta);
+    }
+  }
+  EXPECT_GE(checked, 6);  // enough tie-free instances were found (else the test checked nothing)
+}
+
+TEST(FlashModel, ConstantVGivesExactlyTheConstantAtEveryTileSize) {
+  // paper: with c a power of two, block output = c·block sum exactly (scaling by 2^k commutes with rounding),
+  // so acc = c·l at every step and O = bf16(c·l / l) = c. fa2: O = c·Σbf16(p̄)/Σp̄ differs from c by a
+  // weighted mean of p̄'s bf16 rounding errors, far below half a bf16 ulp here, so O rounds back to c.
+  for (double c : {0.5, -2.0, 0.75}) {
+    for (auto [tq, tk] : {std::pair{1, 1}, {3, 5}, {64, 64}, {16, 7}}) {
+      Instance in = test::random_instance(test::make_problem(1, 2, 2, 13, 21, 8, true), 3);
+      for (double& x : in.v) x = c;
+      for (const char* name : {"fa2", "fa2-fixed", "paper", "paper-fixed"}) {
+        if (c == 0.75 && std::string(name).rfind("paper", 0) == 0) continue;  // not a power of two: not exact
+        const ForwardOutput out = model_forward(spec_with_tiles(name, tq, tk), in);
+        for (double o : out.o) ASSERT_EQ(o, c) << name << " tiles " << tq << "x" << tk;
+      }
+    }
+  }
+}
+
+TEST(FlashModel, FullyMaskedRowsGiveZeroAndMinusInfWithoutNaN) {
+  // Causal with n_q > n_k: rows i < n_q − n_k see no key (bottom-right alignment), plus a keep-mask that
+  // hides every key from one more row.
+  Problem p = test::make_problem(1, 2, 1, 9, 5, 4, true);
+  p.has_mask = true;
+  Instance in = test::random_instance(p, 5);
+  for (int j = 0; j < p.n_k; ++j) in.mask[p.score_at(0, 1, 7, j)] = 0;
+  for (const char* name : {"fa2", "fa2-fixed", "paper", "paper-fixed"}) {
+    for (auto [tq, tk] : {std::pair{1, 1}, {4, 2}, {64, 64}}) {
+      ModelTrace t;
+      const NumericsSpec s = spec_with_tiles(name, tq, tk);
+      const ForwardOutput f = model_forward(s, in, &t);
+      const BackwardOutput g = model_backward(s, in, f);
+      EXPECT_EQ(t.masked_rows, 2u * 4 + 1) << name;  // 4 rows per head, and row 7 of head 1
+      for (int h = 0; h < 2; ++h) {
+        for (int i = 0; i < p.n_q; ++i) {
+          const bool empty = i < 4 || (h == 1 && i == 7);
+          const double lse = f.lse[p.row_at(0, h, i)];
+          EXPECT_EQ(empty, lse == -HUGE_VAL) << name << " h" << h << " i" << i;
+          EXPECT_FALSE(std::isnan(lse));
+          for (int c = 0; c < p.head_dim; ++c) {
+            if (empty) {
+              EXPECT_EQ(f.o[p.q_at(0, h, i, c)], 0.0);
+              EXPECT_EQ(g.dq[p.q_at(0, h, i, c)], 0.0);
+            }
+            EXPECT_TRUE(std::isfinite(f.o[p.q_at(0, h, i, c)]));
+            EXPECT_TRUE(std::isfinite(g.dq[p.q_at(0, h, i, c)]));
+          }
+        }
+      }
+      for (double x : g.dk) EXPECT_TRUE(std::isfinite(x)) << name;
+      for (double x : g.dv) EXPECT_TRUE(std::isfinite(x)) << name;
+    }
+  }
+}
+
+TEST(FlashModel, TinyTilesAndTailsStayAccurate) {
+  // 1×1 tiles maximise the number of rescales (and, for the paper, of bf16 running-state roundings); 7×5 and
+  // 5×7 leave tails in both dimensions; 23×1 is one query tile. Forward and backward stay within the accuracy
+  // rule (the paper with its documented allowances, test_support.h).
+  const Instance in = test::random_instance(test::make_problem(2, 2, 1, 23, 17, 12, false), 9);
+  const ReferenceForward ef = reference_forward(in);
+  const ReferenceBackward eb = reference_backward(in);
+  const ForwardOutput pf = plain_forward(in);
+  const BackwardOutput pb = plain_backward(in);
+  for (const char* name : {"fa2", "fa2-fixed", "paper", "paper-fixed"}) {
+    const bool paper = std::string(name).rfind("paper", 0) == 0;
+    const double fo = paper ? test::kPaperFactorO : 2.0, fg = paper ? test::kPaperFactorGrad : 2.0;
+    const double lse_floor = paper ? test::kPaperLseFloorScale : kDefaultFloorScale;
+    for (auto [tq, tk] : {std::pair{1, 1}, {7, 5}, {5, 7}, {23, 1}}) {
+      const NumericsSpec s = spec_with_tiles(name, tq, tk);
+      const ForwardOutput f = model_forward(s, in);
+      const BackwardOutput g = model_backward(s, in, f);
+      const std::string what = std::string(name) + " " + std::to_string(tq) + "x" + std::to_string(tk);
+      for (const AccuracyCheck& c :
+           {accuracy_rule(f.o, pf.o, ef.o, fo), accuracy_rule(f.lse, pf.lse, ef.lse, 2.0, lse_floor),
+            accuracy_rule(g.dq, pb.dq, eb.dq, fg, fp32_accumulation_floor_scale(17)),
+            accuracy_rule(g.dk, pb.dk, eb.dk, fg, fp32_accumulation_floor_scale(46)),
+            accuracy_rule(g.dv, pb.dv, eb.dv, fg, fp32_accumulation_floor_scale(46))})
+        EXPECT_TRUE(c.ok) << what << ": " << c.message;
+    }
+  }
+}
+
+TEST(FlashModel, BadInputThrowsError) {
+  Instance in = test::random_instance(test::make_problem(1, 1, 1, 4, 4, 4, false), 1);
+  NumericsSpec s = builtin_spec("fa2");
+  s.tile_k = 0;
+  EXPECT_THROW(model_forward(s, in), Error);
+  in.k.pop_back();
+  EXPECT_THROW(model_forward(builtin_spec("paper"), in), Error);
+  Instance no_do = test::random_instance(test::make_problem(1, 1, 1, 4, 4, 4, false), 1);
+  const ForwardOutput f = model_forward(builtin_spec("fa2"), no_do);
+  no_do.d_o.clear();
+  EXPECT_THROW(model_backward(builtin_spec("fa2"), no_do, f), Error);
+  EXPECT_THROW(builtin_spec("fa3"), Error);
+}
+
+}  // namespace
+}  // namespace attncheck

@@ -1,0 +1,165 @@
+// plain_attention.cpp — the `plain` kernel's arithmetic (see plain_attention.h for where it rounds).
+// Per (b, h), per row: one full score row, softmax, P·V; backward per (b, h) over the whole P matrix.
+// Run the tests: ctest -R builtin_kernels
+#include "kernels/cpu/plain_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace attncheck {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+std::vector<float> to_float(const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); }
+
+void check_inputs(const Instance& in, bool backward) {
+  const Problem& p = in.problem;
+  p.validate();
+  if (in.q.size() != p.q_size() || in.k.size() != p.kv_size() || in.v.size() != p.kv_size())
+    throw Error("plain: Q, K, V sizes do not match the problem " + p.describe());
+  if (backward && in.d_o.size() != p.q_size()) throw Error("plain: the instance has no dO (or the wrong size)");
+  if (p.has_mask && in.mask.size() != p.scores_size()) throw Error("plain: keep-mask has the wrong size");
+  if (p.has_bias && in.bias.size() != p.scores_size()) throw Error("plain: bias has the wrong size");
+}
+
+// The probabilities P (bf16 values, n_q × n_k) of one (b, h); lse per row when asked. Returns per row
+// whether any key is visible.
+void softmax_rows(const Instance& in, const std::vector<float>& q, const std::vector<float>& k, int b, int h,
+                  std::vector<float>& prob, std::vector<float>& s, std::vector<char>& nonempty, double* lse_out) {
+  const Problem& p = in.problem;
+  const int d = p.head_dim, hk = h / p.group();
+  const float scale = static_cast<float>(p.scale);
+  for (int i = 0; i < p.n_q; ++i) {
+    float mx = kNegInf;
+    for (int j = 0; j < p.n_k; ++j) {
+      if (!in.visible(b, h, i, j)) {
+        s[j] = kNegInf;
+        continue;
+      }
+      const float* qi = &q[p.q_at(b, h, i, 0)];
+      const float* kj = &k[p.kv_at(b, hk, j, 0)];
+      float acc = 0.0f;
+      for (int t = 0; t < d; ++t) acc = acc + qi[t] * kj[t];
+      float sj = round_bf16(round_bf16(acc) * scale);
+      if (p.has_bias) sj = round_bf16(sj + static_cast<float>(in.bias[p.score_at(b, h, i, j)]));
+      s[j] = sj;
+      mx = std::max(mx, sj);
+    }
+    float* pi = &prob[std::size_t(i) * p.n_k];
+    nonempty[i] = mx != kNegInf;
+    if (!nonempty[i]) {
+      std::fill(pi, pi + p.n_k, 0.0f);
+      if (lse_out) lse_out[p.row_at(b, h, i)] = -HUGE_VAL;
+      continue;
+    }
+    float sum = 0.0f;
+    for (int j = 0; j < p.n_k; ++j) {
+      pi[j] = std::exp(s[j] - mx);  // exp(−inf) = 0 for masked keys
+      sum = sum + pi[j];
+    }
+    for (int j = 0; j < p.n_k; ++j) pi[j] = round_bf16(pi[j] / sum);
+    if (lse_out) lse_out[p.row_at(b, h, i)] = mx + std::log(sum);
+  }
+}
+
+}  // namespace
+
+ForwardOutput plain_forward(const Instance& in) {
+  check_inputs(in, false);
+  const Problem& p = in.problem;
+  const int d = p.head_dim;
+  const std::vector<float> q = to_float(in.q), k = to_float(in.k), v = to_float(in.v);
+  ForwardOutput out;
+  out.o.assign(p.q_size(), 0.0);
+  out.lse.assign(p.rows(), 0.0);
+  std::vector<float> prob(std::size_t(p.n_q) * p.n_k), s(p.n_k), o_row(d);
+  std::vector<char> nonempty(p.n_q);
+  for (int b = 0; b < p.batch; ++b) {
+    for (int h = 0; h < p.heads_q; ++h) {
+      const int hk = h / p.group();
+      softmax_rows(in, q, k, b, h, prob, s, nonempty, out.lse.data());
+      for (int i = 0; i < p.n_q; ++i) {
+        if (!nonempty[i]) continue;  // O stays 0
+        std::fill(o_row.begin(), o_row.end(), 0.0f);
+        for (int j = 0; j < p.n_k; ++j) {
+          const float w = prob[std::size_t(i) * p.n_k + j];
+          const float* vj = &v[p.kv_at(b, hk, j, 0)];
+          for (int t = 0; t < d; ++t) o_row[t] = o_row[t] + w * vj[t];
+        }
+        for (int t = 0; t < d; ++t) out.o[p.q_at(b, h, i, t)] = round_bf16(o_row[t]);
+      }
+    }
+  }
+  return out;
+}
+
+BackwardOutput plain_backward(const Instance& in) {
+  check_inputs(in, true);
+  const Problem& p = in.problem;
+  const int d = p.head_dim, nq = p.n_q, nk = p.n_k;
+  const float scale = static_cast<float>(p.scale);
+  const std::vector<float> q = to_float(in.q), k = to_float(in.k), v = to_float(in.v), d_o = to_float(in.d_o);
+  BackwardOutput out;
+  out.dq.assign(p.q_size(), 0.0);
+  out.dk.assign(p.kv_size(), 0.0);
+  out.dv.assign(p.kv_size(), 0.0);
+  out.delta.assign(p.rows(), 0.0);
+  std::vector<float> prob(std::size_t(nq) * nk), ds(std::size_t(nq) * nk), s(nk), acc(d);
+  std::vector<float> dk_group(p.kv_size(), 0.0f), dv_group(p.kv_size(), 0.0f);
+  std::vector<char> nonempty(nq);
+  for (int b = 0; b < p.batch; ++b) {
+    for (int h = 0; h < p.heads_q; ++h) {
+      const int hk = h / p.group();
+      softmax_rows(in, q, k, b, h, prob, s, nonempty, nullptr);
+      for (int i = 0; i < nq; ++i) {
+        const float* doi = &d_o[p.q_at(b, h, i, 0)];
+        const float* pi = &prob[std::size_t(i) * nk];
+        float* dsi = &ds[std::size_t(i) * nk];
+        // dP = bf16(dO·Vᵀ) into dsi; δ = Σ_j P·dP in fp32; dS = bf16(P·(dP − δ)); dS' = bf16(dS·scale).
+        float delta = 0.0f;
+        for (int j = 0; j < nk; ++j) {
+          const float* vj = &v[p.kv_at(b, hk, j, 0)];
+          float dp = 0.0f;
+          for (int t = 0; t < d; ++t) dp = dp + doi[t] * vj[t];
+          dsi[j] = round_bf16(dp);
+          delta = delta + pi[j] * dsi[j];
+        }
+        out.delta[p.row_at(b, h, i)] = delta;
+        for (int j = 0; j < nk; ++j) dsi[j] = round_bf16(round_bf16(pi[j] * (dsi[j] - delta)) * scale);
+        // dQ_i = bf16(Σ_j dS'_ij k_j)
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        for (int j = 0; j < nk; ++j) {
+          const float* kj = &k[p.kv_at(b, hk, j, 0)];
+          for (int t = 0; t < d; ++t) acc[t] = acc[t] + dsi[j] * kj[t];
+        }
+        for (int t = 0; t < d; ++t) out.dq[p.q_at(b, h, i, t)] = round_bf16(acc[t]);
+      }
+      // Per key: dV_j = bf16(Σ_i P_ij dO_i), dK_j = bf16(Σ_i dS'_ij q_i); then the GQA group sum in fp32.
+      for (int j = 0; j < nk; ++j) {
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        for (int i = 0; i < nq; ++i) {
+          const float w = prob[std::size_t(i) * nk + j];
+          const float* doi = &d_o[p.q_at(b, h, i, 0)];
+          for (int t = 0; t < d; ++t) acc[t] = acc[t] + w * doi[t];
+        }
+        for (int t = 0; t < d; ++t) dv_group[p.kv_at(b, hk, j, t)] += round_bf16(acc[t]);
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        for (int i = 0; i < nq; ++i) {
+          const float w = ds[std::size_t(i) * nk + j];
+          const float* qi = &q[p.q_at(b, h, i, 0)];
+          for (int t = 0; t < d; ++t) acc[t] = acc[t] + w * qi[t];
+        }
+        for (int t = 0; t < d; ++t) dk_group[p.kv_at(b, hk, j, t)] += round_bf16(acc[t]);
+      }
+    }
+  }
+  for (std::size_t e = 0; e < p.kv_size(); ++e) {
+    out.dk[e] = round_bf16(dk_group[e]);
+    out.dv[e] = round_bf16(dv_group[e]);
+  }
+  return out;
+}
+
+}  // namespace attncheck
