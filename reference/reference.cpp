@@ -1,1 +1,172 @@
+// reference.cpp — the fp64 Eigen reference for attention, forward and backward (contract: reference.h).
+//
+// Per (b, h) slice: S = scale·Q·Kᵀ + bias, masked entries -inf; per row m = max over visible keys,
+// p̄ = exp(s − m) (subtracting the row max keeps every exponent ≤ 0: no overflow, no NaN from inf/inf),
+// l = Σ p̄, O = p̄·V / l, LSE = m + log l. A row with no visible key (mask, causal with n_q > n_k, or a bias of
+// -inf everywhere) gives O = 0, LSE = -inf and contributes nothing to any gradient.
+// Backward: P = p̄ / l, dP = dO·Vᵀ, δ_i = dO_i·O_i from the exact (fp64) O, dS = P ∘ (dP − δ),
+// dQ = scale·dS·K, dK += scale·dSᵀ·Q, dV += Pᵀ·dO, summed over the query heads of a GQA group.
+// O is clamped to the per-column range of the visible V rows (see outputs()). Layouts: harness/problem.h.
+// Everything is fp64; nothing is rounded to a storage format.
+// Non-finite inputs: a NaN score among a row's visible keys makes that row's outputs NaN.
+// Run its tests: ctest -R reference
 #include "reference/reference.h"
+
+#include <cmath>
+#include <limits>
+
+#include <Eigen/Dense>
+
+namespace attncheck {
+namespace {
+
+using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using ConstMap = Eigen::Map<const Mat>;
+using MutMap = Eigen::Map<Mat>;
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+ConstMap q_slice(const Instance& in, const std::vector<double>& t, int b, int h) {
+  const Problem& p = in.problem;
+  return ConstMap(t.data() + p.q_at(b, h, 0, 0), p.n_q, p.head_dim);
+}
+ConstMap kv_slice(const Instance& in, const std::vector<double>& t, int b, int hk) {
+  const Problem& p = in.problem;
+  return ConstMap(t.data() + p.kv_at(b, hk, 0, 0), p.n_k, p.head_dim);
+}
+
+Mat scores(const Instance& in, int b, int h) {
+  const Problem& p = in.problem;
+  const int hk = h / p.group();
+  Mat s = p.scale * (q_slice(in, in.q, b, h) * kv_slice(in, in.k, b, hk).transpose());
+  for (int i = 0; i < p.n_q; ++i) {
+    for (int j = 0; j < p.n_k; ++j) {
+      if (!in.visible(b, h, i, j)) {
+        s(i, j) = kNegInf;
+      } else if (p.has_bias) {
+        s(i, j) += in.bias[p.score_at(b, h, i, j)];
+      }
+    }
+  }
+  return s;
+}
+
+// Softmax of one slice's scores, row by row: P (rows of a fully masked query are 0) and LSE.
+void softmax(const Mat& s, Mat* prob, std::vector<double>* lse) {
+  prob->resize(s.rows(), s.cols());
+  lse->assign(s.rows(), kNegInf);
+  for (Eigen::Index i = 0; i < s.rows(); ++i) {
+    double m = kNegInf;
+    bool nan = false;
+    for (Eigen::Index j = 0; j < s.cols(); ++j) {
+      nan = nan || std::isnan(s(i, j));
+      m = std::fmax(m, s(i, j));
+    }
+    if (nan || m == HUGE_VAL) {  // undefined: NaN in, or +inf scores (inf - inf)
+      prob->row(i).setConstant(std::numeric_limits<double>::quiet_NaN());
+      (*lse)[i] = std::numeric_limits<double>::quiet_NaN();
+      continue;
+    }
+    if (m == kNegInf) {  // no visible key
+      prob->row(i).setZero();
+      continue;
+    }
+    double l = 0;
+    for (Eigen::Index j = 0; j < s.cols(); ++j) {
+      const double e = std::exp(s(i, j) - m);  // exp(-inf) = 0 for masked keys
+      (*prob)(i, j) = e;
+      l += e;
+    }
+    prob->row(i) /= l;  // l >= 1: the max contributes exp(0)
+    (*lse)[i] = m + std::log(l);
+  }
+}
+
+// O = P·V, then each element clamped to the range of its column over the row's visible keys. The exact O is a
+// convex combination of those values, so the clamp never moves O away from it; it makes V = c·1 give O = c
+// exactly (Σ_j P_j·c is c·(1 ± a few ulps) in fp64) and keeps O inside the per-column range of attended V.
+Mat outputs(const Mat& s, const Mat& prob, const ConstMap& v) {
+  Mat o = prob * v;
+  for (Eigen::Index i = 0; i < s.rows(); ++i) {
+    for (Eigen::Index c = 0; c < v.cols(); ++c) {
+      double lo = HUGE_VAL, hi = -HUGE_VAL;
+      for (Eigen::Index j = 0; j < s.cols(); ++j) {
+        if (s(i, j) == kNegInf) continue;  // masked: not part of the combination
+        lo = std::fmin(lo, v(j, c));
+        hi = std::fmax(hi, v(j, c));
+      }
+      if (lo > hi) continue;            // no visible key: O stays 0
+      if (o(i, c) < lo) o(i, c) = lo;  // comparisons are false for NaN: a NaN row stays NaN
+      if (o(i, c) > hi) o(i, c) = hi;
+    }
+  }
+  return o;
+}
+
+void check(const Instance& in, bool need_d_o) {
+  in.validate();
+  if (need_d_o && in.d_o.empty()) throw Error("reference_backward: instance has no d_o");
+}
+
+}  // namespace
+
+std::vector<double> reference_scores(const Instance& in, int b, int h) {
+  const Problem& p = in.problem;
+  if (b < 0 || b >= p.batch || h < 0 || h >= p.heads_q)
+    throw Error("reference_scores: slice (" + std::to_string(b) + ", " + std::to_string(h) + ") is out of range");
+  const Mat s = scores(in, b, h);
+  return std::vector<double>(s.data(), s.data() + s.size());
+}
+
+ReferenceForward reference_forward(const Instance& in) {
+  check(in, false);
+  const Problem& p = in.problem;
+  ReferenceForward out;
+  out.o.assign(p.q_size(), 0.0);
+  out.lse.assign(p.rows(), kNegInf);
+  Mat prob;
+  std::vector<double> lse;
+  for (int b = 0; b < p.batch; ++b) {
+    for (int h = 0; h < p.heads_q; ++h) {
+      const Mat s = scores(in, b, h);
+      softmax(s, &prob, &lse);
+      MutMap(out.o.data() + p.q_at(b, h, 0, 0), p.n_q, p.head_dim) = outputs(s, prob, kv_slice(in, in.v, b, h / p.group()));
+      for (int i = 0; i < p.n_q; ++i) out.lse[p.row_at(b, h, i)] = lse[i];
+    }
+  }
+  return out;
+}
+
+ReferenceBackward reference_backward(const Instance& in) {
+  check(in, true);
+  const Problem& p = in.problem;
+  ReferenceBackward out;
+  out.dq.assign(p.q_size(), 0.0);
+  out.dk.assign(p.kv_size(), 0.0);
+  out.dv.assign(p.kv_size(), 0.0);
+  out.delta.assign(p.rows(), 0.0);
+  Mat prob;
+  std::vector<double> lse;
+  for (int b = 0; b < p.batch; ++b) {
+    for (int h = 0; h < p.heads_q; ++h) {
+      const int hk = h / p.group();
+      const Mat s = scores(in, b, h);
+      softmax(s, &prob, &lse);
+      const ConstMap q = q_slice(in, in.q, b, h), d_o = q_slice(in, in.d_o, b, h);
+      const ConstMap k = kv_slice(in, in.k, b, hk), v = kv_slice(in, in.v, b, hk);
+      const Mat o = outputs(s, prob, v);  // the exact O (fp64, as reference_forward gives it), not a kernel's
+      const Eigen::VectorXd delta = (d_o.array() * o.array()).rowwise().sum();
+      const Mat dp = d_o * v.transpose();
+      const Mat ds = prob.array() * (dp.colwise() - delta).array();  // masked: P = 0 -> dS = 0
+      MutMap(out.dq.data() + p.q_at(b, h, 0, 0), p.n_q, p.head_dim) = p.scale * (ds * k);
+      // Each head's dK, dV is formed first and then added: a GQA sum is then exactly the rounded sum of the
+      // per-head gradients (tested), not a product fused into the accumulator in some other order.
+      const Mat dk_h = p.scale * (ds.transpose() * q), dv_h = prob.transpose() * d_o;
+      MutMap(out.dk.data() + p.kv_at(b, hk, 0, 0), p.n_k, p.head_dim) += dk_h;
+      MutMap(out.dv.data() + p.kv_at(b, hk, 0, 0), p.n_k, p.head_dim) += dv_h;
+      for (int i = 0; i < p.n_q; ++i) out.delta[p.row_at(b, h, i)] = delta[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace attncheck

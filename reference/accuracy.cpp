@@ -1,0 +1,77 @@
+// accuracy.cpp — FlashAttention's acceptance rule (contract and derivation of the floor: accuracy.h).
+#include "reference/accuracy.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "harness/problem.h"
+
+namespace attncheck {
+namespace {
+
+std::string describe(std::size_t i, const std::vector<double>& kernel, const std::vector<double>& plain,
+                     const std::vector<double>& exact) {
+  std::ostringstream s;
+  s.precision(17);
+  s << "index " << i << ": kernel " << kernel[i] << ", plain " << plain[i] << ", exact " << exact[i];
+  return s.str();
+}
+
+bool same_value(double a, double b) { return a == b && std::signbit(a) == std::signbit(b); }
+
+}  // namespace
+
+double fp32_accumulation_floor_scale(std::size_t n) { return kDefaultFloorScale + 2.0 * static_cast<double>(n); }
+
+AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector<double>& plain,
+                            const std::vector<double>& exact, double factor, double floor_scale) {
+  if (kernel.size() != exact.size() || plain.size() != exact.size())
+    throw Error("accuracy_rule: sizes differ (kernel " + std::to_string(kernel.size()) + ", plain " +
+                std::to_string(plain.size()) + ", exact " + std::to_string(exact.size()) + ")");
+  if (!(factor >= 0) || !(floor_scale >= 0) || std::isinf(factor) || std::isinf(floor_scale))
+    throw Error("accuracy_rule: factor and floor_scale must be finite and non-negative");
+  AccuracyCheck r;
+  std::string bad;  // why the first bad non-finite entry is bad ("" when there is none)
+  std::size_t bad_at = 0, worst_err_at = 0;
+  auto flag = [&](const char* why, std::size_t i) {
+    if (bad.empty()) bad = why, bad_at = i;
+  };
+  double exact_max = 0;
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    const double k = kernel[i], p = plain[i], e = exact[i];
+    if (std::isnan(e)) {
+      if (!std::isnan(k)) flag("the exact value is NaN (undefined) but the kernel's is not", i);
+    } else if (std::isinf(e)) {
+      if (!same_value(k, e)) flag("kernel differs from an infinite exact value", i);
+    } else if (std::isnan(k)) {
+      flag("kernel is NaN where the exact value is finite", i);
+    } else if (std::isinf(k)) {
+      if (!same_value(k, p)) flag("kernel overflows where the plain attention does not", i);
+    } else {
+      const double err = std::fabs(k - e);
+      if (err > r.kernel_err) r.kernel_err = err, worst_err_at = i;
+    }
+    if (std::isfinite(e)) {
+      exact_max = std::fmax(exact_max, std::fabs(e));
+      if (std::isfinite(p)) r.plain_err = std::fmax(r.plain_err, std::fabs(p - e));
+    }
+  }
+  r.worst = bad.empty() ? worst_err_at : bad_at;
+  r.floor = floor_scale * 0x1p-24 * exact_max;
+  r.bound = factor * r.plain_err + r.floor;
+  std::ostringstream s;
+  s.precision(6);
+  if (!bad.empty()) {
+    r.ok = false;
+    s << "fail: " << bad << " at " << describe(r.worst, kernel, plain, exact);
+  } else {
+    r.ok = r.kernel_err <= r.bound;
+    s << (r.ok ? "pass" : "fail") << ": max|kernel - exact| = " << r.kernel_err << (r.ok ? " <= " : " > ") << factor
+      << " x max|plain - exact| (" << r.plain_err << ") + floor (" << r.floor << ") = " << r.bound;
+    if (!exact.empty()) s << "; worst " << describe(r.worst, kernel, plain, exact);
+  }
+  r.message = s.str();
+  return r;
+}
+
+}  // namespace attncheck

@@ -1,0 +1,55 @@
+// accuracy.h — FlashAttention's acceptance rule as a pure function: a kernel's error against the exact (fp64)
+// result may be at most `factor` times the error of a plain, non-tiled attention in the same low precision,
+// plus an fp32 noise floor. Used by the CPU-model unit tests and by the property suite's accuracy property,
+// once per tensor (O, LSE, dQ, dK, dV).
+//
+//   ok  ⇔  max_i |kernel_i − exact_i|  ≤  factor · max_i |plain_i − exact_i|  +  floor,
+//   floor = floor_scale · 2^-24 · max_i |exact_i|   (2^-24: fp32's unit roundoff; max over finite entries).
+//
+// Where this comes from: FlashAttention's tests (tests/test_flash_attn.py) assert
+// (out − out_ref).abs().max() ≤ 2·(out_pt − out_ref).abs().max() + atol, with out_pt a plain PyTorch attention
+// in the kernel's precision, and (in the later tests) atol = 2·|(out_ref + 0.3) − 0.3 − out_ref|.max(): fp32
+// rounding noise at the scale of the output, i.e. about 2–4 unit roundoffs of max|out_ref|. We keep the
+// scale-free part of that: by default floor_scale = 4 (2 fp32 ulps of the largest exact entry). It covers the
+// case where the plain attention happens to be exact (e.g. an output that is a bf16 value) while the kernel,
+// summing in fp32 in another order, lands a few fp32 ulps off. It is ~2^13 times smaller than a bf16 ulp, so
+// it excuses no bf16-level error. Tensors accumulated in fp32 over long sums (dK, dV over n_q rows) can pass
+// floor_scale = fp32_accumulation_floor_scale(n): see there.
+//
+// Non-finite entries: where exact is ±inf (LSE of a fully masked row) the kernel must give that same value;
+// where exact is NaN the kernel must give NaN; where exact is finite a NaN from the kernel always fails, and
+// ±inf fails unless the plain attention overflows to that same inf (the exact value lies beyond the low-precision
+// range, so overflow is no worse than the baseline). Such entries enter neither maximum. Plain entries that are
+// not finite where exact is finite do not enter plain_err: a broken baseline must not excuse the kernel.
+// Sizes must match (attncheck::Error otherwise). Run its tests: ctest -R accuracy
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace attncheck {
+
+struct AccuracyCheck {
+  bool ok = true;
+  double kernel_err = 0;  // max |kernel − exact| over entries where both are finite
+  double plain_err = 0;   // max |plain − exact| over entries where both are finite
+  double floor = 0;       // floor_scale · 2^-24 · max |exact| (finite entries)
+  double bound = 0;       // factor · plain_err + floor
+  std::size_t worst = 0;  // the deciding index: the first bad non-finite entry, else the largest kernel error
+  std::string message;    // one line: verdict, the worst index with its three values, the numbers above
+};
+
+constexpr double kDefaultFloorScale = 4.0;
+
+// The floor scale for a tensor whose elements are fp32 sums of n terms. Two summation orders of the same n
+// terms each err by at most γ_{n−1}·Σ|t| ≈ (n−1)·2^-24·Σ|t| (Higham, Thm 4.4), so they differ by at most
+// 2(n−1)·2^-24·Σ|t|; with terms of one sign Σ|t| = |sum| ≤ max|exact|. Adding the default 4 for the final
+// stores gives 4 + 2n. (Mixed signs can exceed this, but then the plain attention's error grows alike.)
+double fp32_accumulation_floor_scale(std::size_t n);
+
+AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector<double>& plain,
+                            const std::vector<double>& exact, double factor = 2.0,
+                            double floor_scale = kDefaultFloorScale);
+
+}  // namespace attncheck

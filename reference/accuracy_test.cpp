@@ -1,0 +1,126 @@
+// accuracy_test.cpp — unit tests of accuracy_rule (accuracy.h) on synthetic vectors: the 2× rule, the fp32
+// floor, non-finite entries, the message, bad arguments; and fp32_accumulation_floor_scale on real fp32 sums.
+// Run: ctest --test-dir build -R accuracy
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "harness/problem.h"
+#include "kernels/formats.h"
+#include "reference/accuracy.h"
+
+namespace attncheck {
+namespace {
+
+using V = std::vector<double>;
+constexpr double kInf = HUGE_VAL;
+
+TEST(accuracy, passes_within_factor_times_the_plain_error) {
+  const V exact{1, 2, -3, 0.5};
+  const V plain{1.01, 1.98, -3, 0.5};     // plain error 0.02
+  const V kernel{1.03, 2, -2.96, 0.5};    // kernel error 0.04 at index 2
+  const AccuracyCheck r = accuracy_rule(kernel, plain, exact);
+  EXPECT_TRUE(r.ok) << r.message;
+  EXPECT_NEAR(r.kernel_err, 0.04, 1e-15);
+  EXPECT_NEAR(r.plain_err, 0.02, 1e-15);
+  EXPECT_EQ(r.floor, 4 * 0x1p-24 * 3);
+  EXPECT_EQ(r.bound, 2 * r.plain_err + r.floor);
+  EXPECT_EQ(r.worst, 2u);
+  EXPECT_NE(r.message.find("pass"), std::string::npos) << r.message;
+}
+
+TEST(accuracy, fails_beyond_it_and_names_the_worst_index) {
+  const V exact{1, 2, -3, 0.5};
+  const V plain{1.01, 1.98, -3, 0.5};
+  const V kernel{1.03, 2, -2.95, 0.5};  // 0.05 > 2·0.02 + 1.8e-7
+  const AccuracyCheck r = accuracy_rule(kernel, plain, exact);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.worst, 2u);
+  EXPECT_NE(r.message.find("fail"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("index 2"), std::string::npos) << r.message;
+  EXPECT_TRUE(accuracy_rule(kernel, plain, exact, /*factor=*/3.0).ok);  // a documented looser factor
+}
+
+TEST(accuracy, fp32_floor_excuses_fp32_noise_but_not_a_bf16_error) {
+  const V exact{2.0, -1.0, 0.25};
+  const V plain = exact;  // the plain attention happens to be exact
+  // floor = 4·2^-24·2 = 2^-21: one fp32 ulp at 2 (2^-22) passes, one bf16 ulp (2^-6) does not.
+  EXPECT_TRUE(accuracy_rule(V{2.0 + 0x1p-22, -1.0, 0.25}, plain, exact).ok);
+  EXPECT_TRUE(accuracy_rule(V{2.0 - 0x1p-21, -1.0, 0.25}, plain, exact).ok);  // exactly at the bound
+  EXPECT_FALSE(accuracy_rule(V{2.0, -1.0 - 0x1p-20, 0.25}, plain, exact).ok);
+  EXPECT_FALSE(accuracy_rule(V{2.0 + 0x1p-6, -1.0, 0.25}, plain, exact).ok);
+  EXPECT_FALSE(accuracy_rule(V{2.0, -1.0, 0.25 + 0x1p-6}, plain, exact, 2.0, 0.0).ok);
+  // All-zero exact (V = 0): no floor; the kernel must be exact when the plain one is.
+  EXPECT_TRUE(accuracy_rule(V{0, 0}, V{0, 0}, V{0, 0}).ok);
+  EXPECT_FALSE(accuracy_rule(V{0x1p-100, 0}, V{0, 0}, V{0, 0}).ok);
+  EXPECT_TRUE(accuracy_rule(V{}, V{}, V{}).ok);
+}
+
+TEST(accuracy, infinite_exact_values_must_be_matched) {
+  const V exact{-kInf, 1.0};  // LSE of a fully masked row, and of a normal one
+  const V plain{-kInf, 1.0};
+  EXPECT_TRUE(accuracy_rule(V{-kInf, 1.0}, plain, exact).ok);
+  for (double wrong : {-1e30, kInf, std::nan(""), 0.0}) {
+    const AccuracyCheck r = accuracy_rule(V{wrong, 1.0}, plain, exact);
+    EXPECT_FALSE(r.ok) << wrong;
+    EXPECT_EQ(r.worst, 0u);
+    EXPECT_NE(r.message.find("index 0"), std::string::npos) << r.message;
+  }
+  // The plain attention matching does not help a kernel that does not.
+  EXPECT_FALSE(accuracy_rule(V{-1e30, 1.0}, V{-1e30, 1.0}, exact).ok);
+}
+
+TEST(accuracy, nan_where_exact_is_finite_fails_and_is_reported) {
+  const V exact{1, 2, 3};
+  const AccuracyCheck r = accuracy_rule(V{1, std::nan(""), 3}, V{1, std::nan(""), 3}, exact, 1e6);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.worst, 1u);
+  EXPECT_NE(r.message.find("NaN"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("index 1"), std::string::npos) << r.message;
+  // The first bad entry is the one reported, even with a larger finite error elsewhere.
+  const AccuracyCheck two = accuracy_rule(V{100, 2, std::nan("")}, V{1, 2, 3}, exact);
+  EXPECT_EQ(two.worst, 2u);
+  // Exact NaN (undefined): the kernel must be NaN too.
+  EXPECT_TRUE(accuracy_rule(V{std::nan(""), 1}, V{0, 1}, V{std::nan(""), 1}).ok);
+  EXPECT_FALSE(accuracy_rule(V{0, 1}, V{0, 1}, V{std::nan(""), 1}).ok);
+}
+
+TEST(accuracy, overflow_is_excused_only_where_the_plain_attention_overflows_too) {
+  const V exact{1e39, 1.0};  // beyond bf16's range
+  EXPECT_TRUE(accuracy_rule(V{kInf, 1.0}, V{kInf, 1.0}, exact).ok);
+  EXPECT_FALSE(accuracy_rule(V{kInf, 1.0}, V{3.3895313892515355e38, 1.0}, exact).ok);
+  EXPECT_FALSE(accuracy_rule(V{-kInf, 1.0}, V{kInf, 1.0}, exact).ok);
+  // A non-finite plain entry does not enter plain_err, so it cannot excuse the kernel elsewhere.
+  const AccuracyCheck r = accuracy_rule(V{1.0, 1.5}, V{kInf, 1.0}, V{1.0, 1.0});
+  EXPECT_EQ(r.plain_err, 0.0);
+  EXPECT_FALSE(r.ok);
+}
+
+TEST(accuracy, bad_arguments_throw) {
+  EXPECT_THROW(accuracy_rule(V{1, 2}, V{1}, V{1, 2}), Error);
+  EXPECT_THROW(accuracy_rule(V{1}, V{1}, V{1, 2}), Error);
+  EXPECT_THROW(accuracy_rule(V{1}, V{1}, V{1}, -1.0), Error);
+  EXPECT_THROW(accuracy_rule(V{1}, V{1}, V{1}, 2.0, std::nan("")), Error);
+}
+
+TEST(accuracy, accumulation_floor_covers_two_fp32_summation_orders) {
+  // n positive fp32 terms summed forwards and backwards in fp32: the two results differ by fp32 noise that the
+  // default floor cannot always excuse (plain exact, kernel in another order), but 4 + 2n can (accuracy.h).
+  constexpr std::size_t kN = 4096;
+  EXPECT_EQ(fp32_accumulation_floor_scale(kN), 4.0 + 2.0 * kN);
+  double worst_ratio = 0;
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    std::vector<float> t(kN);
+    double exact = 0;  // exact: 4096 floats in [0, 1) sum exactly in double (24 + 12 bits)
+    for (std::size_t i = 0; i < kN; ++i) t[i] = static_cast<float>(uniform01(seed, i)), exact += t[i];
+    float fwd = 0, bwd = 0;
+    for (std::size_t i = 0; i < kN; ++i) fwd += t[i], bwd += t[kN - 1 - i];
+    const AccuracyCheck r = accuracy_rule(V{bwd}, V{fwd}, V{exact}, 0.0, fp32_accumulation_floor_scale(kN));
+    EXPECT_TRUE(r.ok) << r.message;  // factor 0: the floor alone must cover it
+    worst_ratio = std::fmax(worst_ratio, std::fabs(bwd - exact) / (0x1p-24 * exact));
+  }
+  EXPECT_GT(worst_ratio, kDefaultFloorScale) << "the sums should show noise beyond the default floor";
+}
+
+}  // namespace
+}  // namespace attncheck
