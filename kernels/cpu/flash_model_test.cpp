@@ -23,44 +23,46 @@ NumericsSpec spec_with_tiles(const char* name, int tq, int tk) {
   return s;
 }
 
-// One query, three keys, d = 1, scale 1: scores 2, s_low, 2 (keys 0 and 2 tie at the max, p̄ = 1 each).
-// V = (−2.40625, v_low, −2.296875): the paper's Fig. 6 operands, the middle key supplying the residue.
+// One query, d = 1, scale 1, two key tiles of 3 (paper spec, tile_k = 3).
+//   tile A: scores −3, −20, −20 with V = 1, 0, 0 — a running output of 1 at m = −3;
+//   tile B: scores 2, −5, 2 with V = −2.40625, v_low, −2.296875 — the paper's Fig. 6 operands: keys 3 and 5
+//           tie at the max (p̄ = 1 each), key 4 supplies the residue p̄·v_low.
+// Tile A's output enters tile B's step 6 rescaled by α = bf16(e^−5) = 0.00674, small enough not to move the
+// Fig. 6 rounding but large enough that only a bf16-rounded block output gives −4.71875 afterwards (an fp32
+// block output would give bf16(−4.70399 + 0.00674) = −4.6875): the test pins step 5's rounding.
 Instance fig6_instance(double v_low) {
   Instance in;
-  in.problem = test::make_problem(1, 1, 1, 1, 3, 1, false);
+  in.problem = test::make_problem(1, 1, 1, 1, 6, 1, false);
   in.problem.scale = 1.0;
   in.q = {1.0};
-  in.k = {2.0, -5.0, 2.0};  // s_low − m = −7: p̄ = bf16(exp(−7)) = 0.000911713
-  in.v = {-2.40625, v_low, -2.296875};
+  in.k = {-3.0, -20.0, -20.0, 2.0, -5.0, 2.0};  // key 4: s − m = −7, p̄ = bf16(e^−7) = 0.000911713
+  in.v = {1.0, 0.0, 0.0, -2.40625, v_low, -2.296875};
   in.validate();
   return in;
 }
 
 TEST(FlashModel, PaperFig6ResidueTurnsATieIntoARoundingAwayFromZero) {
-  const NumericsSpec paper = builtin_spec("paper");
-  // p̄·v_low = 0.000911713 · −0.953125 ≈ −0.000869: the paper's residue. The fp32 block output
-  // −2.40625 − 0.000869 − 2.296875 = −4.703994 rounds to bf16 −4.71875 (step 5). l = bf16(2 + 0.00091) = 2,
-  // so O = bf16(−4.71875 / 2) = −2.359375 exactly.
+  const NumericsSpec paper = spec_with_tiles("paper", 1, 3);
+  // p̄·v_low = 0.000911713 · −0.953125 ≈ −0.000869: the paper's residue. Step 5: the fp32 block output
+  // −2.40625 − 0.000869 − 2.296875 = −4.703994 rounds to bf16 −4.71875. Step 6: acc = bf16(bf16(1·α) +
+  // −4.71875) = bf16(−4.71201) = −4.71875; l = bf16(α + bf16(2.00091)) = 2; O = bf16(−4.71875 / 2).
   ModelTrace trace;
   const ForwardOutput with = model_forward(paper, fig6_instance(-0.953125), &trace);
   EXPECT_EQ(with.o[0], -4.71875 / 2);
-  EXPECT_EQ(trace.p_one, 2u);  // both tied keys fed p̄ = 1 exactly
+  EXPECT_EQ(trace.p_one, 3u);  // tile A's single max, and both tied keys of tile B
   EXPECT_EQ(trace.exact_tie_tiles, 1u);
-  // Without the residue the block output is the exact tie −4.703125, rounded to even: −4.6875.
+  // Without the residue the block output is the exact tie −4.703125, rounded to even: −4.6875; adding
+  // 0.00674 keeps it there.
   const ForwardOutput without = model_forward(paper, fig6_instance(0.0), nullptr);
   EXPECT_EQ(without.o[0], -4.6875 / 2);
-  // The same through 1×1 tiles: each tile's block output is one product, so no tie forms in step 5, and the
-  // running bf16 accumulator rounds −2.40625 + −0.000869 back to −2.40625 before −2.296875 arrives: the
-  // accumulator (step 6) then sees the exact tie and rounds to even. Tiling moves where the error is born.
-  const ForwardOutput tiled = model_forward(spec_with_tiles("paper", 1, 1), fig6_instance(-0.953125), nullptr);
-  EXPECT_EQ(tiled.o[0], -4.6875 / 2);
-  // The fix shifts the tied max (2 → 4): p̄ = e^−2 for both, no exact product, and the result moves to the
-  // nearest bf16 of the exact answer −2.350912 (ulp 2^−6 there: −2.34375 or −2.359375).
+  // The fix shifts tile B's tied max (2 → 4): p̄ = e^−2 for both, no exact product in the tie; the result is
+  // within one bf16 ulp (2^−6 at 2.35) of the exact answer.
   ModelTrace fixed_trace;
-  const ForwardOutput fixed = model_forward(builtin_spec("paper-fixed"), fig6_instance(-0.953125), &fixed_trace);
-  EXPECT_EQ(fixed_trace.p_one, 0u);
+  const ForwardOutput fixed =
+      model_forward(spec_with_tiles("paper-fixed", 1, 3), fig6_instance(-0.953125), &fixed_trace);
+  EXPECT_EQ(fixed_trace.p_one, 1u);  // only tile A's single (untied, harmless) max remains
   EXPECT_EQ(fixed_trace.shifted_tiles, 1u);
-  EXPECT_NEAR(fixed.o[0], reference_forward(fig6_instance(-0.953125)).o[0], 0.0157);  // one bf16 ulp at 2.35
+  EXPECT_NEAR(fixed.o[0], reference_forward(fig6_instance(-0.953125)).o[0], 0.015625);
 }
 
 // A query block whose rows all attend most to two identical keys (0 and n/2), with a positive score.
