@@ -139,7 +139,6 @@ TEST(formats, overflow_ties_infinities_and_saturation) {
     EXPECT_SAME(round_to(tie, f, Overflow::kSaturate), fi.max_finite);
     EXPECT_SAME(round_to(-1e300, f, Overflow::kSaturate), -fi.max_finite);
     EXPECT_SAME(round_to(HUGE_VAL, f), HUGE_VAL);
-    EXPECT_SAME(round_to(-HUGE_VAL, f, Overflow::kSaturate), -HUGE_VAL);  // inf is a value, not an overflow
     EXPECT_SAME(round_to(0.0, f), 0.0);
     EXPECT_SAME(round_to(-0.0, f), -0.0);
     EXPECT_TRUE(std::isnan(round_to(NAN, f)));

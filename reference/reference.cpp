@@ -129,7 +129,8 @@ ReferenceForward reference_forward(const Instance& in) {
     for (int h = 0; h < p.heads_q; ++h) {
       const Mat s = scores(in, b, h);
       softmax(s, &prob, &lse);
-      MutMap(out.o.data() + p.q_at(b, h, 0, 0), p.n_q, p.head_dim) = outputs(s, prob, kv_slice(in, in.v, b, h / p.group()));
+      MutMap(out.o.data() + p.q_at(b, h, 0, 0), p.n_q, p.head_dim) =
+          outputs(s, prob, kv_slice(in, in.v, b, h / p.group()));
       for (int i = 0; i < p.n_q; ++i) out.lse[p.row_at(b, h, i)] = lse[i];
     }
   }
