@@ -1,0 +1,307 @@
+// fuzz_command.cpp — `attncheck fuzz`: a fuzzing campaign on one kernel with the libFuzzer kernel target
+// (harness/fuzz/), then minimisation of every finding into the findings directory with a summary report.
+//
+//   attncheck fuzz --kernel paper --time 120 [--workers N] [--corpus DIR] [--findings DIR] [--fuzzer PATH]
+//
+// 1. Runs the fuzz binary (a clang/libFuzzer build: ci/fuzz_smoke.sh --build-only makes
+//    build-fuzz/harness/fuzz/attncheck_fuzz_kernel) in fork mode (-fork=N -ignore_crashes=1), so the
+//    campaign goes on after each finding. The working corpus (default build-fuzz/corpus/<kernel>) grows;
+//    corpus/seeds/kernel is read only. Raw findings go to <findings>/raw-<kernel>/, libFuzzer artifacts
+//    next to them. Progress (elapsed, executions, exec/s, raw findings) goes to stderr every 5 s.
+// 2. On exit, groups the raw findings by (property, generator), keeps the first seen of each group, shrinks
+//    it with the property shrinker (check_and_shrink), checks that the minimal case replays with the same
+//    verdict, and writes it with write_finding into <findings>.
+// 3. Writes <findings>/fuzz-<kernel>-summary.md and .json: what failed, the minimal case, the replay
+//    command, first-seen time (seconds into the campaign), executions and exec/s.
+// Exit: 0 no finding, 1 findings (minimised and saved), 2 usage error (no libFuzzer build, bad option).
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "harness/cli/commands.h"
+#include "harness/corpus.h"
+
+namespace attncheck::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr double kProgressEvery = 5.0;  // seconds between progress lines
+constexpr int kMaxMinimise = 12;        // groups shrunk at most (each shrink can take seconds)
+
+struct FuzzOptions {
+  std::string kernel = "paper";
+  double seconds = 60;
+  int workers = 1;
+  std::string corpus, findings = "corpus/findings", fuzzer, seeds = "corpus/seeds/kernel";
+  std::uint64_t seed = 1;
+  int bias_t = 32;
+  bool no_feedback = false;
+};
+
+std::string self_dir() {
+  std::error_code ec;
+  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : p.parent_path().string();
+}
+
+std::string find_fuzzer(const FuzzOptions& o) {
+  std::vector<std::string> tries;
+  if (!o.fuzzer.empty()) tries.push_back(o.fuzzer);
+  if (const char* e = std::getenv("ATTNCHECK_FUZZER")) tries.push_back(e);
+  tries.push_back("build-fuzz/harness/fuzz/attncheck_fuzz_kernel");
+  tries.push_back(self_dir() + "/fuzz/attncheck_fuzz_kernel");
+  for (const std::string& t : tries) {
+    if (::access(t.c_str(), X_OK) != 0) continue;
+    // A replay build (gcc) ignores flags; only a libFuzzer build answers -help=1 with its usage text.
+    const std::string cmd = "'" + t + "' -help=1 2>&1 | grep -q -i libfuzzer";
+    if (std::system(cmd.c_str()) == 0) return t;
+    if (!o.fuzzer.empty()) throw Error("--fuzzer " + t + " is not a libFuzzer build (build it with clang: ci/fuzz_smoke.sh --build-only)");
+  }
+  throw Error("no libFuzzer build of attncheck_fuzz_kernel found (tried build-fuzz/harness/fuzz/ and next to attncheck); "
+              "build it with clang: ci/fuzz_smoke.sh --build-only, or pass --fuzzer PATH");
+}
+
+struct Child {
+  pid_t pid = -1;
+  int out = -1;  // the child's stdout+stderr
+};
+
+Child spawn(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw Error("fuzz: cannot create a pipe");
+  Child c;
+  c.pid = ::fork();
+  if (c.pid < 0) throw Error("fuzz: cannot fork");
+  if (c.pid == 0) {
+    ::setpgid(0, 0);  // its own process group: the forked libFuzzer workers are stopped with it
+    ::dup2(fds[1], 1);
+    ::dup2(fds[1], 2);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    std::perror("execv");
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  c.out = fds[0];
+  return c;
+}
+
+std::size_t count_json(const fs::path& dir) {
+  std::size_t n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".json") ++n;
+  return n;
+}
+
+struct Group {
+  Case first;
+  std::string raw_path;
+  double first_seen = 0;  // seconds into the campaign
+  int raw_count = 0;
+};
+
+int run_fuzz(const FuzzOptions& o) {
+  if (o.seconds <= 0) throw Error("--time must be positive");
+  if (o.workers < 1) throw Error("--workers must be >= 1");
+  Registry& reg = default_registry();
+  const Kernel& kernel = reg.get(o.kernel);  // an unknown kernel is a usage error before any fuzzing
+  const std::string fuzzer = find_fuzzer(o);
+  std::string safe = o.kernel;
+  for (char& ch : safe)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_') ch = '_';
+  const fs::path corpus = o.corpus.empty() ? fs::path("build-fuzz/corpus") / safe : fs::path(o.corpus);
+  const fs::path raw = fs::path(o.findings) / ("raw-" + safe);
+  fs::create_directories(corpus);
+  fs::create_directories(raw);
+  const fs::path log = raw / "fuzz.log";
+
+  std::vector<std::string> args{fuzzer, corpus.string()};
+  if (fs::is_directory(o.seeds)) args.push_back(o.seeds);
+  args.push_back("-max_total_time=" + std::to_string(static_cast<long>(o.seconds)));
+  args.push_back("-seed=" + std::to_string(o.seed));
+  args.push_back("-fork=" + std::to_string(o.workers));
+  args.push_back("-ignore_crashes=1");
+  args.push_back("-print_final_stats=1");
+  args.push_back("-artifact_prefix=" + (raw / "").string());
+  std::vector<std::string> env{"ATTNCHECK_FUZZ_KERNEL=" + o.kernel, "ATTNCHECK_FUZZ_FINDINGS=" + raw.string(),
+                               "ATTNCHECK_FUZZ_QUIET=1", "ATTNCHECK_FUZZ_BIAS_T=" + std::to_string(o.bias_t),
+                               std::string("ATTNCHECK_FUZZ_FEEDBACK=") + (o.no_feedback ? "0" : "1")};
+  std::cerr << "attncheck fuzz: " << o.kernel << " for " << o.seconds << " s, " << o.workers << " worker(s), corpus "
+            << corpus.string() << ", raw findings " << raw.string() << "\n";
+  const auto start = Clock::now();
+  const auto wall_start = std::chrono::system_clock::now();
+  std::map<std::string, double> first_seen;  // raw file -> seconds into the campaign
+  auto scan = [&] {
+    const double t = std::chrono::duration<double>(Clock::now() - start).count();
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(raw, ec))
+      if (e.path().extension() == ".json" && !first_seen.count(e.path().string())) first_seen[e.path().string()] = t;
+  };
+  Child child = spawn(args, env);
+  std::ofstream logf(log);
+  std::string pending, last_stat;
+  long long execs = 0;
+  double rate = 0;
+  const std::regex exec_re(R"(#(\d+).*exec/s:? (\d+))");  // plain and -fork status lines
+  auto last_progress = Clock::now();
+  bool done = false;
+  while (!done) {
+    pollfd p{child.out, POLLIN, 0};
+    if (::poll(&p, 1, 1000) > 0) {
+      char buf[4096];
+      const ssize_t n = ::read(child.out, buf, sizeof buf);
+      if (n <= 0) {
+        done = true;
+      } else {
+        logf.write(buf, n);
+        pending.append(buf, static_cast<std::size_t>(n));
+        std::size_t nl;
+        while ((nl = pending.find('\n')) != std::string::npos) {
+          const std::string line = pending.substr(0, nl);
+          pending.erase(0, nl + 1);
+          std::smatch m;
+          if (std::regex_search(line, m, exec_re)) {
+            execs = std::stoll(m[1]);
+            rate = std::stod(m[2]);
+          }
+          if (line.find("stat::number_of_executed_units") != std::string::npos)
+            execs = std::stoll(line.substr(line.find(':') + 1));
+          if (line.find("stat::average_exec_per_sec") != std::string::npos)
+            rate = std::stod(line.substr(line.find(':') + 1));
+        }
+      }
+    }
+    scan();
+    const double el = std::chrono::duration<double>(Clock::now() - start).count();
+    if (std::chrono::duration<double>(Clock::now() - last_progress).count() >= kProgressEvery) {
+      std::cerr << "attncheck fuzz: " << static_cast<long>(el) << " s, " << execs << " executions, " << rate
+                << " exec/s, " << first_seen.size() << " raw finding(s)\n";
+      last_progress = Clock::now();
+    }
+    if (el > o.seconds + 120) ::kill(-child.pid, SIGKILL);  // libFuzzer stops itself; this is a safety net
+  }
+  int status = 0;
+  ::waitpid(child.pid, &status, 0);
+  ::close(child.out);
+  scan();
+  const double total = std::chrono::duration<double>(Clock::now() - start).count();
+
+  // Group the raw findings and minimise the first of each group.
+  std::map<std::pair<std::string, std::string>, Group> groups;
+  for (const auto& [path, t] : first_seen) {
+    Case c;
+    try {
+      c = load_case(path);
+    } catch (const Error& e) {
+      std::cerr << "attncheck fuzz: skipping unreadable raw finding: " << e.what() << "\n";
+      continue;
+    }
+    auto key = std::make_pair(c.property, c.family.generator);
+    auto it = groups.find(key);
+    if (it == groups.end()) {
+      groups[key] = Group{c, path, t, 1};
+    } else {
+      ++it->second.raw_count;
+      if (t < it->second.first_seen) {
+        it->second.first = c;
+        it->second.raw_path = path;
+        it->second.first_seen = t;
+      }
+    }
+  }
+  nlohmann::json report{{"kernel", o.kernel}, {"seconds", total}, {"workers", o.workers}, {"executions", execs},
+                        {"exec_per_s", rate}, {"raw_findings", first_seen.size()}, {"fuzzer", fuzzer},
+                        {"started_at", utc_now_iso8601()}, {"findings", nlohmann::json::array()}};
+  (void)wall_start;
+  std::ostringstream md;
+  md << "# attncheck fuzz: " << o.kernel << "\n\n" << static_cast<long>(total) << " s, " << o.workers
+     << " worker(s), " << execs << " executions (" << rate << " exec/s), " << first_seen.size()
+     << " raw finding(s) in " << groups.size() << " group(s).\n\n";
+  int minimised = 0;
+  for (auto& [key, g] : groups) {
+    nlohmann::json f{{"property", key.first}, {"generator", key.second}, {"first_seen_s", g.first_seen},
+                     {"raw_count", g.raw_count}, {"raw_case", g.raw_path}, {"found_at", g.first.found_at}};
+    Case best = g.first;
+    std::string message = "(not minimised)", report_text;
+    if (minimised < kMaxMinimise) {
+      ++minimised;
+      const Property& prop = get_property(g.first.property);
+      Budget b = g.first.budget;
+      std::cerr << "attncheck fuzz: minimising " << key.first << " / " << key.second << " ...\n";
+      const Outcome out = check_and_shrink(prop, kernel, g.first.family, b);
+      if (out.status == g.first.expected) {
+        best = case_from_outcome(out, b, "fuzz");
+        best.kernel = o.kernel;
+        best.note = "minimised from " + g.raw_path + " (first seen " + std::to_string(g.first_seen) + " s into the campaign)";
+        message = out.message;
+        report_text = out.report;
+        f["shrink_steps"] = out.shrink_steps;
+        f["shrink_seconds"] = out.shrink_seconds;
+        f["stats"] = out.stats;
+      } else {
+        message = "shrinking did not reproduce the verdict (" + std::string(status_name(out.status)) + "); kept the raw case";
+      }
+    }
+    const std::string path = write_finding(o.findings, best);
+    const Outcome again = replay_case(best, reg);
+    f["minimal_case"] = path;
+    f["family"] = best.family.describe();
+    f["message"] = message;
+    f["replay"] = "attncheck replay " + path;
+    f["replays_same_verdict"] = again.status == best.expected;
+    report["findings"].push_back(f);
+    md << "## " << key.first << " on " << key.second << "\n\n- first seen: " << g.first_seen << " s into the campaign ("
+       << g.raw_count << " raw finding(s) in this group)\n- minimal family: `" << best.family.describe() << "`\n- why: "
+       << message << "\n- minimal case: `" << path << "` (replays with the same verdict: "
+       << (again.status == best.expected ? "yes" : "NO") << ")\n- replay: `attncheck replay " << path << "`\n\n";
+    if (!report_text.empty()) md << "```\n" << report_text << (report_text.back() == '\n' ? "" : "\n") << "```\n\n";
+  }
+  const fs::path md_path = fs::path(o.findings) / ("fuzz-" + safe + "-summary.md");
+  const fs::path js_path = fs::path(o.findings) / ("fuzz-" + safe + "-summary.json");
+  std::ofstream(md_path) << md.str();
+  std::ofstream(js_path) << report.dump(2) << "\n";
+  std::cout << md.str() << "summary: " << md_path.string() << " and " << js_path.string() << "\n";
+  return groups.empty() ? kExitPass : kExitFail;
+}
+
+}  // namespace
+
+void add_fuzz(CLI::App& app, Runner& run) {
+  auto opt = std::make_shared<FuzzOptions>();
+  CLI::App* sub = app.add_subcommand("fuzz", "Fuzz one kernel with the libFuzzer target, then minimise every finding");
+  sub->add_option("-k,--kernel", opt->kernel, "Kernel under test")->capture_default_str();
+  sub->add_option("-t,--time", opt->seconds, "Campaign length in seconds")->capture_default_str()->check(CLI::PositiveNumber);
+  sub->add_option("-j,--workers", opt->workers, "Parallel libFuzzer workers (-fork=N)")->capture_default_str()->check(CLI::PositiveNumber);
+  sub->add_option("--corpus", opt->corpus, "Working corpus directory (default build-fuzz/corpus/<kernel>)");
+  sub->add_option("--findings", opt->findings, "Where minimised findings and the summary go")->capture_default_str();
+  sub->add_option("--seeds", opt->seeds, "Read-only seed corpus")->capture_default_str();
+  sub->add_option("--fuzzer", opt->fuzzer, "The libFuzzer build of attncheck_fuzz_kernel");
+  sub->add_option("--seed", opt->seed, "libFuzzer -seed")->capture_default_str();
+  sub->add_option("--bias-t", opt->bias_t, "Bias property batch size per input")->capture_default_str()->check(CLI::PositiveNumber);
+  sub->add_flag("--no-feedback", opt->no_feedback, "Switch the error-guided extra counters off");
+  sub->callback([&run, opt] { run = [opt] { return run_fuzz(*opt); }; });
+}
+
+}  // namespace attncheck::cli

@@ -1,0 +1,189 @@
+// fuzz_input_test.cpp — the fuzz decoder is total, the encoder inverts it, the mutator keeps inputs
+// coherent, edits keep values in the input format, feedback buckets are monotone, and the kernel target
+// runs a seed without a finding on a null control and writes a replayable case for a real failure.
+// Run: ctest -R fuzz_input
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "harness/corpus.h"
+#include "harness/fuzz/feedback.h"
+#include "harness/fuzz/fuzz_input.h"
+#include "harness/fuzz/kernel_target.h"
+#include "harness/fuzz/mutator.h"
+
+namespace attncheck::fuzz {
+namespace {
+
+std::vector<std::uint8_t> random_bytes(std::mt19937& rng, std::size_t n) {
+  std::vector<std::uint8_t> b(n);
+  for (auto& x : b) x = static_cast<std::uint8_t>(rng());
+  return b;
+}
+
+TEST(FuzzInput, EveryByteStringDecodesToAValidProblem) {
+  std::mt19937 rng(7);
+  EXPECT_NO_THROW(decode_input(nullptr, 0).family.problem.validate());
+  for (int t = 0; t < 2000; ++t) {
+    const auto b = random_bytes(rng, rng() % 120);
+    const FuzzInput in = decode_input(b.data(), b.size());
+    const Problem& p = in.family.problem;
+    ASSERT_NO_THROW(p.validate()) << to_hex(b.data(), b.size());
+    ASSERT_LE(p.n_q, kMaxN);
+    ASSERT_LE(p.n_k, kMaxN);
+    ASSERT_LE(p.head_dim, kMaxD);
+    ASSERT_LE(in.family.tile_q, p.n_q);
+    ASSERT_LE(in.family.tile_k, p.n_k);
+    ASSERT_LE(in.edits.size(), static_cast<std::size_t>(kMaxEdits));
+    ASSERT_EQ(p.has_mask, in.family.param("mask", 0) != 0);
+  }
+}
+
+TEST(FuzzInput, EncodeInvertsDecode) {
+  std::mt19937 rng(11);
+  for (int t = 0; t < 500; ++t) {
+    const auto b = random_bytes(rng, 24 + rng() % 60);
+    const FuzzInput a = decode_input(b.data(), b.size());
+    const auto enc = encode_input(a);
+    const FuzzInput c = decode_input(enc.data(), enc.size());
+    ASSERT_EQ(family_to_json(a.family), family_to_json(c.family)) << to_hex(b.data(), b.size());
+    ASSERT_EQ(a.run_bias, c.run_bias);
+    ASSERT_EQ(a.edits.size(), c.edits.size());
+  }
+}
+
+TEST(FuzzInput, DefaultFamiliesEncodeExactly) {
+  for (const GeneratorInfo& g : generators()) {
+    FuzzInput in;
+    in.family = default_family(g.name);
+    in.family.tile_q = in.family.tile_k = 0;
+    if (in.family.problem.n_q > kMaxN || in.family.problem.n_k > kMaxN || in.family.problem.heads_q > kMaxHeads)
+      continue;
+    const auto enc = encode_input(in);
+    const FuzzInput back = decode_input(enc.data(), enc.size());
+    EXPECT_EQ(family_to_json(back.family), family_to_json(in.family)) << g.name;
+  }
+}
+
+TEST(FuzzMutator, KeepsInputsDecodableAndWithinMaxSize) {
+  std::mt19937 rng(3);
+  std::vector<std::uint8_t> buf(4096);
+  int changed = 0;
+  for (int t = 0; t < 3000; ++t) {
+    const std::size_t size = rng() % 80, max_size = 24 + rng() % 200;
+    const auto b = random_bytes(rng, size);
+    std::copy(b.begin(), b.end(), buf.begin());
+    const std::size_t n = mutate_structured(buf.data(), std::min(size, max_size), max_size, rng());
+    ASSERT_LE(n, max_size);
+    ASSERT_GE(n, static_cast<std::size_t>(kHeaderBytes));
+    const std::size_t edits_at = edits_offset(buf.data(), n);
+    if (n >= edits_at) ASSERT_EQ((n - edits_at) % kEditBytes, 0u) << "edits stay aligned";
+    ASSERT_NO_THROW(decode_input(buf.data(), n).family.problem.validate());
+    changed += !(n == size && std::equal(b.begin(), b.end(), buf.begin()));
+  }
+  EXPECT_GT(changed, 2500) << "the mutator almost always changes something";
+}
+
+TEST(FuzzInput, EditsKeepValuesInTheInputFormat) {
+  std::mt19937 rng(5);
+  Family f = default_family("normal");
+  f.problem.n_q = 4;
+  f.problem.n_k = 5;
+  f.problem.head_dim = 3;
+  const Instance base = make_instance(f, 0);
+  for (int t = 0; t < 300; ++t) {
+    std::vector<Edit> edits(1 + rng() % 6);
+    for (Edit& e : edits) {
+      e.op = static_cast<EditOp>(rng() % kEditOps);
+      e.tensor = static_cast<int>(rng() % 4);
+      e.row = static_cast<int>(rng() % 256);
+      e.col = static_cast<int>(rng() % 256);
+      e.arg = static_cast<int>(rng() % 256);
+    }
+    const Instance in = apply_edits(base, edits);
+    ASSERT_NO_THROW(in.validate());
+  }
+  // A copied K row gives two keys with identical scores for every query: a tie.
+  const Instance tied = apply_edits(base, {Edit{EditOp::kCopyRow, 1, 3, 0, 1}});
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(tied.k[tied.problem.kv_at(0, 0, 3, c)], tied.k[tied.problem.kv_at(0, 0, 1, c)]);
+  EXPECT_TRUE(std::isinf(special_value(1, Format::kBF16)));
+  EXPECT_TRUE(std::isnan(special_value(2, Format::kBF16)));
+  EXPECT_EQ(special_value(0x80 | 6, Format::kBF16), -1.0);
+}
+
+TEST(FuzzFeedback, BucketsAreMonotoneAndCountersAreSet) {
+  EXPECT_EQ(ulp_bucket(0), 0);
+  EXPECT_EQ(ulp_bucket(NAN), kUlpBuckets - 1);
+  int last = 0;
+  for (double u = 1.0 / 64; u < 1e6; u *= 1.5) {
+    const int b = ulp_bucket(u);
+    EXPECT_GE(b, last);
+    EXPECT_LT(b, kUlpBuckets - 1);
+    last = b;
+  }
+  EXPECT_EQ(ulp_bucket(1.0), 6);
+  clear();
+  set_enabled(true);
+  Observation o;
+  o.max_ulp_o = 3;
+  record(o);
+  int set = 0;
+  for (std::size_t i = 0; i < counter_count(); ++i) set += counters()[i] != 0;
+  EXPECT_GE(set, 2);
+  clear();
+  set_enabled(false);
+  record(o);
+  set = 0;
+  for (std::size_t i = 0; i < counter_count(); ++i) set += counters()[i] != 0;
+  EXPECT_EQ(set, 0) << "ATTNCHECK_FUZZ_FEEDBACK=0 leaves the counters alone";
+  set_enabled(true);
+}
+
+// A seed-like input: the tied_max generator, small shape, bias flag on.
+std::vector<std::uint8_t> tied_input() {
+  FuzzInput in;
+  in.family = default_family("tied_max");
+  in.family.problem.n_q = 8;
+  in.family.problem.n_k = 16;
+  in.family.problem.head_dim = 8;
+  in.family.problem.heads_q = in.family.problem.heads_kv = 1;
+  in.family.problem.scale = Problem::default_scale(8);
+  in.family.tile_q = in.family.tile_k = 0;
+  in.run_bias = true;
+  return encode_input(in);
+}
+
+TEST(FuzzTarget, NullControlPassesAndPaperKernelGivesAReplayableFinding) {
+  const std::string dir = testing::TempDir() + "attncheck-fuzz-target-test";
+  std::filesystem::remove_all(dir);
+  const auto bytes = tied_input();
+  TargetConfig cfg;
+  cfg.findings_dir = dir;
+  cfg.quiet = true;
+  cfg.kernel = "oracle";
+  const RunResult ok = KernelTarget(cfg).run_input(bytes.data(), bytes.size(), false);
+  EXPECT_FALSE(ok.finding) << ok.property << ": " << ok.message;
+  EXPECT_FALSE(ok.skipped) << ok.message;
+  cfg.kernel = "paper";
+  cfg.bias_instances = 64;
+  const RunResult bad = KernelTarget(cfg).run_input(bytes.data(), bytes.size(), false);
+  ASSERT_TRUE(bad.finding) << "the paper's kernel fails on tied maxima (bias, or its known LSE accuracy edge)";
+  const Case c = load_case(bad.finding_path);
+  EXPECT_EQ(c.kernel, "paper");
+  EXPECT_EQ(c.found_by, "fuzz");
+  EXPECT_EQ(replay_case(c, default_registry()).status, c.expected);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FuzzTarget, PlantedKernelThrowsOnlyPastItsThreshold) {
+  const Kernel& base = default_registry().get("paper");
+  Family f = default_family("tied_max");
+  const Instance in = make_instance(f, 0);
+  EXPECT_NO_THROW(make_planted_kernel(base, 1e9)->forward(in));
+  EXPECT_THROW(make_planted_kernel(base, 0)->forward(in), std::logic_error);
+}
+
+}  // namespace
+}  // namespace attncheck::fuzz

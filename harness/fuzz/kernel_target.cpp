@@ -1,0 +1,314 @@
+// kernel_target.cpp — one fuzz input through the kernel under test (see kernel_target.h for the steps).
+//
+// Invariants: deterministic per input (no global state besides the read-only config and the feedback
+// counters); a finding's case file is on disk before anything is printed and before abort().
+#include "harness/fuzz/kernel_target.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <stdexcept>
+
+#include "harness/corpus.h"
+#include "harness/fuzz/feedback.h"
+#include "kernels/cpu/flash_model.h"
+#include "reference/reference.h"
+
+namespace attncheck::fuzz {
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? std::string(v) : fallback;
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::uint64_t g_runs = 0;  // inputs run by this process (the planted kernel reports it)
+
+// The planted defect: see make_planted_kernel.
+class PlantedKernel : public Kernel {
+ public:
+  PlantedKernel(const Kernel& base, double ulp) : base_(base), ulp_(ulp) {}
+  std::string name() const override { return "planted"; }
+  std::string summary() const override { return "test only: " + base_.name() + " that crashes past an error level"; }
+  KernelCaps caps() const override { return base_.caps(); }
+  ForwardOutput forward(const Instance& in) const override {
+    ForwardOutput out = base_.forward(in);
+    const ErrorSummary e = o_error(out.o, reference_forward(in).o, base_.caps().output_format);
+    if (e.max_ulp >= ulp_) {
+      std::ostringstream s;
+      s << "planted deep defect: O error " << e.max_ulp << " ulps >= " << ulp_ << " at execution " << g_runs;
+      std::fprintf(stderr, "attncheck-fuzz: planted defect reached at execution %llu\n",
+                   static_cast<unsigned long long>(g_runs));
+      throw std::logic_error(s.str());
+    }
+    return out;
+  }
+
+ private:
+  const Kernel& base_;
+  double ulp_;
+};
+
+int generator_slot(const std::string& name) {
+  const auto& gens = generators();
+  for (std::size_t i = 0; i < gens.size(); ++i)
+    if (gens[i].name == name) return static_cast<int>(i);
+  return 0;
+}
+
+// Drops the features the kernel cannot run, so a fuzz input is never wasted on "unsupported".
+void fit_to_caps(Family& f, const KernelCaps& caps) {
+  Problem& p = f.problem;
+  if (!caps.mask) {
+    p.has_mask = false;
+    if (f.params.count("mask")) f.params["mask"] = 0;
+  }
+  if (!caps.bias) p.has_bias = false;
+  if (!caps.causal) p.causal = false;
+  if (!caps.gqa) p.heads_kv = p.heads_q;
+  if (caps.max_head_dim > 0 && p.head_dim > caps.max_head_dim) p.head_dim = caps.max_head_dim;
+}
+
+// Events the exact scores show: tied maxima (p̄ == 1 for several keys), near ties, fully masked rows.
+void record_score_events(const Instance& in) {
+  const Problem& p = in.problem;
+  for (int b = 0; b < p.batch; ++b) {
+    for (int h = 0; h < p.heads_q; ++h) {
+      const std::vector<double> s = reference_scores(in, b, h);
+      for (int i = 0; i < p.n_q; ++i) {
+        double best = -HUGE_VAL, second = -HUGE_VAL;
+        int at_best = 0;
+        for (int j = 0; j < p.n_k; ++j) {
+          const double x = s[static_cast<std::size_t>(i) * p.n_k + j];
+          if (std::isinf(x) && x < 0) continue;
+          if (x > best) {
+            second = best;
+            best = x;
+            at_best = 1;
+          } else if (x == best) {
+            ++at_best;
+          } else if (x > second) {
+            second = x;
+          }
+        }
+        if (at_best == 0) record_event(Event::kMaskedRow);
+        if (at_best == 2) record_event(Event::kTiedMax2);
+        if (at_best >= 3) record_event(Event::kTiedMax3Plus);
+        if (at_best == 1 && std::isfinite(second) && best - second <= ulp(best, Format::kBF16))
+          record_event(Event::kNearTie);
+      }
+    }
+  }
+}
+
+void record_trace(const ModelTrace& t) {
+  auto n = [](std::uint64_t v) { return static_cast<int>(v > 255 ? 255 : v); };
+  record_event(Event::kPOne, n(t.rows_with_p_one));
+  record_event(Event::kExactTieTile, n(t.exact_tie_tiles));
+  record_event(Event::kPolicyTie, n(t.policy_tie_tiles));
+  record_event(Event::kShifted, n(t.shifted_tiles));
+  record_event(Event::kUnshiftedTie, n(t.unshifted_ties));
+  record_event(Event::kClampedSum, n(t.clamped_sums));
+  record_event(Event::kZeroRowSum, n(t.zero_row_sums));
+}
+
+// Reads a number from a property's stats whichever of the given keys it uses.
+double stat(const nlohmann::json& stats, std::initializer_list<const char*> keys) {
+  for (const char* k : keys) {
+    auto it = stats.find(k);
+    if (it != stats.end() && it->is_number()) return it->get<double>();
+  }
+  return 0;
+}
+
+}  // namespace
+
+ErrorSummary o_error(const std::vector<double>& got, const std::vector<double>& exact, Format out_fmt) {
+  ErrorSummary e;
+  double sum = 0;
+  const std::size_t n = std::min(got.size(), exact.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(exact[i])) continue;
+    if (!std::isfinite(got[i])) {
+      e.max_ulp = NAN;
+      continue;
+    }
+    const double u = (got[i] - exact[i]) / ulp(exact[i], out_fmt);
+    sum += u;
+    if (u != 0) {
+      ++e.nonzero;
+      if (u > 0) ++e.positive;
+    }
+    if (!std::isnan(e.max_ulp) && std::fabs(u) > e.max_ulp) e.max_ulp = std::fabs(u);
+  }
+  e.mean_signed_ulp = n ? sum / static_cast<double>(n) : 0;
+  return e;
+}
+
+std::unique_ptr<Kernel> make_planted_kernel(const Kernel& base, double ulp) {
+  return std::make_unique<PlantedKernel>(base, ulp);
+}
+
+TargetConfig config_from_env() {
+  TargetConfig c;
+#if defined(ATTNCHECK_FUZZ_DEFAULT_KERNEL)
+  c.kernel = ATTNCHECK_FUZZ_DEFAULT_KERNEL;  // a build's default (ClusterFuzzLite fuzzes paper-fixed)
+#endif
+  c.kernel = env_or("ATTNCHECK_FUZZ_KERNEL", c.kernel);
+  c.findings_dir = env_or("ATTNCHECK_FUZZ_FINDINGS", c.findings_dir);
+  c.feedback = env_or("ATTNCHECK_FUZZ_FEEDBACK", "1") != "0";
+  c.instances = std::atoi(env_or("ATTNCHECK_FUZZ_INSTANCES", "1").c_str());
+  c.bias_instances = std::atoi(env_or("ATTNCHECK_FUZZ_BIAS_T", "32").c_str());
+  c.properties = split_commas(env_or("ATTNCHECK_FUZZ_PROPERTIES", ""));
+  c.quiet = env_or("ATTNCHECK_FUZZ_QUIET", "0") == "1";
+  c.keep_going = env_or("ATTNCHECK_FUZZ_CONTINUE", "0") == "1";
+  c.planted_base = env_or("ATTNCHECK_FUZZ_PLANTED_BASE", c.planted_base);
+  c.planted_ulp = std::atof(env_or("ATTNCHECK_FUZZ_PLANTED_ULP", "8").c_str());
+  if (c.instances < 1) c.instances = 1;
+  if (c.bias_instances < 2) c.bias_instances = 2;
+  return c;
+}
+
+KernelTarget::KernelTarget(TargetConfig cfg) : cfg_(std::move(cfg)) {
+  Registry& r = default_registry();
+  if (cfg_.kernel == "planted") {
+    planted_ = make_planted_kernel(r.get(cfg_.planted_base), cfg_.planted_ulp);
+    kernel_ = planted_.get();
+  } else {
+    kernel_ = &r.get(cfg_.kernel);
+  }
+  set_enabled(cfg_.feedback);
+  const auto& all = all_properties();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const Property& p = all[i];
+    if (!cfg_.properties.empty() &&
+        std::find(cfg_.properties.begin(), cfg_.properties.end(), p.name) == cfg_.properties.end())
+      continue;
+    (p.across_instances ? across_ : per_instance_).push_back(&p);
+  }
+  for (const Property* p : per_instance_) property_index_.push_back(static_cast<int>(p - all.data()));
+}
+
+RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bool abort_on_finding) {
+  RunResult res;
+  ++g_runs;
+  FuzzInput in = decode_input(data, size);
+  fit_to_caps(in.family, kernel_->caps());
+  const Family& fam = in.family;
+  if (!kernel_->caps().unsupported_reason(fam.problem, false).empty()) {
+    res.skipped = true;
+    res.message = kernel_->caps().unsupported_reason(fam.problem, false);
+    return res;
+  }
+  auto finding = [&](const Property& p, const Outcome& o, const Budget& b) {
+    res.finding = true;
+    res.property = p.name;
+    res.message = o.message;
+    if (cfg_.keep_going && !reported_.insert({p.name, fam.generator}).second) return;  // seen: count only
+    Case c = case_from_outcome(o, b, "fuzz");
+    c.kernel = cfg_.kernel;
+    c.note = "fuzz input " + to_hex(data, size);
+    res.finding_path = write_finding(cfg_.findings_dir, c);  // on disk before anything is said
+    if (cfg_.quiet)
+      std::fprintf(stderr, "attncheck-fuzz: FINDING %s fails '%s': %s\n", cfg_.kernel.c_str(), p.name.c_str(),
+                   res.finding_path.c_str());
+    else
+      std::fprintf(stderr, "attncheck-fuzz: FINDING %s fails '%s' on %s\n  %s\n  case: %s\n  replay: attncheck replay %s\n",
+                   cfg_.kernel.c_str(), p.name.c_str(), fam.describe().c_str(), o.message.c_str(),
+                   res.finding_path.c_str(), res.finding_path.c_str());
+    if (abort_on_finding && !cfg_.keep_going) std::abort();
+  };
+  try {
+    const Instance inst = make_instance(fam, 0);
+    // Step 2: the observed error of instance 0, with the model's own event trace when it is a built-in model.
+    ForwardOutput got;
+    ModelTrace trace;
+    bool traced = false;
+    if (!planted_) {
+      try {
+        NumericsSpec spec = builtin_spec(cfg_.kernel);
+        if (fam.tile_q > 0) spec.tile_q = fam.tile_q;
+        if (fam.tile_k > 0) spec.tile_k = fam.tile_k;
+        got = model_forward(spec, inst, &trace);
+        traced = true;
+      } catch (const Error&) {
+        // not a plain model name (oracle, stochastic, parameterised): run the registry kernel below
+      }
+    }
+    if (!traced) {
+      std::unique_ptr<Kernel> tiled;
+      if (fam.tile_q > 0 || fam.tile_k > 0) tiled = kernel_->with_tiles(fam.tile_q, fam.tile_k);
+      got = (tiled ? *tiled : *kernel_).forward(inst);
+    }
+    const ReferenceForward ref = reference_forward(inst);
+    const ErrorSummary eo = o_error(got.o, ref.o, kernel_->caps().output_format);
+    const ErrorSummary el = o_error(got.lse, ref.lse, Format::kF32);
+    res.max_ulp_o = eo.max_ulp;
+    Observation ob;
+    ob.generator = generator_slot(fam.generator);
+    ob.max_ulp_o = eo.max_ulp;
+    ob.max_ulp_lse = el.max_ulp;
+    ob.mean_signed_ulp_o = eo.mean_signed_ulp;
+    ob.nonzero_errors = eo.nonzero;
+    ob.positive_errors = eo.positive;
+    record(ob);
+    if (traced) record_trace(trace);
+    record_score_events(inst);
+    for (double x : got.o) {
+      if (std::isnan(x)) record_event(Event::kNanOut);
+      if (std::isinf(x)) record_event(Event::kInfOut);
+    }
+    // Step 3: the probe instance (values the generators do not reach): faults and feedback only.
+    if (!in.edits.empty()) {
+      try {
+        const ForwardOutput pg = kernel_->forward(apply_edits(inst, in.edits));
+        for (double x : pg.o) {
+          if (std::isnan(x)) record_event(Event::kProbeNanOut);
+          if (std::isinf(x)) record_event(Event::kProbeInfOut);
+        }
+      } catch (const Error&) {
+        record_event(Event::kProbeRejected);
+      }
+    }
+    // Step 4: per-instance properties on the family's own instances (replayable by `attncheck replay`).
+    Budget b;
+    b.instances = cfg_.instances;
+    for (std::size_t i = 0; i < per_instance_.size(); ++i) {
+      const Property& p = *per_instance_[i];
+      const Outcome o = p.check(*kernel_, fam, b);
+      record_property(property_index_[i], static_cast<int>(o.status));
+      if (o.status == Status::kFail) finding(p, o, b);
+      if (res.finding) return res;  // one finding per input
+    }
+    // Step 5: the bias property on a small batch.
+    if (in.run_bias) {
+      Budget bb;
+      bb.instances = cfg_.bias_instances;
+      for (const Property* p : across_) {
+        const Outcome o = p->check(*kernel_, fam, bb);
+        if (o.status == Status::kDegenerate) record_event(Event::kBiasDegenerate);
+        if (o.status == Status::kSkip) record_event(Event::kBiasSkipped);
+        record_bias(std::fabs(stat(o.stats, {"mean_ulp", "mean", "abs_mean_ulp", "max_abs_mean_ulp"})),
+                    std::fabs(stat(o.stats, {"z", "abs_z", "max_abs_z"})));
+        if (o.status == Status::kFail) finding(*p, o, bb);
+        if (res.finding) return res;
+      }
+    }
+  } catch (const Error& e) {
+    res.skipped = true;
+    res.message = e.what();
+  }
+  return res;
+}
+
+}  // namespace attncheck::fuzz

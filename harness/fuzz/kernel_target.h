@@ -1,0 +1,96 @@
+// kernel_target.h — the body of the kernel fuzz target, shared by the libFuzzer entry point and the replay
+// main (so gcc, gdb and CI run exactly the code libFuzzer runs).
+//
+// One input = one decoded FuzzInput (fuzz_input.h). run_input:
+//   1. applies the kernel's capabilities to the family (drops mask/bias/GQA the kernel lacks),
+//   2. runs the kernel on instance 0 and the fp64 reference, records the error and events as feedback,
+//   3. runs the kernel on the probe instance (instance 0 + value edits) for sanitizer-visible faults,
+//   4. checks every per-instance property on the family (Budget::instances = ATTNCHECK_FUZZ_INSTANCES),
+//   5. when the input's bias flag is set, checks the across-instance (bias) properties on a small batch.
+// A property failure is a finding: the case is written FIRST (write_finding into the findings dir), its
+// path and replay command printed, and then the process abort()s so libFuzzer keeps the input as an artifact.
+// An attncheck::Error (a generator or kernel rejecting the input) is not a finding: the input is skipped.
+// Any other exception escapes, which libFuzzer reports as a crash (bad input must give an Error, never that).
+//
+// Environment (read once):
+//   ATTNCHECK_FUZZ_KERNEL     kernel under test (default "paper"); "planted" = the test-only kernel below
+//   ATTNCHECK_FUZZ_FINDINGS   findings dir (default corpus/findings)
+//   ATTNCHECK_FUZZ_FEEDBACK   0 disables the error-guided extra counters (for A/B measurements)
+//   ATTNCHECK_FUZZ_INSTANCES  per-instance property budget (default 1: instance 0, the one observed)
+//   ATTNCHECK_FUZZ_BIAS_T     bias property batch size T (default 32)
+//   ATTNCHECK_FUZZ_PROPERTIES comma-separated property names to check (default: all)
+//   ATTNCHECK_FUZZ_QUIET      1 = no per-finding text on stderr besides the path
+//   ATTNCHECK_FUZZ_CONTINUE   1 = keep fuzzing after a finding (no abort): the first finding of each
+//                             (property, generator) pair is written and printed, later ones only counted.
+//                             Used by the smoke tests and `attncheck fuzz`, so one run sees every kind.
+//   ATTNCHECK_FUZZ_PLANTED_BASE / _ULP   the planted kernel's base kernel (default fa2) and threshold (ulps)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "harness/fuzz/fuzz_input.h"
+#include "harness/kernel.h"
+#include "properties/property.h"
+
+namespace attncheck::fuzz {
+
+struct TargetConfig {
+  std::string kernel = "paper";
+  std::string findings_dir = "corpus/findings";
+  bool feedback = true;
+  int instances = 1;
+  int bias_instances = 32;
+  std::vector<std::string> properties;  // empty = all
+  bool quiet = false;
+  bool keep_going = false;
+  std::string planted_base = "fa2";
+  double planted_ulp = 8;
+};
+
+TargetConfig config_from_env();
+
+// What run_input saw (for tests and the replay main).
+struct RunResult {
+  bool skipped = false;         // the input was rejected with an Error (message in `message`)
+  bool finding = false;         // a property failed (then `finding_path` holds the written case)
+  std::string property;
+  std::string finding_path;
+  std::string message;
+  double max_ulp_o = 0;
+};
+
+class KernelTarget {
+ public:
+  explicit KernelTarget(TargetConfig cfg);
+  // Runs one input. On a finding: writes the case, then abort() unless abort_on_finding is false.
+  RunResult run_input(const std::uint8_t* data, std::size_t size, bool abort_on_finding = true);
+  const TargetConfig& config() const { return cfg_; }
+
+ private:
+  TargetConfig cfg_;
+  const Kernel* kernel_ = nullptr;
+  std::unique_ptr<Kernel> planted_;
+  std::vector<const Property*> per_instance_, across_;
+  std::vector<int> property_index_;  // index into all_properties() for the feedback slot
+  std::set<std::pair<std::string, std::string>> reported_;  // keep_going: (property, generator) written
+};
+
+// The test-only planted kernel: the base kernel, except that it throws std::logic_error (a "crash") when
+// its own O error on the input reaches `ulp` ulps. Deep on purpose: reaching it needs an input whose
+// error climbs past a level random inputs rarely reach, which is what error-guided feedback is for.
+std::unique_ptr<Kernel> make_planted_kernel(const Kernel& base, double ulp);
+
+// The largest |kernel − exact| / ulp(exact, output format) over O (NaN when the kernel is non-finite where
+// the exact value is finite), and the mean signed value. Used by the target and the planted kernel.
+struct ErrorSummary {
+  double max_ulp = 0, mean_signed_ulp = 0;
+  int nonzero = 0, positive = 0;
+};
+ErrorSummary o_error(const std::vector<double>& got, const std::vector<double>& exact, Format out_fmt);
+
+}  // namespace attncheck::fuzz
