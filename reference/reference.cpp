@@ -12,6 +12,7 @@
 // Run its tests: ctest -R reference
 #include "reference/reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -84,20 +85,39 @@ void softmax(const Mat& s, Mat* prob, std::vector<double>* lse) {
 // O = P·V, then each element clamped to the range of its column over the row's visible keys. The exact O is a
 // convex combination of those values, so the clamp never moves O away from it; it makes V = c·1 give O = c
 // exactly (Σ_j P_j·c is c·(1 ± a few ulps) in fp64) and keeps O inside the per-column range of attended V.
-Mat outputs(const Mat& s, const Mat& prob, const ConstMap& v) {
+Mat outputs(const Problem& p, const Mat& s, const Mat& prob, const ConstMap& v) {
   Mat o = prob * v;
-  for (Eigen::Index i = 0; i < s.rows(); ++i) {
+  auto clamp_row = [&](Eigen::Index i, const auto& lo, const auto& hi) {
     for (Eigen::Index c = 0; c < v.cols(); ++c) {
-      double lo = HUGE_VAL, hi = -HUGE_VAL;
-      for (Eigen::Index j = 0; j < s.cols(); ++j) {
-        if (s(i, j) == kNegInf) continue;  // masked: not part of the combination
-        lo = std::fmin(lo, v(j, c));
-        hi = std::fmax(hi, v(j, c));
-      }
-      if (lo > hi) continue;            // no visible key: O stays 0
-      if (o(i, c) < lo) o(i, c) = lo;  // comparisons are false for NaN: a NaN row stays NaN
-      if (o(i, c) > hi) o(i, c) = hi;
+      if (o(i, c) < lo[c]) o(i, c) = lo[c];  // comparisons are false for NaN: a NaN row stays NaN
+      if (o(i, c) > hi[c]) o(i, c) = hi[c];
     }
+  };
+  if (!p.has_mask && !p.has_bias) {
+    // Row i sees keys 0..last (all of them without causality): ranges of prefixes of V, O(n_k·d) per slice.
+    Mat lo = v, hi = v;
+    for (Eigen::Index j = 1; j < v.rows(); ++j) {
+      lo.row(j) = lo.row(j).cwiseMin(lo.row(j - 1));
+      hi.row(j) = hi.row(j).cwiseMax(hi.row(j - 1));
+    }
+    for (Eigen::Index i = 0; i < s.rows(); ++i) {
+      const Eigen::Index last = p.causal ? std::min<Eigen::Index>(i + p.n_k - p.n_q, p.n_k - 1) : p.n_k - 1;
+      if (last >= 0) clamp_row(i, lo.row(last), hi.row(last));
+    }
+    return o;
+  }
+  Eigen::RowVectorXd lo(v.cols()), hi(v.cols());
+  for (Eigen::Index i = 0; i < s.rows(); ++i) {
+    lo.setConstant(HUGE_VAL);
+    hi.setConstant(-HUGE_VAL);
+    bool any = false;
+    for (Eigen::Index j = 0; j < s.cols(); ++j) {
+      if (s(i, j) == kNegInf) continue;  // masked: not part of the combination
+      lo = lo.cwiseMin(v.row(j));        // whole rows at a time: V is row-major
+      hi = hi.cwiseMax(v.row(j));
+      any = true;
+    }
+    if (any) clamp_row(i, lo, hi);  // no visible key: O stays 0
   }
   return o;
 }
@@ -130,7 +150,7 @@ ReferenceForward reference_forward(const Instance& in) {
       const Mat s = scores(in, b, h);
       softmax(s, &prob, &lse);
       MutMap(out.o.data() + p.q_at(b, h, 0, 0), p.n_q, p.head_dim) =
-          outputs(s, prob, kv_slice(in, in.v, b, h / p.group()));
+          outputs(p, s, prob, kv_slice(in, in.v, b, h / p.group()));
       for (int i = 0; i < p.n_q; ++i) out.lse[p.row_at(b, h, i)] = lse[i];
     }
   }
@@ -154,7 +174,7 @@ ReferenceBackward reference_backward(const Instance& in) {
       softmax(s, &prob, &lse);
       const ConstMap q = q_slice(in, in.q, b, h), d_o = q_slice(in, in.d_o, b, h);
       const ConstMap k = kv_slice(in, in.k, b, hk), v = kv_slice(in, in.v, b, hk);
-      const Mat o = outputs(s, prob, v);  // the exact O (fp64, as reference_forward gives it), not a kernel's
+      const Mat o = outputs(p, s, prob, v);  // the exact O (fp64, as reference_forward gives it), not a kernel's
       const Eigen::VectorXd delta = (d_o.array() * o.array()).rowwise().sum();
       const Mat dp = d_o * v.transpose();
       const Mat ds = prob.array() * (dp.colwise() - delta).array();  // masked: P = 0 -> dS = 0
