@@ -124,6 +124,39 @@ TEST(BuiltinKernels, StochasticIsDeterministicPerInputAndRoundsToANeighbour) {
   EXPECT_EQ(stochastic_forward(other_do).o, a.o);
 }
 
+TEST(BuiltinKernels, PlainRoundsWhereEagerPyTorchRounds) {
+  // One query, keys with scores 1 and 0 (scale 1), V = (1, 3), dO = 1: the documented steps spelled out.
+  Instance in;
+  in.problem = test::make_problem(1, 1, 1, 1, 2, 1, false);
+  in.problem.scale = 1.0;
+  in.q = {1.0};
+  in.k = {1.0, 0.0};
+  in.v = {1.0, 3.0};
+  in.d_o = {1.0};
+  const float e1 = std::exp(-1.0f), sum = 1.0f + e1;
+  const float p0 = round_bf16(1.0f / sum), p1 = round_bf16(e1 / sum);
+  const ForwardOutput f = plain_forward(in);
+  EXPECT_EQ(f.o[0], round_bf16(p0 * 1.0f + p1 * 3.0f));
+  EXPECT_EQ(f.lse[0], double(1.0f + std::log(sum)));
+  const BackwardOutput g = plain_backward(in);
+  const float delta = p0 * 1.0f + p1 * 3.0f;  // Σ P·dP in fp32, dP = bf16(dO·v) = (1, 3)
+  const float ds0 = round_bf16(round_bf16(p0 * (1.0f - delta)) * 1.0f), ds1 = round_bf16(round_bf16(p1 * (3.0f - delta)));
+  EXPECT_EQ(g.delta[0], double(delta));
+  EXPECT_EQ(g.dq[0], round_bf16(ds0 * 1.0f + ds1 * 0.0f));
+  EXPECT_EQ(g.dk, (std::vector<double>{ds0, ds1}));
+  EXPECT_EQ(g.dv, (std::vector<double>{p0, p1}));
+  // On random inputs plain is a genuine bf16 baseline: its error is nonzero (else the accuracy rule would
+  // demand exactness) and within a few bf16 ulps of the exact O.
+  const Instance r = test::random_instance(test::make_problem(1, 1, 1, 16, 16, 16, false), 21);
+  const ForwardOutput pr = plain_forward(r);
+  const ReferenceForward er = reference_forward(r);
+  double worst_ulps = 0;
+  for (std::size_t e = 0; e < pr.o.size(); ++e)
+    worst_ulps = std::max(worst_ulps, std::fabs(pr.o[e] - er.o[e]) / ulp(er.o[e], Format::kBF16));
+  EXPECT_GT(worst_ulps, 0.5);  // more than the oracle's half ulp somewhere
+  EXPECT_LT(worst_ulps, 64.0);  // O near 0 comes out of cancellation: P's bf16 errors are ulps of |v|, not of O
+}
+
 TEST(BuiltinKernels, RegistryNamesCapsAndSummaries) {
   Registry r;
   register_builtin_kernels(r);

@@ -225,6 +225,54 @@ TEST(FlashModel, TinyTilesAndTailsStayAccurate) {
   }
 }
 
+TEST(FlashModel, FixOnHugeTiedLogitsUnderflowsFa2RowSum) {
+  // A hole of the fix, reported rather than hidden: q = k = (8, 8, 8, 8) twice gives a tied scaled max of 128;
+  // β = 2 moves m to 256, so p̄ = e^−128 underflows to 0 in fp32 and l = 0. FA2's epilogue then uses
+  // 1/l := 1 (O = acc = 0) and writes LSE = +inf. The unfixed fa2 gets O = mean of the tied V rows.
+  Instance in;
+  in.problem = test::make_problem(1, 1, 1, 1, 2, 4, false);  // scale 0.5
+  in.q = {8, 8, 8, 8};
+  in.k = {8, 8, 8, 8, 8, 8, 8, 8};
+  in.v = {1, 2, 3, 4, 3, 2, 1, 0};
+  in.validate();
+  ModelTrace t;
+  const ForwardOutput fixed = model_forward(builtin_spec("fa2-fixed"), in, &t);
+  EXPECT_EQ(t.zero_row_sums, 1u);
+  EXPECT_EQ(fixed.lse[0], HUGE_VAL);
+  for (double o : fixed.o) EXPECT_EQ(o, 0.0);
+  const ForwardOutput base = model_forward(builtin_spec("fa2"), in);
+  EXPECT_EQ(base.o, (std::vector<double>{2, 2, 2, 2}));
+  EXPECT_EQ(base.lse[0], round_to(128 + std::log(2.0), Format::kF32));
+  // paper-fixed: the bf16 row sum is clamped to 1e-10 instead, so O = 0 / 1e-10 = 0 and LSE is finite but
+  // wrong by ~151 (log 1e-10 + 256 instead of log 2 + 128).
+  ModelTrace pt;
+  const ForwardOutput paper = model_forward(builtin_spec("paper-fixed"), in, &pt);
+  EXPECT_EQ(pt.clamped_sums, 1u);
+  for (double o : paper.o) EXPECT_EQ(o, 0.0);
+  EXPECT_GT(paper.lse[0], 200.0);
+}
+
+TEST(FlashModel, Fa2RoundsEachStepWhereTheSpecSays) {
+  // One query, two keys, d = 1, scale 1: scores 3 and 2, so m = 3, p̄_0 = exp2(fma(3, c, −3c)) = 1 exactly
+  // and p̄_1 = exp2(fma(2, c, −3c)) ≈ e^−1 with c = fp32(log2e). The fp32 p̄ feeds the row sum, its bf16 cast
+  // feeds P̄V: l = 1 + p̄_1, acc = 1 + bf16(p̄_1); O = bf16(acc · fp32(1/l)); LSE = fma(m, scale, log l).
+  Instance in;
+  in.problem = test::make_problem(1, 1, 1, 1, 2, 1, false);
+  in.problem.scale = 1.0;
+  in.q = {1.0};
+  in.k = {3.0, 2.0};  // s = 3, 2: p̄_1 = exp2(fma(2, log2e, −3·log2e)) ≈ e^−1 = 0.36787945
+  in.v = {1.0, 1.0};
+  ModelTrace t;
+  const ForwardOutput f = model_forward(builtin_spec("fa2"), in, &t);
+  const float c = float(1.4426950408889634);
+  const float p1 = std::exp2(std::fma(2.0f, c, -(3.0f * c)));
+  const float l = 1.0f + p1, acc = 1.0f + round_bf16(p1);
+  EXPECT_EQ(f.o[0], round_bf16(acc * (1.0f / l)));
+  EXPECT_NE(round_bf16(p1), p1);  // the bf16 cast of p̄ really is inexact here (else the test shows nothing)
+  EXPECT_EQ(f.lse[0], double(std::fma(3.0f, 1.0f, std::log(l))));
+  EXPECT_EQ(t.p_one, 1u);
+}
+
 TEST(FlashModel, BadInputThrowsError) {
   Instance in = test::random_instance(test::make_problem(1, 1, 1, 4, 4, 4, false), 1);
   NumericsSpec s = builtin_spec("fa2");
