@@ -5,7 +5,7 @@
 // computes in fp32 and rounds its result to bf16 once. "fa2" follows FlashAttention-2's CUDA kernels
 // (flash_fwd_kernel.h, softmax.h, flash_bwd_kernel.h). The -fixed variants add the paper's Algorithm 1
 // (MaxPolicy::kPaperShift, beta 2, tolerance 1e-3, as in the public code's STABLE=1 branch).
-// Tested through the models: ctest -R flash_model
+// Tested through the models: ctest -R "FlashModel|PaperTransliteration"
 #include "kernels/numerics_spec.h"
 
 #include "harness/problem.h"

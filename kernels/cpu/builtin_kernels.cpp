@@ -1,7 +1,7 @@
 // builtin_kernels.cpp — register_builtin_kernels(): the four CPU models (fa2, fa2-fixed, paper,
 // paper-fixed), the null controls (oracle, stochastic) and the accuracy baseline (plain), plus the registry
 // factories for parameterised model names. See builtin_kernels.h for the naming rule.
-// Run the tests: ctest -R builtin_kernels;  list them: attncheck list
+// Run the tests: ctest -R BuiltinKernels;  list them: attncheck list
 #include "kernels/cpu/builtin_kernels.h"
 
 #include <cmath>

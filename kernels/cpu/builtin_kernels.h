@@ -5,7 +5,7 @@
 // defaults, in the order beta, tol, tile_q, tile_k — e.g. "paper-fixed[beta=4,tol=0.002]", "fa2[tile_q=16]".
 // Registry factories: "fa2" and "paper" take tile_q, tile_k; "fa2-fixed" and "paper-fixed" also take beta
 // (> 1) and tol (>= 0). Tiles are integers in [1, 65536].
-// Run the tests: ctest -R builtin_kernels
+// Run the tests: ctest -R BuiltinKernels
 #pragma once
 
 #include <memory>

@@ -1,6 +1,6 @@
 // builtin_kernels_test.cpp — every built-in CPU kernel against the fp64 reference under FlashAttention's
 // accuracy rule (O, LSE, dQ, dK, dV), the null controls, and the registry's names and factories.
-// Run: ctest -R builtin_kernels   (or build-*/kernels/cpu/builtin_kernels_test)
+// Run: ctest -R BuiltinKernels   (or build-*/kernels/cpu/builtin_kernels_test)
 #include "kernels/cpu/builtin_kernels.h"
 
 #include <gtest/gtest.h>

@@ -9,7 +9,7 @@
 //
 // Invariants: outputs are doubles holding exactly the float values produced (O, dQ, dK, dV in the spec's
 // output formats; LSE and δ in theirs). Deterministic: no state between calls.
-// Run the tests: ctest -R flash_model   (benchmark: build/kernels/cpu/flash_model_bench)
+// Run the tests: ctest -R "FlashModel|PaperTransliteration"   (benchmark: build/kernels/cpu/flash_model_bench)
 #pragma once
 
 #include <cstdint>

@@ -7,7 +7,7 @@
 // dK and dV over query tiles in increasing order (the same for either loop nesting, so the paper's
 // query-outer loop and FA2's key-outer loop give identical results). GQA: each query head's dK, dV are
 // rounded to grad_out_fmt, then summed over the group in fp32 and rounded once (FA2's dk_expanded + sum).
-// Run the tests: ctest -R flash_model
+// Run the tests: ctest -R "FlashModel|PaperTransliteration"
 #include <algorithm>
 #include <cmath>
 

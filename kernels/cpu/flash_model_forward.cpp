@@ -3,7 +3,7 @@
 // Per (b, h), per query tile, per key tile, per row: steps 1–6 of numerics_spec.h update the row's running
 // max m, row sum l and accumulator acc[d]; step 7 normalises after the last key tile. Scratch buffers are
 // sized once per call; nothing is allocated inside the loops. See flash_model.h for the contract.
-// Run the tests: ctest -R flash_model
+// Run the tests: ctest -R "FlashModel|PaperTransliteration"
 #include <algorithm>
 #include <cmath>
 #include <limits>

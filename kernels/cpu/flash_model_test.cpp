@@ -1,7 +1,7 @@
 // flash_model_test.cpp — the CPU models' rounding behaviour on hand-built cases: the paper's bit-level
 // example through the block-output path, tied maxima with and without the fix, fixed == baseline when no max
 // repeats, constant V, fully masked rows, 1×1 tiles and tails, bad input.
-// Run: ctest -R flash_model   (or build-*/kernels/cpu/flash_model_test)
+// Run: ctest -R "FlashModel|PaperTransliteration"   (or build-*/kernels/cpu/flash_model_test)
 #include "kernels/cpu/flash_model.h"
 
 #include <gtest/gtest.h>

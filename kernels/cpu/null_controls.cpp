@@ -1,5 +1,5 @@
 // null_controls.cpp — oracle and stochastic: the fp64 reference rounded once (see null_controls.h).
-// Run the tests: ctest -R builtin_kernels
+// Run the tests: ctest -R BuiltinKernels
 #include "kernels/cpu/null_controls.h"
 
 #include <cstring>

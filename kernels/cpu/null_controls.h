@@ -9,7 +9,7 @@
 //               forward hash covers the problem, Q, K, V, mask and bias; the backward hash adds dO. So the
 //               result is a pure function of the input (the determinism property holds) while distinct
 //               inputs draw independent-looking streams.
-// Run the tests: ctest -R builtin_kernels
+// Run the tests: ctest -R BuiltinKernels
 #pragma once
 
 #include <cstdint>

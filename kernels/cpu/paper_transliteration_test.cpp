@@ -4,7 +4,7 @@
 // matmuls accumulate in fp32 over the inner index in order. Unlike the model it keeps whole tile matrices,
 // fills causal-masked scores with −max(bf16) and does NOT zero their exp weights (the Python only zeroes
 // keep-masked ones); the model zeroes them. The two must agree bit for bit wherever no row is fully masked.
-// Run: ctest -R paper_transliteration
+// Run: ctest -R PaperTransliteration
 #include <gtest/gtest.h>
 
 #include <cmath>

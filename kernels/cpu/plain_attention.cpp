@@ -1,6 +1,6 @@
 // plain_attention.cpp — the `plain` kernel's arithmetic (see plain_attention.h for where it rounds).
 // Per (b, h), per row: one full score row, softmax, P·V; backward per (b, h) over the whole P matrix.
-// Run the tests: ctest -R builtin_kernels
+// Run the tests: ctest -R BuiltinKernels
 #include "kernels/cpu/plain_attention.h"
 
 #include <algorithm>

@@ -14,7 +14,7 @@
 //   The reported δ is the softmax backward's fp32 Σ_j P_ij·dP_ij (equal to Σ dO·O in exact arithmetic).
 // All fp32 sums run in index order. A row with no visible key gives O = 0, LSE = −inf and zero gradients
 // (eager PyTorch would give NaN; the kernel contract asks for the masked-row convention).
-// Run the tests: ctest -R builtin_kernels
+// Run the tests: ctest -R BuiltinKernels
 #pragma once
 
 #include "harness/problem.h"
