@@ -1,0 +1,226 @@
+// family.cpp — the catalogue of generators (names, summaries, default parameters and shapes), Family
+// descriptions and the Family <-> JSON mapping. Instance construction lives in generators.cpp.
+//
+// Invariants: every generator's default family validates and generates; family_from_json(family_to_json(f))
+// == f field by field; unknown generators and bad fields throw attncheck::Error naming them.
+// Run the tests: ctest -R family_test
+#include "properties/family.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace attncheck {
+
+namespace {
+
+using Params = std::map<std::string, double>;
+
+// Parameters every generator understands (generators.cpp reads them):
+//   quant     mantissa bits kept in generated noise values (7 = full bf16, 0 = powers of two only)
+//   erange    noise values have exponents in [-erange, 0] (|x| in [2^-erange, 2))
+//   v_sign    0 = mixed signs, +1/-1 = every V element of that sign
+//   v_binade  1 = every V element in one binade [2^v_exp, 2^(v_exp+1)) (bias-amplifying), 0 = noise exponents
+//   v_exp     the binade's exponent when v_binade = 1
+//   do_sign, do_binade, do_exp   the same for dO
+//   mask      0 none, 1 padding (last `pad` keys), 2 sliding window (`window` keys ending at the causal
+//             diagonal), 3 fully masked rows (every `masked_every`-th row), 4 first tile masked (the first
+//             `first_masked` keys of every row), 5 random keep-mask with keep probability `keep`
+Params common() {
+  return {{"quant", 7}, {"erange", 3}, {"v_sign", 0}, {"v_binade", 0}, {"v_exp", 0},
+          {"do_sign", 0}, {"do_binade", 0}, {"do_exp", 0}, {"mask", 0}};
+}
+
+Params with(Params base, const Params& extra) {
+  for (const auto& [k, v] : extra) base[k] = v;
+  return base;
+}
+
+// Bias-amplifying values: V and dO one-sign, one binade (mechanism.md, steps 2-4).
+const Params kBiasValues = {{"v_sign", 1}, {"v_binade", 1}, {"do_sign", 1}, {"do_binade", 1}};
+
+struct Entry {
+  GeneratorInfo info;
+  Problem shape;
+  int tile_q = 0, tile_k = 0;
+};
+
+Problem shape(int b, int hq, int hkv, int nq, int nk, int d, bool causal = false) {
+  Problem p;
+  p.batch = b;
+  p.heads_q = hq;
+  p.heads_kv = hkv;
+  p.n_q = nq;
+  p.n_k = nk;
+  p.head_dim = d;
+  p.scale = Problem::default_scale(d);
+  p.causal = causal;
+  return p;
+}
+
+const std::vector<Entry>& entries() {
+  static const std::vector<Entry> kEntries = [] {
+    const Params c = common();
+    const Problem small = shape(1, 2, 2, 16, 32, 16);
+    std::vector<Entry> e;
+    auto add = [&](const std::string& name, const std::string& summary, Params p, Problem s, int tq = 0,
+                   int tk = 0) { e.push_back({{name, summary, std::move(p)}, s, tq, tk}); };
+    add("normal", "control: independent bf16 noise in Q, K, V, dO", c, small);
+    add("low_rank", "Q, K, V of rank `rank` (small-integer bases and coefficients: exact)",
+        with(c, {{"rank", 2}}), small);
+    add("near_duplicate", "rows of Q, K, V are copies of one row perturbed by `eps` ulps in a few places",
+        with(c, {{"eps", 1}}), small);
+    add("tied_max", "`ties` keys share exactly the top score of every row; others `gap` (scaled) below",
+        with(with(c, kBiasValues), {{"ties", 4}, {"gap", 8}, {"tie_level", 2}, {"tie_sign", 1}, {"tie_spread", 1}}),
+        small);
+    add("tied_max_flat", "tied_max with a flat gap (other keys close below the tied maximum)",
+        with(with(c, kBiasValues), {{"ties", 4}, {"gap", 0.5}, {"tie_level", 2}, {"tie_sign", 1}, {"tie_spread", 1}}),
+        small);
+    add("tied_max_negative", "tied_max with a negative tied maximum (the fix's m = 0 branch)",
+        with(with(c, kBiasValues), {{"ties", 4}, {"gap", 8}, {"tie_level", 2}, {"tie_sign", -1}, {"tie_spread", 1}}),
+        small);
+    add("max_zero", "`ties` keys share a row maximum of exactly 0; all other scores negative",
+        with(with(c, kBiasValues), {{"ties", 4}, {"gap", 8}, {"tie_level", 0}, {"tie_sign", 0}, {"tie_spread", 1}}),
+        small);
+    add("near_tie", "`ties` keys within 2^-9 of the row maximum (p̄ rounds to 1 in bf16) but distinct",
+        with(with(c, kBiasValues), {{"ties", 4}, {"gap", 8}, {"tie_level", 1}, {"tie_sign", 1}, {"tie_spread", 1},
+                                    {"near", 1}}),
+        small);
+    add("negative_rows", "every score of every row negative (about -`level` scaled)",
+        with(c, {{"level", 8}}), small);
+    add("very_negative_rows", "every score about -`level` (huge): finite sentinels and -inf handling",
+        with(c, {{"level", 1e9}}), small);
+    add("large_logits", "|Q|, |K| about 2^log2_mag: Q·Kᵀ near (or, at 64+, past) fp32 overflow",
+        with(c, {{"log2_mag", 60}}), small);
+    add("sink", "one key (`sink_pos`) `gap` (scaled) above every other: near one-hot attention",
+        with(c, {{"ties", 1}, {"gap", 30}, {"tie_level", 2}, {"tie_sign", 1}, {"tie_spread", 0}, {"sink_pos", 0}}),
+        small);
+    add("constant_v", "V = c·1 (the exact output is c)", with(c, {{"c", 1.5}}), small);
+    add("causal", "causal (bottom-right) mask, n_q = n_k", c, shape(1, 2, 2, 24, 24, 16, true), 8, 8);
+    add("causal_cross", "causal with n_q < n_k (bottom-right alignment)", c, shape(1, 1, 1, 9, 40, 16, true), 8, 8);
+    add("causal_short_keys", "causal with n_q > n_k: the first n_q - n_k rows see no key",
+        c, shape(1, 1, 1, 24, 10, 16, true), 8, 8);
+    add("padding", "keep-mask hides the last `pad` keys of every row", with(c, {{"mask", 1}, {"pad", 7}}), small);
+    add("sliding_window", "keep-mask: each row sees `window` keys ending at its causal diagonal",
+        with(c, {{"mask", 2}, {"window", 5}}), shape(1, 2, 2, 24, 24, 16), 8, 8);
+    add("masked_rows", "keep-mask: every `masked_every`-th row fully masked", with(c, {{"mask", 3}, {"masked_every", 3}}),
+        small);
+    add("first_tile_masked", "keep-mask hides the first `first_masked` keys (the whole first key tile)",
+        with(c, {{"mask", 4}, {"first_masked", 8}}), small, 8, 8);
+    add("random_mask", "random keep-mask, keep probability `keep`", with(c, {{"mask", 5}, {"keep", 0.5}}), small);
+    add("tails", "lengths that are not tile multiples", c, shape(1, 1, 1, 19, 37, 16), 8, 16);
+    add("odd_dims", "odd head dimension", c, shape(1, 1, 1, 12, 20, 7));
+    add("gqa", "grouped-query attention: 4 query heads share 2 kv heads, batch 2", c, shape(2, 4, 2, 12, 20, 16));
+    return e;
+  }();
+  return kEntries;
+}
+
+const Entry& entry(const std::string& name) {
+  for (const auto& e : entries())
+    if (e.info.name == name) return e;
+  std::string known;
+  for (const auto& e : entries()) known += (known.empty() ? "" : ", ") + e.info.name;
+  throw Error("unknown generator '" + name + "' (known: " + known + ")");
+}
+
+}  // namespace
+
+const std::vector<GeneratorInfo>& generators() {
+  static const std::vector<GeneratorInfo> kInfos = [] {
+    std::vector<GeneratorInfo> out;
+    for (const auto& e : entries()) out.push_back(e.info);
+    return out;
+  }();
+  return kInfos;
+}
+
+Family default_family(const std::string& generator) {
+  const Entry& e = entry(generator);
+  Family f;
+  f.generator = generator;
+  f.problem = e.shape;
+  f.tile_q = e.tile_q;
+  f.tile_k = e.tile_k;
+  f.params = e.info.defaults;
+  f.problem.has_mask = f.param("mask", 0) != 0;
+  return f;
+}
+
+std::string Family::describe() const {
+  std::ostringstream s;
+  s << generator << " [" << problem.describe() << "] tiles ";
+  if (tile_q || tile_k)
+    s << tile_q << "x" << tile_k;
+  else
+    s << "default";
+  s << " {";
+  bool first = true;
+  for (const auto& [k, v] : params) {
+    s << (first ? "" : ", ") << k << "=" << v;
+    first = false;
+  }
+  s << "} seed=" << seed;
+  return s.str();
+}
+
+nlohmann::json family_to_json(const Family& f) {
+  const Problem& p = f.problem;
+  nlohmann::json j;
+  j["generator"] = f.generator;
+  j["problem"] = {{"batch", p.batch},     {"heads_q", p.heads_q},     {"heads_kv", p.heads_kv},
+                  {"n_q", p.n_q},         {"n_k", p.n_k},             {"head_dim", p.head_dim},
+                  {"scale", p.scale},     {"causal", p.causal},       {"has_mask", p.has_mask},
+                  {"has_bias", p.has_bias}, {"input_format", format_name(p.input_format)}};
+  j["tile_q"] = f.tile_q;
+  j["tile_k"] = f.tile_k;
+  j["params"] = nlohmann::json::object();
+  for (const auto& [k, v] : f.params) j["params"][k] = v;
+  j["seed"] = f.seed;
+  return j;
+}
+
+namespace {
+template <class T>
+T field(const nlohmann::json& j, const char* name, const char* where) {
+  if (!j.is_object() || !j.contains(name)) throw Error(std::string("family: missing field '") + where + name + "'");
+  try {
+    return j.at(name).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw Error(std::string("family: field '") + where + name + "' has the wrong type");
+  }
+}
+}  // namespace
+
+Family family_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw Error("family: expected a JSON object");
+  Family f;
+  f.generator = field<std::string>(j, "generator", "");
+  entry(f.generator);  // throws for an unknown generator
+  const nlohmann::json& pj = j.contains("problem") ? j.at("problem") : nlohmann::json();
+  if (!pj.is_object()) throw Error("family: missing field 'problem'");
+  Problem& p = f.problem;
+  p.batch = field<int>(pj, "batch", "problem.");
+  p.heads_q = field<int>(pj, "heads_q", "problem.");
+  p.heads_kv = field<int>(pj, "heads_kv", "problem.");
+  p.n_q = field<int>(pj, "n_q", "problem.");
+  p.n_k = field<int>(pj, "n_k", "problem.");
+  p.head_dim = field<int>(pj, "head_dim", "problem.");
+  p.scale = field<double>(pj, "scale", "problem.");
+  p.causal = field<bool>(pj, "causal", "problem.");
+  p.has_mask = field<bool>(pj, "has_mask", "problem.");
+  p.has_bias = field<bool>(pj, "has_bias", "problem.");
+  p.input_format = parse_format(field<std::string>(pj, "input_format", "problem."));
+  p.validate();
+  f.tile_q = field<int>(j, "tile_q", "");
+  f.tile_k = field<int>(j, "tile_k", "");
+  if (f.tile_q < 0 || f.tile_k < 0) throw Error("family: tile_q and tile_k must be >= 0");
+  if (!j.contains("params") || !j.at("params").is_object()) throw Error("family: missing field 'params'");
+  for (const auto& [k, v] : j.at("params").items()) {
+    if (!v.is_number()) throw Error("family: field 'params." + k + "' must be a number");
+    f.params[k] = v.get<double>();
+  }
+  f.seed = field<std::uint64_t>(j, "seed", "");
+  return f;
+}
+
+}  // namespace attncheck

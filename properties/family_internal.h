@@ -1,0 +1,30 @@
+// family_internal.h — what generators.cpp exposes to the properties, the report and the tests: the score
+// layout of the "lead" construction (which keys are tied, at what raw score) and family validation.
+// Not a contract: used inside properties/ only.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "properties/family.h"
+
+namespace attncheck {
+
+struct LeadLayout {
+  bool active = false;     // the family uses the lead construction (q_i0 = 1; keys' dim 0 sets the score)
+  int ties = 0;            // most tied (or near-tied) keys per (b, kv head); each draws [ties_min, ties]
+  bool near = false;       // near ties: lead A + n·step, distinct n in -3..3
+  double a = 0;            // raw score of the tied keys (A)
+  double step = 0;         // near-tie step (raw)
+  double gap_raw = 0;      // G: other keys' lead is <= A − G
+  double other_lead = 0;   // the other keys' dim-0 value
+  double noise = 0;        // ν: |noise values| < ν, (d−1)·ν² <= G/2
+};
+
+LeadLayout lead_layout(const Family& f);
+// Positions of the tied keys of (b, kv head) in instance `index` (empty when the family has none).
+std::vector<int> tie_positions(const Family& f, std::uint64_t index, int b, int hkv);
+// Throws Error for an unknown generator, a bad shape, negative tiles or non-finite parameters.
+void validate_family(const Family& f);
+
+}  // namespace attncheck

@@ -1,0 +1,285 @@
+// generators.cpp — make_instance: instance k of a family, a pure function of (family, k).
+//
+// Every value is built from a sign, an exponent and a mantissa bit pattern of the input format (never from a
+// random real), so it is exactly representable; `quant` keeps only the top mantissa bits, which is how
+// shrinking moves values toward small integers and powers of two.
+//
+// Score structure ("lead" construction, used by the tie, near-tie, sink and negative-row generators):
+// every query has q_i0 in [1, 2); a tied key's row is [A, 0, ..., 0], so its raw score q_i·k_j = q_i0·A exactly, the
+// tied keys are bit-identical rows (every kernel computes bit-identical scores for them, whatever its
+// arithmetic). Every other key has k_j0 <= A − G (G = gap / scale, in raw units) and noise in dims 1.. bounded by
+// ν with (d−1)·ν² <= G/2, so its raw score is at most q_i0·(A − G) + G/2 <= q_i0·A − G/2: the tied keys are the
+// strict row maximum. Near ties: the tied keys' lead is A + n_j·step with distinct small integers n_j, and
+// 2·6·step·scale < 2^-9, so every pair of near-tied scaled scores differs by less than 2^-9 but not by zero.
+// All products q_i0·k_j0 are exact in fp32 (8-bit by 8-bit significands).
+// With masks or causal rows, the guarantee holds for rows that see every tied key.
+// Run the tests: ctest -R family_test
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "properties/family.h"
+#include "properties/family_internal.h"
+
+namespace attncheck {
+
+namespace {
+
+struct Rng {
+  std::uint64_t seed;
+  std::uint64_t counter = 0;
+  std::uint64_t next() { return mix64(seed ^ mix64(counter++)); }
+  int below(int n) { return n <= 1 ? 0 : static_cast<int>(next() % static_cast<std::uint64_t>(n)); }
+  double u01() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  int sign() { return (next() & 1) ? 1 : -1; }
+};
+
+// sign · 2^e · (1 + m / 2^mbits): m random with only its top `quant` bits kept.
+double value(Rng& r, Format fmt, int e_lo, int e_hi, int sign, int quant) {
+  const int mbits = format_info(fmt).precision - 1;
+  const int keep = std::clamp(quant, 0, mbits);
+  const int e = e_lo + r.below(e_hi - e_lo + 1);
+  std::uint64_t m = r.next() & ((1ull << mbits) - 1);
+  m &= ~((1ull << (mbits - keep)) - 1);
+  const int s = sign == 0 ? r.sign() : (sign > 0 ? 1 : -1);
+  return round_to(s * std::ldexp(1.0 + std::ldexp(static_cast<double>(m), -mbits), e), fmt);
+}
+
+// The largest value of fmt that is <= x (one step down the bit patterns when round-to-nearest went up).
+double round_down(double x, Format fmt) {
+  const double r = round_to(x, fmt);
+  if (r <= x) return r;
+  const std::uint64_t bits = encode(r, fmt);
+  const std::uint64_t sign_bit = 1ull << (format_info(fmt).bits - 1);
+  if (r == 0.0) return decode(sign_bit | 1u, fmt);  // the negative smallest subnormal
+  return decode(r > 0 ? bits - 1 : bits + 1, fmt);
+}
+
+int iparam(const Family& f, const char* k, double fallback) { return static_cast<int>(std::lround(f.param(k, fallback))); }
+
+struct ValueSpec {
+  int sign = 0;
+  bool binade = false;
+  int exp = 0;
+};
+
+void fill_values(std::vector<double>& t, Rng& r, const Family& f, const ValueSpec& vs) {
+  const Format fmt = f.problem.input_format;
+  const int erange = std::max(0, iparam(f, "erange", 3));
+  const int quant = iparam(f, "quant", 7);
+  for (double& x : t)
+    x = vs.binade ? value(r, fmt, vs.exp, vs.exp, vs.sign, quant) : value(r, fmt, -erange, 0, vs.sign, quant);
+}
+
+// Rows of one (b, head) slice: [rows][d] at `base`, each Σ_t c_it B_t with small-integer-and-half entries.
+void fill_low_rank(std::vector<double>& t, Rng& r, std::size_t base, int rows, int d, int rank) {
+  static const double kBasis[] = {-1, -0.5, 0, 0.5, 1};
+  static const double kCoef[] = {-2, -1, 1, 2};
+  std::vector<double> b(std::size_t(rank) * d);
+  for (double& x : b) x = kBasis[r.below(5)];
+  for (int i = 0; i < rows; ++i)
+    for (int c = 0; c < d; ++c) t[base + std::size_t(i) * d + c] = 0;
+  for (int i = 0; i < rows; ++i)
+    for (int k = 0; k < rank; ++k) {
+      const double c = kCoef[r.below(4)];
+      for (int col = 0; col < d; ++col) t[base + std::size_t(i) * d + col] += c * b[std::size_t(k) * d + col];
+    }
+}
+
+// Every row of the slice = the slice's first row, with about d/4 + 1 elements moved by up to `eps` ulps.
+void make_near_duplicates(std::vector<double>& t, Rng& r, std::size_t base, int rows, int d, int eps, Format fmt) {
+  for (int i = 1; i < rows; ++i) {
+    for (int c = 0; c < d; ++c) t[base + std::size_t(i) * d + c] = t[base + c];
+    for (int n = 0; n < d / 4 + 1; ++n) {
+      double& x = t[base + std::size_t(i) * d + r.below(d)];
+      const int k = r.below(2 * eps + 1) - eps;
+      x = round_to(x + k * ulp(x, fmt), fmt);
+    }
+  }
+}
+
+}  // namespace
+
+LeadLayout lead_layout(const Family& f) {
+  const Problem& p = f.problem;
+  LeadLayout L;
+  const Format fmt = p.input_format;
+  const int d = p.head_dim;
+  if (f.params.count("level")) {  // negative rows: every key at −level (scaled)
+    L.active = true;
+    L.ties = 0;
+    const double g = round_to(std::max(f.param("level", 8), 1e-3) / p.scale, fmt);
+    L.gap_raw = g;
+    L.other_lead = -g;
+    L.noise = d > 1 ? std::sqrt(g / (2.0 * (d - 1))) : 0;
+  } else if (f.param("ties", 0) >= 1) {
+    L.active = true;
+    L.near = f.param("near", 0) != 0;
+    L.ties = std::clamp(iparam(f, "ties", 2), 1, std::min(p.n_k, L.near ? 7 : p.n_k));
+    const int sgn = iparam(f, "tie_sign", 1);
+    const double level = std::fabs(f.param("tie_level", 2));
+    if (L.near) {
+      // 2·6·step·scale < 2^-9: the widest near-tie spread (n in -3..3, times q_i0 < 2) stays below 2^-9.
+      L.step = std::ldexp(1.0, static_cast<int>(std::floor(std::log2(0x1.0p-9 / (12.0 * p.scale)))) - 1);
+      L.a = sgn == 0 ? 0.0 : sgn * L.step * 64;  // A's ulp (2^-7 A) is below step: A + n·step is exact
+    } else {
+      L.a = sgn == 0 ? 0.0 : round_to(sgn * level, fmt);
+    }
+    L.gap_raw = round_to(std::max(f.param("gap", 8), 1e-3) / p.scale, fmt);
+    L.other_lead = round_down(L.a - L.gap_raw, fmt);
+    L.noise = d > 1 ? std::sqrt(L.gap_raw / (2.0 * (d - 1))) : 0;
+  }
+  if (L.noise > 0) L.noise = std::ldexp(1.0, static_cast<int>(std::floor(std::log2(L.noise))));  // power of two
+  return L;
+}
+
+Instance make_instance(const Family& f, std::uint64_t index) {
+  validate_family(f);
+  Instance in;
+  in.problem = f.problem;
+  Problem& p = in.problem;
+  p.has_mask = f.param("mask", 0) != 0;
+  const Format fmt = p.input_format;
+  const int d = p.head_dim;
+  std::uint64_t gh = 0;
+  for (char c : f.generator) gh = mix64(gh ^ static_cast<unsigned char>(c));
+  Rng r{mix64(f.seed * 0x9e3779b97f4a7c15ull ^ mix64(index) ^ gh)};
+  in.seed = r.next();
+
+  in.q.assign(p.q_size(), 0.0);
+  in.k.assign(p.kv_size(), 0.0);
+  in.v.assign(p.kv_size(), 0.0);
+  in.d_o.assign(p.q_size(), 0.0);
+  const ValueSpec noise{};
+  fill_values(in.q, r, f, noise);
+  fill_values(in.k, r, f, noise);
+  const ValueSpec vspec{iparam(f, "v_sign", 0), f.param("v_binade", 0) != 0, iparam(f, "v_exp", 0)};
+  fill_values(in.v, r, f, vspec);
+  fill_values(in.d_o, r, f, {iparam(f, "do_sign", 0), f.param("do_binade", 0) != 0, iparam(f, "do_exp", 0)});
+
+  const std::string& g = f.generator;
+  if (g == "low_rank") {
+    const int rank = std::clamp(iparam(f, "rank", 2), 1, std::max(1, d));
+    for (int b = 0; b < p.batch; ++b) {
+      for (int h = 0; h < p.heads_q; ++h) fill_low_rank(in.q, r, p.q_at(b, h, 0, 0), p.n_q, d, rank);
+      for (int h = 0; h < p.heads_kv; ++h) {
+        fill_low_rank(in.k, r, p.kv_at(b, h, 0, 0), p.n_k, d, rank);
+        if (vspec.sign == 0 && !vspec.binade) fill_low_rank(in.v, r, p.kv_at(b, h, 0, 0), p.n_k, d, rank);
+      }
+    }
+  } else if (g == "near_duplicate") {
+    const int eps = std::clamp(iparam(f, "eps", 1), 0, 64);
+    for (int b = 0; b < p.batch; ++b) {
+      for (int h = 0; h < p.heads_q; ++h) make_near_duplicates(in.q, r, p.q_at(b, h, 0, 0), p.n_q, d, eps, fmt);
+      for (int h = 0; h < p.heads_kv; ++h) {
+        make_near_duplicates(in.k, r, p.kv_at(b, h, 0, 0), p.n_k, d, eps, fmt);
+        make_near_duplicates(in.v, r, p.kv_at(b, h, 0, 0), p.n_k, d, eps, fmt);
+      }
+    }
+  } else if (g == "large_logits") {
+    const int mag = iparam(f, "log2_mag", 60);
+    const int erange = std::max(0, iparam(f, "erange", 3));
+    const int quant = iparam(f, "quant", 7);
+    for (double& x : in.q) x = value(r, fmt, mag - erange, mag, 0, quant);
+    for (double& x : in.k) x = value(r, fmt, mag - erange, mag, 0, quant);
+  } else if (g == "constant_v") {
+    const double c = round_to(f.param("c", 1.5), fmt);
+    std::fill(in.v.begin(), in.v.end(), c);
+  }
+
+  const LeadLayout L = lead_layout(f);
+  if (L.active) {
+    // Noise in dims 1.. of Q and of the non-tied keys: |x| < ν, so (d−1)·ν² <= G/2 bounds their dot product.
+    const int e_hi = static_cast<int>(std::log2(L.noise > 0 ? L.noise : 1.0)) - 1;
+    const int erange = std::max(0, iparam(f, "erange", 3));
+    const int quant = iparam(f, "quant", 7);
+    for (int b = 0; b < p.batch; ++b) {
+      for (int h = 0; h < p.heads_q; ++h)
+        for (int i = 0; i < p.n_q; ++i) {
+          // q_i0 in [1, 2): every row's tied score q_i0·A differs (so a kernel's rounding of p̄ or l at the
+          // tie is not the same deterministic error in every row), and q_i0 >= 1 keeps the gap guarantee.
+          in.q[p.q_at(b, h, i, 0)] = value(r, fmt, 0, 0, 1, quant);
+          for (int c = 1; c < d; ++c) in.q[p.q_at(b, h, i, c)] = value(r, fmt, e_hi - erange, e_hi, 0, quant);
+        }
+      for (int h = 0; h < p.heads_kv; ++h) {
+        const std::vector<int> tied = tie_positions(f, index, b, h);
+        for (int j = 0; j < p.n_k; ++j) {
+          const auto at = std::find(tied.begin(), tied.end(), j);
+          if (at != tied.end()) {
+            const int slot = static_cast<int>(at - tied.begin());
+            static const int kNear[] = {0, 1, -1, 2, -2, 3, -3};  // distinct, |n_a − n_b| <= 6
+            in.k[p.kv_at(b, h, j, 0)] = L.near ? L.a + kNear[slot] * L.step : L.a;
+            for (int c = 1; c < d; ++c) in.k[p.kv_at(b, h, j, c)] = 0.0;
+          } else {
+            in.k[p.kv_at(b, h, j, 0)] = L.other_lead;
+            for (int c = 1; c < d; ++c) in.k[p.kv_at(b, h, j, c)] = value(r, fmt, e_hi - erange, e_hi, 0, quant);
+          }
+        }
+      }
+    }
+  }
+
+  if (p.has_mask) {
+    const int kind = iparam(f, "mask", 0);
+    in.mask.assign(p.scores_size(), 1);
+    const int off = p.n_k - p.n_q;
+    for (int b = 0; b < p.batch; ++b)
+      for (int h = 0; h < p.heads_q; ++h)
+        for (int i = 0; i < p.n_q; ++i)
+          for (int j = 0; j < p.n_k; ++j) {
+            bool keep = true;
+            switch (kind) {
+              case 1: keep = j < p.n_k - std::clamp(iparam(f, "pad", 1), 0, p.n_k - 1); break;
+              case 2: keep = j <= i + off && j > i + off - std::max(1, iparam(f, "window", 4)); break;
+              case 3: keep = i % std::max(1, iparam(f, "masked_every", 3)) != 0; break;
+              case 4: keep = j >= std::clamp(iparam(f, "first_masked", 8), 0, p.n_k - 1); break;
+              case 5: keep = r.u01() < f.param("keep", 0.5); break;
+              default: break;
+            }
+            in.mask[p.score_at(b, h, i, j)] = keep ? 1 : 0;
+          }
+  }
+  if (p.has_bias) {
+    in.bias.resize(p.scores_size());
+    const int quant = iparam(f, "quant", 7);
+    for (double& x : in.bias) x = value(r, Format::kBF16, -3, 0, 0, quant);  // bf16 values are fp32 values
+  }
+  in.validate();
+  return in;
+}
+
+std::vector<int> tie_positions(const Family& f, std::uint64_t index, int b, int hkv) {
+  const LeadLayout L = lead_layout(f);
+  const Problem& p = f.problem;
+  std::vector<int> out;
+  if (!L.active || L.ties <= 0) return out;
+  Rng r{mix64(f.seed ^ mix64(index * 1000003ull + std::uint64_t(b) * 131 + hkv) ^ 0x7469657373ull)};
+  // The count varies in [ties_min, ties] per (instance, b, kv head): with a fixed count every row's sum
+  // l ≈ count would round (and its log would round) the same way in every instance, a deterministic error
+  // that the bias statistic would rightly flag but that has nothing to do with ties.
+  const int lo = std::clamp(iparam(f, "ties_min", 2), 1, L.ties);
+  const int n = lo + r.below(L.ties - lo + 1);
+  if (f.param("tie_spread", 1) != 0) {
+    std::vector<int> all(p.n_k);
+    std::iota(all.begin(), all.end(), 0);
+    for (int t = 0; t < n; ++t) std::swap(all[t], all[t + r.below(p.n_k - t)]);
+    out.assign(all.begin(), all.begin() + n);
+  } else {
+    const int start = f.params.count("sink_pos") ? std::clamp(iparam(f, "sink_pos", 0), 0, p.n_k - n)
+                                                 : r.below(p.n_k - n + 1);
+    for (int t = 0; t < n; ++t) out.push_back(start + t);
+  }
+  return out;
+}
+
+void validate_family(const Family& f) {
+  default_family(f.generator);  // throws for an unknown generator
+  f.problem.validate();
+  if (f.tile_q < 0 || f.tile_k < 0) throw Error("family: tiles must be >= 0");
+  for (const auto& [k, v] : f.params)
+    if (!std::isfinite(v)) throw Error("family: parameter '" + k + "' is not finite");
+  if (f.problem.input_format != Format::kBF16 && f.problem.input_format != Format::kF16)
+    throw Error("family: generators produce bf16 or fp16 inputs only");
+}
+
+}  // namespace attncheck

@@ -1,0 +1,158 @@
+// property_util.cpp — tiles, skips, the per-instance driver and the rounding envelope (property_util.h).
+#include "properties/property_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace attncheck {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+constexpr double kU = 0x1.0p-8;     // bf16 unit roundoff: the coarsest rounding the envelope allows
+constexpr double kU32 = 0x1.0p-24;  // fp32 unit roundoff
+constexpr int kDefaultTileK = 16;   // smallest key tile a real FlashAttention uses (over-counts tiles)
+}  // namespace
+
+const Kernel& tiled(const Kernel& k, const Family& f, std::unique_ptr<Kernel>& holder) {
+  if (f.tile_q <= 0 && f.tile_k <= 0) return k;
+  holder = k.with_tiles(f.tile_q > 0 ? f.tile_q : 64, f.tile_k > 0 ? f.tile_k : 64);
+  return holder ? *holder : k;
+}
+
+std::string skip_reason(const Kernel& k, const Family& f, bool need_backward) {
+  Problem p = f.problem;
+  p.has_mask = f.param("mask", 0) != 0;
+  return k.caps().unsupported_reason(p, need_backward);
+}
+
+Outcome make_outcome(const std::string& property, const Kernel& k, const Family& f) {
+  Outcome o;
+  o.property = property;
+  o.kernel = k.name();
+  o.family = f;
+  o.stats = nlohmann::json::object();
+  return o;
+}
+
+Outcome run_per_instance(const std::string& property, const Kernel& k, const Family& f, const Budget& b,
+                         bool need_backward, const InstanceCheck& one) {
+  const auto t0 = Clock::now();
+  Outcome o = make_outcome(property, k, f);
+  if (std::string why = skip_reason(k, f, need_backward); !why.empty()) {
+    o.status = Status::kSkip;
+    o.message = k.name() + ": " + why;
+    return o;
+  }
+  std::unique_ptr<Kernel> holder;
+  const Kernel& kt = tiled(k, f, holder);
+  std::string last_skip;
+  int applicable = 0;
+  for (int idx = 0; idx < std::max(1, b.instances); ++idx) {
+    if (b.seconds > 0 && idx > 0 && since(t0) > b.seconds) break;
+    const Instance in = make_instance(f, static_cast<std::uint64_t>(idx));
+    nlohmann::json stats = nlohmann::json::object();
+    std::string why = one(kt, in, f, stats);
+    ++o.instances_run;
+    if (why.rfind("skip:", 0) == 0) {  // the property does not apply to this instance
+      last_skip = why.substr(5);
+      continue;
+    }
+    ++applicable;
+    if (!why.empty()) {
+      o.status = Status::kFail;
+      o.message = "instance " + std::to_string(idx) + ": " + why;
+      o.instance_index = static_cast<std::uint64_t>(idx);
+      o.stats = stats;
+      o.seconds = since(t0);
+      return o;
+    }
+    for (auto it = stats.begin(); it != stats.end(); ++it)  // keep the worst seen (numbers: max)
+      if (it->is_number() && (!o.stats.contains(it.key()) || it->get<double>() > o.stats[it.key()].get<double>()))
+        o.stats[it.key()] = *it;
+  }
+  o.seconds = since(t0);
+  if (applicable == 0) {
+    o.status = Status::kSkip;
+    o.message = "does not apply to this family" + (last_skip.empty() ? "" : ": " + last_skip);
+    return o;
+  }
+  o.message = "held on " + std::to_string(applicable) + " instance(s)";
+  return o;
+}
+
+double envelope_gamma(const Family& f) {
+  const int tk = f.tile_k > 0 ? f.tile_k : kDefaultTileK;
+  const int tiles = (f.problem.n_k + tk - 1) / tk;
+  const double ru = (2.0 * tiles + 4.0) * kU;
+  return ru < 0.5 ? ru / (1.0 - ru) : 1.0;  // beyond R·u = 1/2 the bound is vacuous: cap at "anything"
+}
+
+double score_error_bound(const Instance& in, int b, int h, int i) {
+  const Problem& p = in.problem;
+  const int hk = h / p.group();
+  const double gamma_d = p.head_dim * kU32 / (1.0 - p.head_dim * kU32);
+  double max_s = 0, max_abs_dot = 0;
+  for (int j = 0; j < p.n_k; ++j) {
+    if (!in.visible(b, h, i, j)) continue;
+    double dot = 0, abs_dot = 0;
+    for (int c = 0; c < p.head_dim; ++c) {
+      const double t = in.q[p.q_at(b, h, i, c)] * in.k[p.kv_at(b, hk, j, c)];
+      dot += t;
+      abs_dot += std::fabs(t);
+    }
+    double s = p.scale * dot + (p.has_bias ? in.bias[p.score_at(b, h, i, j)] : 0.0);
+    max_s = std::max(max_s, std::fabs(s));
+    max_abs_dot = std::max(max_abs_dot, abs_dot);
+  }
+  return 2 * kU * max_s + p.scale * gamma_d * max_abs_dot + 2 * kU32 * max_s;
+}
+
+std::vector<double> output_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_o) {
+  const Problem& p = in.problem;
+  const double g = envelope_gamma(f);
+  std::vector<double> e(p.q_size(), 0.0);
+  for (int b = 0; b < p.batch; ++b)
+    for (int h = 0; h < p.heads_q; ++h)
+      for (int i = 0; i < p.n_q; ++i) {
+        const double sigma = score_error_bound(in, b, h, i);
+        const double w = std::min(std::expm1(2 * sigma), 1e300);
+        for (int c = 0; c < p.head_dim; ++c) {
+          double m = 0;
+          for (int j = 0; j < p.n_k; ++j)
+            if (in.visible(b, h, i, j)) m = std::max(m, std::fabs(in.v[p.kv_at(b, h / p.group(), j, c)]));
+          const double x = std::fabs(exact_o[p.q_at(b, h, i, c)]);
+          const double dev = (2 * g / (1 - std::min(g, 0.5)) + w) * m;
+          e[p.q_at(b, h, i, c)] = dev + ulp(x + dev, Format::kBF16);
+        }
+      }
+  return e;
+}
+
+std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse) {
+  const Problem& p = in.problem;
+  const double g = envelope_gamma(f);
+  std::vector<double> e(p.rows(), 0.0);
+  for (int b = 0; b < p.batch; ++b)
+    for (int h = 0; h < p.heads_q; ++h)
+      for (int i = 0; i < p.n_q; ++i) {
+        const std::size_t r = p.row_at(b, h, i);
+        const double l = std::isfinite(exact_lse[r]) ? std::fabs(exact_lse[r]) : 0.0;
+        e[r] = score_error_bound(in, b, h, i) + g / (1 - std::min(g, 0.5)) + 0x1.0p-22 * l;
+      }
+  return e;
+}
+
+bool same_value(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  return a == b;  // +0 == -0 by IEEE; otherwise equality of doubles is equality of bits
+}
+
+std::string fmt_num(double x) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", x);
+  return buf;
+}
+
+}  // namespace attncheck

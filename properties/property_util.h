@@ -1,0 +1,60 @@
+// property_util.h — shared machinery of the property implementations (not a contract; properties/ only):
+// applying a family's tiles, capability skips, the per-instance driver loop, and the rounding envelope that
+// the invariance properties derive their tolerances from.
+//
+// The envelope (used by within_v_range, key_permutation, logit_shift). Model of any tiled softmax kernel that
+// rounds p̄, block sums/outputs, running accumulators and row sums to at best bf16 (unit roundoff u = 2^-8),
+// with S rounded to at best bf16 and scores accumulated in fp32:
+//   * numerator and denominator of O = Σ w̃_j v_j / Σ w̃'_j each carry at most R sequential relative roundings,
+//     R = 2·(key tiles) + 4 (per tile: block value + rescaled accumulator; plus p̄, the final sum, the division,
+//     the output), so each weight is off by at most γ = R·u / (1 − R·u) (Higham's γ_R), independently in the
+//     numerator and the denominator;
+//   * every score is off by at most σ_i = 2u·max_j|s_ij| + scale·γ_d(fp32)·max_j Σ_c|q_ic k_jc| (bf16 S and the
+//     bf16 difference s − m, each half an ulp of a value below 2·max|s|; fp32 dot products, Higham Thm 3.1).
+// Then |O_ic − O*_ic| <= E_ic = (2γ/(1−γ) + e^{2σ_i} − 1)·M_c + ulp(|O*_ic| + that), M_c = max attended |v_jc|:
+// convexity gives the e^{2σ}−1 term (each normalised weight moves by a factor within e^{±2σ}), the γ terms come
+// from the numerator/denominator mismatch, and the last ulp is the final rounding (an ulp, not half, so a
+// binade crossing cannot escape it). The key tile count uses tile_k = the family's tile, or 16 when the kernel
+// default is used (no FlashAttention implementation uses key tiles below 16, so this over-counts R).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "harness/kernel.h"
+#include "properties/family.h"
+#include "properties/property.h"
+#include "reference/reference.h"
+
+namespace attncheck {
+
+// The kernel with the family's tiles applied (itself when the family keeps the default tiles or the kernel's
+// tiles are fixed). `holder` owns the tiled copy.
+const Kernel& tiled(const Kernel& k, const Family& f, std::unique_ptr<Kernel>& holder);
+
+// "" when the kernel can run the family (with backward when needed), else the reason to skip.
+std::string skip_reason(const Kernel& k, const Family& f, bool need_backward);
+
+Outcome make_outcome(const std::string& property, const Kernel& k, const Family& f);
+
+// The per-instance driver: for instances 0..budget-1 (until the time budget runs out), `one` returns "" when
+// the property holds on that instance and a one-line reason when it fails; `one` may fill `stats`. The first
+// failure ends the run. `applies` (optional) returns a skip reason for the family as a whole.
+using InstanceCheck = std::function<std::string(const Kernel&, const Instance&, const Family&, nlohmann::json& stats)>;
+Outcome run_per_instance(const std::string& property, const Kernel& k, const Family& f, const Budget& b,
+                         bool need_backward, const InstanceCheck& one);
+
+// The envelope above: γ for the family, σ_i for one row, M_c over attended keys.
+double envelope_gamma(const Family& f);
+double score_error_bound(const Instance& in, int b, int h, int i);
+// E_ic for every O element (Q layout): the bound on |O_kernel − O_exact| under the envelope.
+std::vector<double> output_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_o);
+// The bound on |LSE_kernel − LSE_exact| per row: σ_i + γ/(1−γ) + 2^-22·|LSE|.
+std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse);
+
+bool same_value(double a, double b);  // bitwise equal, except that +0 == −0 (and NaN == NaN)
+std::string fmt_num(double x);        // shortest round-trip decimal
+
+}  // namespace attncheck

@@ -1,0 +1,30 @@
+// props.h — the property groups (one file each) that property.cpp gathers into all_properties(), and the bias
+// statistic that the shrinker and the tests use directly. Not a contract: properties/ only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "properties/property.h"
+
+namespace attncheck {
+
+std::vector<Property> basic_properties();       // props_basic.cpp
+std::vector<Property> invariance_properties();  // props_invariance.cpp
+std::vector<Property> bias_properties();        // props_bias.cpp
+
+struct BiasStatistic {
+  bool fails = false;
+  int instances = 0;
+  double z_crit = 0;       // after the Šidák adjustment
+  std::string message;     // the failing tensors, one clause each
+  nlohmann::json stats;    // per tensor: mean_ulp, z, T, sd, away_mean_ulp; headline tensor, mean_ulp, z
+};
+// The statistic of props_bias.cpp without calibration (the family's tiles applied).
+BiasStatistic bias_statistic(const Kernel& k, const Family& f, const Budget& b);
+// Šidák: the |z| threshold for m simultaneous two-sided tests at the single-test level of z_crit.
+double sidak_z(double z_crit, int m);
+
+}  // namespace attncheck

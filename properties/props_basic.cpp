@@ -1,0 +1,258 @@
+// props_basic.cpp — per-instance properties that look at one run of the kernel: accurate, finite,
+// constant_v, within_v_range, masked_row, deterministic. Each draws instances 0..budget−1 of the family and
+// stops at the first failure (run_per_instance). Tolerances are derived in the comments where they are used.
+// Run the tests: ctest -L property -R properties_test
+#include <algorithm>
+#include <cmath>
+
+#include "properties/property_util.h"
+#include "properties/props.h"
+#include "reference/accuracy.h"
+
+namespace attncheck {
+
+namespace {
+
+bool any_masked_row(const Instance& in, int b, int h, int i) {
+  for (int j = 0; j < in.problem.n_k; ++j)
+    if (in.visible(b, h, i, j)) return false;
+  return true;
+}
+
+// Every element within one ulp of format f (at the exact value) of the exact value; non-finite values must
+// match exactly.
+bool faithful(const std::vector<double>& got, const std::vector<double>& exact, Format f) {
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!std::isfinite(exact[i]) || !std::isfinite(got[i])) {
+      if (!same_value(got[i], exact[i])) return false;
+      continue;
+    }
+    if (std::fabs(got[i] - exact[i]) > ulp(exact[i], f)) return false;
+  }
+  return true;
+}
+
+// The O/LSE/dQ/dK/dV accuracy rule against the plain (non-tiled) bf16 attention.
+std::string check_accurate(const Kernel& k, const Instance& in, const Family&, nlohmann::json& stats) {
+  const Kernel* plain = default_registry().find("plain");
+  if (!plain) return "skip:no `plain` kernel registered (the rule's baseline)";
+  if (!plain->caps().unsupported_reason(in.problem, false).empty()) return "skip:`plain` cannot run this problem";
+  const ForwardOutput fw = k.forward(in);
+  const ForwardOutput pw = plain->forward(in);
+  const bool bwd = k.caps().backward && plain->caps().backward;
+  double worst_ratio = 0;
+  std::string failure;
+  auto apply = [&](const char* name, const std::vector<double>& kv, const std::vector<double>& pv,
+                   const std::vector<double>& ev, double floor_scale) {
+    AccuracyCheck a = accuracy_rule(kv, pv, ev, 2.0, floor_scale);
+    // Faithful rounding is always accurate enough: an output within one ulp (of its format, at the exact
+    // value) of the exact result is as good as any kernel that rounds once can promise. A stochastically
+    // rounded result errs by up to 1 ulp where the plain attention may err by only ~0.4 ulp, so the 2x rule
+    // alone would reject the null control `stochastic`; it exists to bound arithmetic error, not to demand
+    // more than the output format can hold.
+    const Format tf = std::string(name) == "LSE" ? Format::kF32 : k.caps().output_format;
+    if (!a.ok && faithful(kv, ev, tf)) a.ok = true;
+    const double ratio = a.bound > 0 ? a.kernel_err / a.bound : (a.kernel_err > 0 ? 1e300 : 0.0);
+    worst_ratio = std::max(worst_ratio, ratio);
+    stats[std::string(name) + "_err"] = a.kernel_err;
+    stats[std::string(name) + "_bound"] = a.bound;
+    if (!a.ok && failure.empty()) failure = std::string(name) + ": " + a.message;
+  };
+  if (bwd) {
+    const ReferenceBackward rb = reference_backward(in);
+    const ReferenceForward rf = reference_forward(in);
+    apply("O", fw.o, pw.o, rf.o, kDefaultFloorScale);
+    apply("LSE", fw.lse, pw.lse, rf.lse, kDefaultFloorScale);
+    const BackwardOutput kb = k.backward(in, fw);
+    const BackwardOutput pb = plain->backward(in, pw);
+    const Problem& p = in.problem;
+    // dQ sums n_k terms per element in fp32; dK and dV sum n_q·group terms (accuracy.h derives the floor).
+    apply("dQ", kb.dq, pb.dq, rb.dq, fp32_accumulation_floor_scale(std::size_t(p.n_k)));
+    apply("dK", kb.dk, pb.dk, rb.dk, fp32_accumulation_floor_scale(std::size_t(p.n_q) * p.group()));
+    apply("dV", kb.dv, pb.dv, rb.dv, fp32_accumulation_floor_scale(std::size_t(p.n_q) * p.group()));
+  } else {
+    const ReferenceForward rf = reference_forward(in);
+    apply("O", fw.o, pw.o, rf.o, kDefaultFloorScale);
+    apply("LSE", fw.lse, pw.lse, rf.lse, kDefaultFloorScale);
+  }
+  stats["ratio"] = worst_ratio;
+  return failure;
+}
+
+// Finite input, finite output, unless the exact value itself lies beyond the output format (then ±inf is the
+// correctly rounded answer) or is not finite (LSE of a fully masked row).
+std::string nonfinite(const char* name, const std::vector<double>& got, const std::vector<double>& exact, Format f) {
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (std::isfinite(got[i])) continue;
+    if (!std::isfinite(exact[i]) || std::isinf(round_to(exact[i], f))) continue;
+    return std::string(name) + "[" + std::to_string(i) + "] = " + fmt_num(got[i]) + " but exact " + fmt_num(exact[i]);
+  }
+  return "";
+}
+
+std::string check_finite(const Kernel& k, const Instance& in, const Family&, nlohmann::json&) {
+  const ForwardOutput fw = k.forward(in);
+  const Format of = k.caps().output_format;
+  if (!k.caps().backward) {
+    const ReferenceForward rf = reference_forward(in);
+    if (auto w = nonfinite("O", fw.o, rf.o, of); !w.empty()) return w;
+    return nonfinite("LSE", fw.lse, rf.lse, Format::kF32);
+  }
+  const ReferenceBackward rb = reference_backward(in);
+  const ReferenceForward rf = reference_forward(in);
+  if (auto w = nonfinite("O", fw.o, rf.o, of); !w.empty()) return w;
+  if (auto w = nonfinite("LSE", fw.lse, rf.lse, Format::kF32); !w.empty()) return w;
+  const BackwardOutput kb = k.backward(in, fw);
+  if (auto w = nonfinite("dQ", kb.dq, rb.dq, of); !w.empty()) return w;
+  if (auto w = nonfinite("dK", kb.dk, rb.dk, of); !w.empty()) return w;
+  if (auto w = nonfinite("dV", kb.dv, rb.dv, of); !w.empty()) return w;
+  return nonfinite("delta", kb.delta, rb.delta, Format::kF32);
+}
+
+// V = c·1: every row with a visible key is a convex combination of c's, so O = c exactly. c is the instance's
+// first V element (a bf16 value), so no rounding is involved in the exact answer.
+std::string check_constant_v(const Kernel& k, const Instance& base, const Family&, nlohmann::json& stats) {
+  Instance in = base;
+  double c = 1.0;
+  for (double x : in.v)
+    if (x != 0 && std::isfinite(x)) {
+      c = x;
+      break;
+    }
+  std::fill(in.v.begin(), in.v.end(), c);
+  const ForwardOutput fw = k.forward(in);
+  const Problem& p = in.problem;
+  stats["c"] = c;
+  for (int b = 0; b < p.batch; ++b)
+    for (int h = 0; h < p.heads_q; ++h)
+      for (int i = 0; i < p.n_q; ++i) {
+        if (any_masked_row(in, b, h, i)) continue;
+        for (int col = 0; col < p.head_dim; ++col) {
+          const double o = fw.o[p.q_at(b, h, i, col)];
+          if (!(o == c))
+            return "O(b" + std::to_string(b) + ",h" + std::to_string(h) + ",i" + std::to_string(i) + ",c" +
+                   std::to_string(col) + ") = " + fmt_num(o) + ", expected c = " + fmt_num(c) + " (" +
+                   fmt_num((o - c) / ulp(c, Format::kBF16)) + " ulp)";
+        }
+      }
+  return "";
+}
+
+// O_ic within [min_j v_jc − slack, max_j v_jc + slack] over attended keys j; slack = 2γ/(1−γ)·M_c + 1 ulp
+// (property_util.h: only the numerator/denominator rounding mismatch can leave the convex hull; errors in the
+// scores only move the convex weights).
+std::string check_within_v_range(const Kernel& k, const Instance& in, const Family& f, nlohmann::json& stats) {
+  const ForwardOutput fw = k.forward(in);
+  const Problem& p = in.problem;
+  const double g = envelope_gamma(f);
+  double worst = 0;
+  for (int b = 0; b < p.batch; ++b)
+    for (int h = 0; h < p.heads_q; ++h)
+      for (int i = 0; i < p.n_q; ++i) {
+        if (any_masked_row(in, b, h, i)) continue;
+        for (int c = 0; c < p.head_dim; ++c) {
+          double lo = HUGE_VAL, hi = -HUGE_VAL, m = 0;
+          for (int j = 0; j < p.n_k; ++j) {
+            if (!in.visible(b, h, i, j)) continue;
+            const double v = in.v[p.kv_at(b, h / p.group(), j, c)];
+            lo = std::min(lo, v);
+            hi = std::max(hi, v);
+            m = std::max(m, std::fabs(v));
+          }
+          const double dev = 2 * g / (1 - std::min(g, 0.5)) * m;
+          const double slack = dev + ulp(std::max(std::fabs(lo), std::fabs(hi)) + dev, Format::kBF16);
+          const double o = fw.o[p.q_at(b, h, i, c)];
+          const double out = std::max(lo - o, o - hi);
+          if (slack > 0) worst = std::max(worst, out / slack);
+          if (!(o >= lo - slack && o <= hi + slack))
+            return "O(b" + std::to_string(b) + ",h" + std::to_string(h) + ",i" + std::to_string(i) + ",c" +
+                   std::to_string(c) + ") = " + fmt_num(o) + " outside [" + fmt_num(lo) + ", " + fmt_num(hi) +
+                   "] ± " + fmt_num(slack);
+        }
+      }
+  stats["ratio"] = worst;
+  return "";
+}
+
+// A row with no visible key: O = 0 (either sign) and LSE = −inf, never NaN or a finite sentinel's softmax.
+std::string check_masked_row(const Kernel& k, const Instance& in, const Family&, nlohmann::json& stats) {
+  const Problem& p = in.problem;
+  int rows = 0;
+  ForwardOutput fw;
+  bool ran = false;
+  for (int b = 0; b < p.batch; ++b)
+    for (int h = 0; h < p.heads_q; ++h)
+      for (int i = 0; i < p.n_q; ++i) {
+        if (!any_masked_row(in, b, h, i)) continue;
+        if (!ran) fw = k.forward(in), ran = true;
+        ++rows;
+        const std::string at = "(b" + std::to_string(b) + ",h" + std::to_string(h) + ",i" + std::to_string(i) + ")";
+        const double lse = fw.lse[p.row_at(b, h, i)];
+        if (!(lse == -HUGE_VAL)) return "fully masked row " + at + ": LSE = " + fmt_num(lse) + ", expected -inf";
+        for (int c = 0; c < p.head_dim; ++c)
+          if (!(fw.o[p.q_at(b, h, i, c)] == 0.0))
+            return "fully masked row " + at + ": O[" + std::to_string(c) + "] = " + fmt_num(fw.o[p.q_at(b, h, i, c)]) +
+                   ", expected 0";
+      }
+  if (rows == 0) return "skip:no fully masked row";
+  stats["masked_rows"] = rows;
+  return "";
+}
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b, std::size_t& at) {
+  if (a.size() != b.size()) return at = 0, false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    std::uint64_t x, y;
+    __builtin_memcpy(&x, &a[i], 8);
+    __builtin_memcpy(&y, &b[i], 8);
+    if (x != y) return at = i, false;
+  }
+  return true;
+}
+
+// The same input twice gives the same bits (kernel.h forbids state that changes results).
+std::string check_deterministic(const Kernel& k, const Instance& in, const Family&, nlohmann::json&) {
+  const ForwardOutput a = k.forward(in), b = k.forward(in);
+  std::size_t at = 0;
+  if (!same_bits(a.o, b.o, at)) return "O[" + std::to_string(at) + "] differs between two runs";
+  if (!same_bits(a.lse, b.lse, at)) return "LSE[" + std::to_string(at) + "] differs between two runs";
+  if (!k.caps().backward) return "";
+  const BackwardOutput x = k.backward(in, a), y = k.backward(in, a);
+  if (!same_bits(x.dq, y.dq, at)) return "dQ[" + std::to_string(at) + "] differs between two runs";
+  if (!same_bits(x.dk, y.dk, at)) return "dK[" + std::to_string(at) + "] differs between two runs";
+  if (!same_bits(x.dv, y.dv, at)) return "dV[" + std::to_string(at) + "] differs between two runs";
+  if (!same_bits(x.delta, y.delta, at)) return "delta[" + std::to_string(at) + "] differs between two runs";
+  return "";
+}
+
+Property per_instance(const std::string& name, const std::string& sentence, bool bwd, InstanceCheck fn) {
+  Property p;
+  p.name = name;
+  p.sentence = sentence;
+  p.needs_backward = bwd;
+  p.check = [name, fn](const Kernel& k, const Family& f, const Budget& b) {
+    return run_per_instance(name, k, f, b, false, fn);
+  };
+  return p;
+}
+
+}  // namespace
+
+std::vector<Property> basic_properties() {
+  return {
+      per_instance("accurate",
+                   "O and LSE (and dQ, dK, dV with a backward pass) err at most 2x the plain bf16 attention's error "
+                   "plus an fp32 noise floor",
+                   false, check_accurate),
+      per_instance("finite", "Finite inputs give finite outputs unless the exact result overflows", false,
+                   check_finite),
+      per_instance("constant_v", "V = c·1 gives O = c exactly", false, check_constant_v),
+      per_instance("within_v_range",
+                   "Every output lies in the range of the attended V values (plus the derived rounding slack)", false,
+                   check_within_v_range),
+      per_instance("masked_row", "A fully masked row gives O = 0 and LSE = -inf", false, check_masked_row),
+      per_instance("deterministic", "The same input gives the same output bits", false, check_deterministic),
+  };
+}
+
+}  // namespace attncheck

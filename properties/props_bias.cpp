@@ -1,0 +1,231 @@
+// props_bias.cpp — the across-instance property `unbiased`: no systematic rounding bias in O, δ, dQ, dK, dV.
+//
+// Statistic. For each instance k = 0..T−1 and each tensor X, e_k(X) = the mean over X's elements of the signed
+// error (kernel − exact) in ulps:
+//   O:            ulps of bf16 at each exact element (elements whose exact value is 0 or not finite are left out);
+//   δ, dQ:        ulps of bf16 at the rms of the exact tensor over the row's (b, h) head;
+//   dK, dV:       ulps of bf16 at the rms of the exact key row (b, kv head, j).
+// (δ and the gradients come out of cancellation: per-element ulps of near-zero exact values give 10^4-ulp
+// noise, design.md.) The T per-instance means are independent (instances are independent draws), so
+//   mean = (1/T) Σ e_k,   sd = sample standard deviation of the e_k,   z = mean / (sd / √T)
+// is the usual one-sample statistic; for T = 64 its null distribution is Student's t with 63 degrees of freedom,
+// close enough to normal at the thresholds used (the ε floor does the rest). sd = 0 gives z = 0 for mean = 0
+// and ±inf otherwise (a deterministic bias). Also reported: the away-from-zero mean, sign(exact)·error.
+//
+// Failure: some tensor has |mean| >= ε (Budget::epsilon_ulp) and |z| >= z_m. The budget's z_crit is the
+// threshold for a single test: its two-sided level α1 = erfc(z_crit/√2) (z_crit = 6: α1 ≈ 2·10^-9). Testing m
+// tensors at once, Šidák's correction keeps the family-wise level at α1: α_m = 1 − (1 − α1)^(1/m) and
+// z_m = Φ^-1(1 − α_m/2) (m = 5: z_m ≈ 6.33; m = 1 for forward-only kernels: z_m = z_crit).
+//
+// Calibration: when the kernel fails, the same statistic is computed for the null controls oracle and
+// stochastic on the same family and budget; if either fails, the family is Degenerate (the statistic is not
+// trustworthy there), never a kernel failure.
+#include <algorithm>
+#include <cmath>
+
+#include "properties/property_util.h"
+#include "properties/props.h"
+
+namespace attncheck {
+
+namespace {
+
+constexpr const char* kTensors[] = {"O", "delta", "dQ", "dK", "dV"};
+
+struct Acc {
+  std::vector<double> means, away;
+};
+
+double mean_of(const std::vector<double>& x) {
+  double s = 0;
+  for (double v : x) s += v;
+  return x.empty() ? 0 : s / x.size();
+}
+
+// Add one instance's mean signed error (and away-from-zero mean) of `got` vs `exact`, each element in units
+// of unit[element] (an ulp); elements with unit 0 or non-finite values are left out.
+void add_instance(Acc& acc, const std::vector<double>& got, const std::vector<double>& exact,
+                  const std::vector<double>& unit) {
+  double s = 0, a = 0;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!(unit[i] > 0) || !std::isfinite(got[i]) || !std::isfinite(exact[i]) || !std::isfinite(unit[i])) continue;
+    const double e = (got[i] - exact[i]) / unit[i];
+    s += e;
+    a += (exact[i] < 0 ? -e : e);
+    ++n;
+  }
+  if (n == 0) return;
+  acc.means.push_back(s / n);
+  acc.away.push_back(a / n);
+}
+
+// ulp of bf16 at each element's exact value (0 for an exact 0: left out).
+std::vector<double> elementwise_ulps(const std::vector<double>& exact, Format f) {
+  std::vector<double> u(exact.size());
+  for (std::size_t i = 0; i < exact.size(); ++i)
+    u[i] = (exact[i] == 0 || !std::isfinite(exact[i])) ? 0.0 : ulp(exact[i], f);
+  return u;
+}
+
+// ulp of bf16 at the rms of each group of `width` consecutive exact elements.
+std::vector<double> rms_ulps(const std::vector<double>& exact, std::size_t width, Format f) {
+  std::vector<double> u(exact.size(), 0.0);
+  for (std::size_t g = 0; g + width <= exact.size(); g += width) {
+    double ss = 0;
+    for (std::size_t i = g; i < g + width; ++i) ss += std::isfinite(exact[i]) ? exact[i] * exact[i] : 0.0;
+    const double rms = std::sqrt(ss / width);
+    for (std::size_t i = g; i < g + width; ++i) u[i] = rms > 0 ? ulp(rms, f) : 0.0;
+  }
+  return u;
+}
+
+nlohmann::json summarise(const Acc& acc, const char* unit) {
+  const double t = static_cast<double>(acc.means.size());
+  const double m = mean_of(acc.means);
+  double ss = 0;
+  for (double v : acc.means) ss += (v - m) * (v - m);
+  const double sd = t > 1 ? std::sqrt(ss / (t - 1)) : 0.0;
+  double z = 0;
+  if (sd > 0)
+    z = m / (sd / std::sqrt(t));
+  else if (m != 0)
+    z = std::copysign(HUGE_VAL, m);
+  return {{"mean_ulp", m}, {"z", std::isfinite(z) ? z : std::copysign(1e308, z)}, {"T", acc.means.size()},
+          {"sd", sd}, {"away_mean_ulp", mean_of(acc.away)}, {"unit", unit}};
+}
+
+}  // namespace
+
+double sidak_z(double z_crit, int m) {
+  const double a1 = std::erfc(z_crit / std::sqrt(2.0));
+  const double am = -std::expm1(std::log1p(-a1) / std::max(1, m));
+  double lo = 0, hi = 40;  // erfc(z/√2) is decreasing: bisect for erfc(z/√2) = α_m
+  for (int it = 0; it < 200; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    (std::erfc(mid / std::sqrt(2.0)) > am ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+BiasStatistic bias_statistic(const Kernel& k, const Family& f, const Budget& b) {
+  BiasStatistic out;
+  std::unique_ptr<Kernel> holder;
+  const Kernel& kt = tiled(k, f, holder);
+  const bool bwd = kt.caps().backward;
+  const Format of = kt.caps().output_format;
+  const Problem& p = f.problem;
+  Acc acc[5];
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int idx = 0; idx < std::max(2, b.instances); ++idx) {
+    if (b.seconds > 0 && idx >= 2 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > b.seconds)
+      break;
+    const Instance in = make_instance(f, static_cast<std::uint64_t>(idx));
+    const ForwardOutput fw = kt.forward(in);
+    if (!bwd) {
+      const ReferenceForward rf = reference_forward(in);
+      add_instance(acc[0], fw.o, rf.o, elementwise_ulps(rf.o, of));
+      continue;
+    }
+    const ReferenceBackward rb = reference_backward(in);
+    const ReferenceForward rf = reference_forward(in);
+    add_instance(acc[0], fw.o, rf.o, elementwise_ulps(rf.o, of));
+    const BackwardOutput kb = kt.backward(in, fw);
+    add_instance(acc[1], kb.delta, rb.delta, rms_ulps(rb.delta, std::size_t(p.n_q), of));
+    add_instance(acc[2], kb.dq, rb.dq, rms_ulps(rb.dq, std::size_t(p.n_q) * p.head_dim, of));
+    add_instance(acc[3], kb.dk, rb.dk, rms_ulps(rb.dk, std::size_t(p.head_dim), of));
+    add_instance(acc[4], kb.dv, rb.dv, rms_ulps(rb.dv, std::size_t(p.head_dim), of));
+  }
+  const int m = bwd ? 5 : 1;
+  out.z_crit = sidak_z(b.z_crit, m);
+  out.stats = nlohmann::json::object();
+  out.stats["tensors"] = nlohmann::json::object();
+  double worst_score = -1;
+  for (int t = 0; t < m; ++t) {
+    if (acc[t].means.size() < 2) continue;
+    nlohmann::json s = summarise(acc[t], t == 0 ? "bf16 ulp of each exact element"
+                                         : t <= 2  ? "bf16 ulp of the head's rms"
+                                                   : "bf16 ulp of the key row's rms");
+    const double mean = s["mean_ulp"].get<double>(), z = s["z"].get<double>();
+    const bool fails = std::fabs(mean) >= b.epsilon_ulp && std::fabs(z) >= out.z_crit;
+    s["fails"] = fails;
+    out.stats["tensors"][kTensors[t]] = s;
+    out.instances = std::max(out.instances, static_cast<int>(acc[t].means.size()));
+    // The headline tensor: a failing one first, then the largest |z|.
+    const double score = (fails ? 1e300 : 0) + std::min(std::fabs(z), 1e299);
+    if (score > worst_score) {
+      worst_score = score;
+      out.stats["tensor"] = kTensors[t];
+      out.stats["mean_ulp"] = mean;
+      out.stats["z"] = z;
+      out.stats["away_mean_ulp"] = s["away_mean_ulp"];
+    }
+    if (fails) {
+      out.fails = true;
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "%s%s: mean %+.4f ulp, z %+.2f (T=%zu, away-from-zero %+.4f)",
+                    out.message.empty() ? "" : "; ", kTensors[t], mean, z, acc[t].means.size(),
+                    s["away_mean_ulp"].get<double>());
+      out.message += buf;
+    }
+  }
+  out.stats["T"] = out.instances;
+  out.stats["epsilon_ulp"] = b.epsilon_ulp;
+  out.stats["z_crit"] = out.z_crit;
+  out.stats["tensors_tested"] = m;
+  return out;
+}
+
+Outcome check_unbiased(const Kernel& k, const Family& f, const Budget& b) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Outcome o = make_outcome("unbiased", k, f);
+  if (std::string why = skip_reason(k, f, false); !why.empty()) {
+    o.status = Status::kSkip;
+    o.message = k.name() + ": " + why;
+    return o;
+  }
+  const BiasStatistic s = bias_statistic(k, f, b);
+  o.stats = s.stats;
+  o.instances_run = s.instances;
+  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!s.fails) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "no bias: worst %s mean %+.4f ulp, z %+.2f (T=%d, z_crit %.2f)",
+                  s.stats.value("tensor", "O").c_str(), s.stats.value("mean_ulp", 0.0), s.stats.value("z", 0.0),
+                  s.instances, s.z_crit);
+    o.message = buf;
+    return o;
+  }
+  // Calibration: the null controls on the same family and budget.
+  nlohmann::json cal = nlohmann::json::object();
+  for (const char* name : {"oracle", "stochastic"}) {
+    const Kernel* c = default_registry().find(name);
+    if (!c) continue;
+    if (!skip_reason(*c, f, false).empty()) continue;
+    const BiasStatistic cs = bias_statistic(*c, f, b);
+    cal[name] = {{"fails", cs.fails}, {"tensor", cs.stats.value("tensor", "")},
+                 {"mean_ulp", cs.stats.value("mean_ulp", 0.0)}, {"z", cs.stats.value("z", 0.0)}};
+    if (cs.fails) {
+      o.status = Status::kDegenerate;
+      o.message = std::string("degenerate family: null control ") + name + " fails too (" + cs.message + ")";
+      o.stats["calibration"] = cal;
+      return o;
+    }
+  }
+  o.stats["calibration"] = cal;
+  o.status = Status::kFail;
+  o.message = "biased: " + s.message;
+  return o;
+}
+
+std::vector<Property> bias_properties() {
+  Property p;
+  p.name = "unbiased";
+  p.sentence = "O, δ, dQ, dK and dV carry no systematic rounding bias across instances";
+  p.across_instances = true;
+  p.check = check_unbiased;
+  return {p};
+}
+
+}  // namespace attncheck

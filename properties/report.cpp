@@ -1,0 +1,134 @@
+// report.cpp — the minimal-case report (report.h).
+#include "properties/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "properties/property_util.h"
+#include "reference/reference.h"
+
+namespace attncheck {
+
+namespace {
+
+constexpr int kMaxRows = 8;
+constexpr int kMaxCols = 8;
+constexpr int kMaxScoreCols = 16;
+
+std::string val(double x, Format f) {
+  char buf[64];
+  const int hex_digits = (format_info(f).bits + 3) / 4;
+  std::snprintf(buf, sizeof buf, "%.6g(0x%0*llx)", x, hex_digits, static_cast<unsigned long long>(encode(x, f)));
+  return buf;
+}
+
+void print_rows(std::ostringstream& s, const char* name, const std::vector<double>& t, std::size_t base, int rows,
+                int d, Format f) {
+  s << "  " << name << " (" << rows << "x" << d << (rows > kMaxRows || d > kMaxCols ? ", cut" : "") << "):\n";
+  for (int i = 0; i < std::min(rows, kMaxRows); ++i) {
+    s << "    [" << i << "]";
+    for (int c = 0; c < std::min(d, kMaxCols); ++c) s << " " << val(t[base + std::size_t(i) * d + c], f);
+    s << "\n";
+  }
+}
+
+}  // namespace
+
+std::string failure_report(const Property& p, const Kernel& k, const Outcome& o) {
+  std::ostringstream s;
+  const Family& f = o.family;
+  s << "kernel:   " << k.name() << "\n";
+  s << "property: " << p.name << " — " << p.sentence << "\n";
+  s << "verdict:  " << status_name(o.status) << ": " << o.message << "\n";
+  s << "family:   " << f.describe() << "\n";
+  s << "tiles:    " << (f.tile_q || f.tile_k ? std::to_string(f.tile_q) + "x" + std::to_string(f.tile_k)
+                                               : std::string("kernel default"))
+    << "\n";
+  s << "found in " << fmt_num(o.seconds) << " s; shrunk in " << o.shrink_steps << " steps, " << fmt_num(o.shrink_seconds)
+    << " s\n";
+  if (p.across_instances && o.stats.contains("tensors")) {
+    s << "statistic (T = " << o.stats.value("T", 0) << " instances; fail when |mean| >= " << o.stats.value("epsilon_ulp", 0.0)
+      << " ulp and |z| >= " << fmt_num(o.stats.value("z_crit", 0.0)) << ", Šidák-adjusted for "
+      << o.stats.value("tensors_tested", 1) << " tensors):\n";
+    for (auto it = o.stats["tensors"].begin(); it != o.stats["tensors"].end(); ++it) {
+      const auto& t = *it;
+      char buf[220];
+      std::snprintf(buf, sizeof buf, "  %-5s mean %+.4f ulp  z %+8.2f  sd %.4f  away-from-zero mean %+.4f  %s  [%s]\n",
+                    it.key().c_str(), t.value("mean_ulp", 0.0), t.value("z", 0.0), t.value("sd", 0.0),
+                    t.value("away_mean_ulp", 0.0), t.value("fails", false) ? "FAILS" : "ok",
+                    t.value("unit", std::string()).c_str());
+      s << buf;
+    }
+  } else if (!o.stats.empty()) {
+    s << "stats: " << o.stats.dump() << "\n";
+  }
+
+  // The minimal instance: the failing one (per-instance) or instance 0 (bias: every instance is alike).
+  const std::uint64_t index = p.across_instances ? 0 : o.instance_index;
+  Instance in;
+  try {
+    in = make_instance(f, index);
+  } catch (const std::exception& e) {
+    s << "(instance " << index << " could not be generated: " << e.what() << ")\n";
+    return s.str();
+  }
+  const Problem& pr = in.problem;
+  const Format fmt = pr.input_format;
+  s << "instance " << index << " [" << pr.describe() << "], slice b0 h0 (kv head 0):\n";
+  print_rows(s, "Q", in.q, pr.q_at(0, 0, 0, 0), pr.n_q, pr.head_dim, fmt);
+  print_rows(s, "K", in.k, pr.kv_at(0, 0, 0, 0), pr.n_k, pr.head_dim, fmt);
+  print_rows(s, "V", in.v, pr.kv_at(0, 0, 0, 0), pr.n_k, pr.head_dim, fmt);
+  print_rows(s, "dO", in.d_o, pr.q_at(0, 0, 0, 0), pr.n_q, pr.head_dim, fmt);
+
+  const std::vector<double> sc = reference_scores(in, 0, 0);
+  s << "  exact scores S = scale·QKᵀ(+bias) ('*' = ties the row max exactly, '~' = within 2^-9 of it, "
+       "'-inf' = masked):\n";
+  for (int i = 0; i < std::min(pr.n_q, kMaxRows); ++i) {
+    double mx = -HUGE_VAL;
+    int at_max = 0;
+    for (int j = 0; j < pr.n_k; ++j) mx = std::max(mx, sc[std::size_t(i) * pr.n_k + j]);
+    for (int j = 0; j < pr.n_k; ++j) at_max += sc[std::size_t(i) * pr.n_k + j] == mx;
+    s << "    [" << i << "]";
+    for (int j = 0; j < std::min(pr.n_k, kMaxScoreCols); ++j) {
+      const double x = sc[std::size_t(i) * pr.n_k + j];
+      char buf[32];
+      if (x == -HUGE_VAL) {
+        std::snprintf(buf, sizeof buf, " %10s ", "-inf");
+      } else {
+        const char mark = (x == mx && at_max > 1) ? '*' : (x != mx && mx - x < 0x1.0p-9 ? '~' : ' ');
+        std::snprintf(buf, sizeof buf, " %10.6g%c", x, mark);
+      }
+      s << buf;
+    }
+    s << (pr.n_k > kMaxScoreCols ? " ...\n" : "\n");
+  }
+
+  try {
+    std::unique_ptr<Kernel> holder;
+    const Kernel& kt = tiled(k, f, holder);
+    if (kt.caps().unsupported_reason(pr, false).empty()) {
+      const ForwardOutput fw = kt.forward(in);
+      const ReferenceForward rf = reference_forward(in);
+      s << "  O kernel vs exact (signed error in bf16 ulps of the exact value):\n";
+      for (int i = 0; i < std::min(pr.n_q, kMaxRows); ++i) {
+        s << "    [" << i << "]";
+        for (int c = 0; c < std::min(pr.head_dim, kMaxCols); ++c) {
+          const std::size_t x = pr.q_at(0, 0, i, c);
+          const double e = rf.o[x];
+          char buf[96];
+          std::snprintf(buf, sizeof buf, " %.6g/%.6g(%+.2f)", fw.o[x], e,
+                        e != 0 && std::isfinite(e) ? (fw.o[x] - e) / ulp(e, Format::kBF16) : 0.0);
+          s << buf;
+        }
+        s << "  LSE " << fmt_num(fw.lse[pr.row_at(0, 0, i)]) << "/" << fmt_num(rf.lse[pr.row_at(0, 0, i)]) << "\n";
+      }
+    }
+  } catch (const std::exception& e) {
+    s << "  (outputs unavailable: " << e.what() << ")\n";
+  }
+  return s.str();
+}
+
+}  // namespace attncheck

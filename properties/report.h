@@ -1,0 +1,19 @@
+// report.h — the human-readable minimal case of a failure (Outcome::report).
+//
+// Prints: kernel, property (and its sentence), verdict, family parameters and tile config, the statistic
+// (bias: per tensor mean ulp, z, T, away-from-zero mean, the adjusted z_crit), the minimal instance's inputs of
+// the first (b, h) slice in decimal and bf16 hex, the exact score matrix with tied maxima marked '*' and
+// near-tied (within 2^-9 of the row maximum) marked '~', kernel vs exact O with the signed error in ulps.
+// Large tensors are cut to the first rows/columns (said so). The replay line is NOT printed here: the CLI
+// prints `replay: attncheck replay <file>` after it has saved the finding (write_finding).
+#pragma once
+
+#include <string>
+
+#include "properties/property.h"
+
+namespace attncheck {
+
+std::string failure_report(const Property& p, const Kernel& k, const Outcome& o);
+
+}  // namespace attncheck

@@ -1,0 +1,158 @@
+// shrink.cpp — candidates and the greedy loop of shrink.h, and check_and_shrink.
+#include "properties/shrink.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <set>
+
+#include "properties/family_internal.h"
+#include "properties/report.h"
+
+namespace attncheck {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Smaller values to try for an integer field, most aggressive first: lo, v/2, v−1 (distinct, in [lo, v)).
+std::vector<int> smaller(int v, int lo) {
+  std::vector<int> out;
+  for (int c : {lo, v / 2, v - 1})
+    if (c >= lo && c < v && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  return out;
+}
+
+bool valid(const Family& f) {
+  try {
+    validate_family(f);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+ShrinkOptions default_shrink_options() {
+  ShrinkOptions o;
+  if (const char* s = std::getenv("ATTNCHECK_SHRINK_SECONDS")) {
+    char* end = nullptr;
+    const double v = std::strtod(s, &end);
+    if (end != s && v >= 0) o.max_seconds = v;
+  }
+  return o;
+}
+
+std::vector<Family> shrink_candidates(const Family& f) {
+  std::vector<Family> out;
+  auto push = [&](Family g) {
+    if (valid(g)) out.push_back(std::move(g));
+  };
+  const Problem& p = f.problem;
+  const int min_d = f.param("near", 0) != 0 ? 2 : 1;  // near ties need the noise-free lead dim and one more
+  for (int v : smaller(p.n_q, 1)) {
+    Family g = f;
+    g.problem.n_q = v;
+    push(g);
+  }
+  for (int v : smaller(p.n_k, 1)) {
+    Family g = f;
+    g.problem.n_k = v;
+    push(g);
+  }
+  if (p.batch > 1) {
+    Family g = f;
+    g.problem.batch = 1;
+    push(g);
+  }
+  if (p.heads_q > 1) {
+    Family g = f;
+    g.problem.heads_q = g.problem.heads_kv = 1;
+    push(g);
+    if (p.heads_kv < p.heads_q) {  // drop GQA, keep heads
+      Family h = f;
+      h.problem.heads_kv = h.problem.heads_q;
+      push(h);
+    }
+  }
+  for (int v : smaller(p.head_dim, min_d)) {
+    Family g = f;
+    g.problem.head_dim = v;
+    if (p.scale == Problem::default_scale(p.head_dim)) g.problem.scale = Problem::default_scale(v);
+    push(g);
+  }
+  for (int v : smaller(f.tile_q, 1)) {
+    Family g = f;
+    g.tile_q = v;
+    push(g);
+  }
+  for (int v : smaller(f.tile_k, 1)) {
+    Family g = f;
+    g.tile_k = v;
+    push(g);
+  }
+  auto shrink_param = [&](const char* key, int lo) {
+    if (!f.params.count(key)) return;
+    for (int v : smaller(static_cast<int>(f.param(key, lo)), lo)) {
+      Family g = f;
+      g.params[key] = v;
+      push(g);
+    }
+  };
+  shrink_param("ties", 1);
+  shrink_param("rank", 1);
+  shrink_param("quant", 0);   // mantissa bits: toward powers of two and small integers
+  shrink_param("erange", 0);  // exponents: toward one binade
+  shrink_param("eps", 1);
+  for (const char* key : {"v_exp", "do_exp"})
+    if (f.param(key, 0) != 0) {
+      Family g = f;
+      g.params[key] = 0;
+      push(g);
+    }
+  return out;
+}
+
+Outcome shrink_failure(const Property& p, const Kernel& k, const Budget& b, const Outcome& failing,
+                       const ShrinkOptions& opt) {
+  const auto t0 = Clock::now();
+  Outcome best = failing;
+  int steps = 0;
+  std::set<std::string> tried;
+  bool progress = true;
+  while (progress && steps < opt.max_steps && since(t0) < opt.max_seconds) {
+    progress = false;
+    for (const Family& cand : shrink_candidates(best.family)) {
+      if (since(t0) >= opt.max_seconds) break;
+      const std::string key = family_to_json(cand).dump();
+      if (!tried.insert(key).second) continue;
+      Outcome o;
+      try {
+        o = p.check(k, cand, b);
+      } catch (const std::exception&) {
+        continue;  // a candidate the kernel cannot run is not simpler
+      }
+      if (o.status != Status::kFail) continue;
+      best = o;
+      ++steps;
+      progress = true;
+      break;
+    }
+  }
+  best.seconds = failing.seconds;
+  best.shrink_steps = steps;
+  best.shrink_seconds = since(t0);
+  return best;
+}
+
+Outcome check_and_shrink(const Property& p, const Kernel& k, const Family& f, const Budget& b) {
+  Outcome o = p.check(k, f, b);
+  if (o.status != Status::kFail) return o;
+  Outcome s = shrink_failure(p, k, b, o, default_shrink_options());
+  s.report = failure_report(p, k, s);
+  return s;
+}
+
+}  // namespace attncheck

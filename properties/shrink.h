@@ -1,0 +1,36 @@
+// shrink.h — greedy shrinking of a failing (property, kernel, family) to a minimal failing family.
+//
+// Strategy (separate from the generators, as RapidCheck separates them): candidates simplify one family field
+// at a time — n_q, n_k toward 1, head_dim smaller, batch and heads toward 1, tiles toward 1, ties and rank
+// toward 1–2, values toward small integers and powers of two (`quant` mantissa bits, `erange` exponents) —
+// and a candidate is accepted only when the same property still fails on it (for `unbiased`, the check
+// includes calibration, so an accepted step is never Degenerate). The first accepted candidate restarts the
+// scan; shrinking stops when no candidate is accepted, after max_steps, or after max_seconds. The bias budget
+// (T) is kept: replays use the budget the failure was found with.
+// Run the tests: ctest -R shrink_test
+#pragma once
+
+#include <vector>
+
+#include "properties/property.h"
+
+namespace attncheck {
+
+struct ShrinkOptions {
+  // Wall-clock bound per failure. Default 20 s; the environment variable ATTNCHECK_SHRINK_SECONDS overrides
+  // it for check_and_shrink (the CLI's suites keep shrinking bounded this way).
+  double max_seconds = 20.0;
+  int max_steps = 200;
+};
+
+ShrinkOptions default_shrink_options();
+
+// Simpler neighbours of f, most aggressive first; every one validates.
+std::vector<Family> shrink_candidates(const Family& f);
+
+// Shrinks a failing outcome; returns the final failing outcome (family, instance, stats) with shrink_steps and
+// shrink_seconds filled. `failing.status` must be kFail.
+Outcome shrink_failure(const Property& p, const Kernel& k, const Budget& b, const Outcome& failing,
+                       const ShrinkOptions& opt);
+
+}  // namespace attncheck
