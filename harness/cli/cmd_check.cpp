@@ -15,6 +15,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/corpus.h"
+#include "harness/plugin/plugin_cli.h"
 #include "harness/run_report.h"
 
 namespace attncheck::cli {
@@ -195,6 +196,7 @@ void add_check(CLI::App& app, Runner& run) {
   sub->add_option("--findings", opt->findings, "Directory for failing cases")->capture_default_str();
   sub->add_flag("--no-shrink", opt->no_shrink, "Report failures unshrunk (faster)");
   sub->add_flag("-q,--quiet", opt->quiet, "No progress line");
+  add_plugin_option(*sub);  // --plugin PATH (harness/plugin/plugin_cli.h)
   sub->footer("RapidCheck: RC_PARAMS in the environment (seed/reproduce tokens) is passed through unchanged.");
   sub->callback([&run, opt, seed] {
     opt->seed_given = seed->count() > 0;

@@ -1,0 +1,29 @@
+// plugin_cli.cpp — see plugin_cli.h.
+#include "harness/plugin/plugin_cli.h"
+
+#include <string>
+#include <vector>
+
+#include "harness/plugin/plugin_loader.h"
+
+namespace attncheck::cli {
+
+void add_plugin_option(CLI::App& sub) {
+  sub.add_option_function<std::vector<std::string>>(
+         "--plugin",
+         [](const std::vector<std::string>& paths) {
+           for (const std::string& p : paths) {
+             try {
+               load_plugin(p, default_registry());
+             } catch (const Error& e) {
+               throw CLI::ValidationError("--plugin", e.what());
+             }
+           }
+         },
+         "Load the kernels of an attncheck plugin (.so) as plugin:<name> (repeatable; PATH:OPTIONS passes "
+         "OPTIONS to its init). Environment: ATTNCHECK_PLUGIN_ISOLATION=0, ATTNCHECK_PLUGIN_TIMEOUT=S, "
+         "ATTNCHECK_PLUGIN_PAD=N (harness/plugin/README.md)")
+      ->type_name("PATH");
+}
+
+}  // namespace attncheck::cli

@@ -1,0 +1,16 @@
+// plugin_cli.h — the `--plugin PATH` option of the attncheck CLI (repeatable), in one call so that the CLI
+// needs two lines for it: the include and add_plugin_option(*sub).
+//
+// Each PATH (optionally PATH:OPTIONS, passed to the plugin's init) is loaded with load_plugin() into
+// default_registry() when the command line is parsed, before the command runs, so `-k plugin:<name>` finds
+// its kernels. A bad plugin is a CLI::ValidationError (a usage error: message and exit 2), never a crash.
+// Example: attncheck check --plugin build/harness/plugin/libattncheck_example_plugin.so -k plugin:example
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace attncheck::cli {
+
+void add_plugin_option(CLI::App& sub);
+
+}  // namespace attncheck::cli
