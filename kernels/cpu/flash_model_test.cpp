@@ -271,6 +271,17 @@ TEST(FlashModel, Fa2RoundsEachStepWhereTheSpecSays) {
   EXPECT_NE(round_bf16(p1), p1);  // the bf16 cast of p̄ really is inexact here (else the test shows nothing)
   EXPECT_EQ(f.lse[0], double(std::fma(3.0f, 1.0f, std::log(l))));
   EXPECT_EQ(t.p_one, 1u);
+  // The same two keys in reversed order through 1×1 tiles: the max rises from 2 to 3 at the second tile, so
+  // step 6 rescales the first tile's state by α = exp2((2 − 3)·c) in fp32: l = α·1 + 1, acc = α·1 + 1.
+  in.k = {2.0, 3.0};
+  NumericsSpec tiny = builtin_spec("fa2");
+  tiny.tile_q = tiny.tile_k = 1;
+  const ForwardOutput r = model_forward(tiny, in);
+  const float alpha = std::exp2((2.0f - 3.0f) * c);
+  const float l2 = alpha * 1.0f + 1.0f, acc2 = alpha * 1.0f + 1.0f;
+  EXPECT_EQ(r.o[0], round_bf16(acc2 * (1.0f / l2)));
+  EXPECT_EQ(r.lse[0], double(std::fma(3.0f, 1.0f, std::log(l2))));
+  EXPECT_NE(l2, l);  // the tiled row sum differs from the untiled one (α·1 vs p̄_1): order of rounding matters
 }
 
 TEST(FlashModel, BadInputThrowsError) {

@@ -83,6 +83,7 @@ Result transliterate(const Instance& in, int qb, int kb, bool stable) {
       Mat w = matmul_nt(qc, kc);  // einsum(...) * scale
       for (int i = 0; i < nr; ++i)
         for (int j = 0; j < nc; ++j) w[i][j] = in.visible(0, 0, q0 + i, k0 + j) ? bf(w[i][j] * scale) : neg_max;
+      auto keep = [&](int i, int j) { return !p.has_mask || in.mask[p.score_at(0, 0, q0 + i, k0 + j)]; };
       Mat e = zeros(nr, nc);
       std::vector<float> bmax(nr), newmax(nr), bsum(nr), alpha(nr);
       for (int i = 0; i < nr; ++i) {
@@ -98,6 +99,7 @@ Result transliterate(const Instance& in, int qb, int kb, bool stable) {
         float s = 0.0f;
         for (int j = 0; j < nc; ++j) {
           e[i][j] = bf(std::exp(bf(w[i][j] - newmax[i])));  // causal-masked entries are NOT zeroed
+          if (!keep(i, j)) e[i][j] = 0.0f;                   // exp_weights.masked_fill_(~col_mask, 0.)
           s = s + e[i][j];
         }
         bsum[i] = std::max(bf(s), bf(1e-10f));  // .sum(...).clamp(min = EPSILON)
@@ -129,8 +131,10 @@ Result transliterate(const Instance& in, int qb, int kb, bool stable) {
       Mat w = matmul_nt(qc, kc), pm = zeros(nr, nc);
       for (int i = 0; i < nr; ++i)
         for (int j = 0; j < nc; ++j) {
-          w[i][j] = in.visible(0, 0, q0 + i, k0 + j) ? bf(w[i][j] * scale) : -INFINITY;
-          pm[i][j] = bf(std::exp(bf(w[i][j] - lse[q0 + i])));
+          const bool causal_masked = p.causal && k0 + j > q0 + i + p.n_k - p.n_q;
+          const bool kept = !p.has_mask || in.mask[p.score_at(0, 0, q0 + i, k0 + j)];
+          w[i][j] = causal_masked ? -INFINITY : bf(w[i][j] * scale);  // the backward fills only causal
+          pm[i][j] = kept ? bf(std::exp(bf(w[i][j] - lse[q0 + i]))) : 0.0f;  // p.masked_fill_(~col_mask, 0.)
         }
       const Mat dv_chunk = matmul_tn(pm, doc), dp = matmul_nt(doc, vc);
       Mat ds = zeros(nr, nc);
@@ -164,13 +168,17 @@ TEST(PaperTransliteration, ModelMatchesAttentionPyBitForBit) {
     int n_q, n_k, d;
     bool causal;
     int qb, kb;
+    bool mask = false;
   };
   const Shape shapes[] = {{17, 23, 16, false, 64, 64}, {19, 19, 8, true, 4, 4},  {12, 30, 8, true, 5, 7},
-                          {9, 9, 4, false, 1, 1},      {24, 24, 16, true, 8, 3}};
+                          {9, 9, 4, false, 1, 1},      {24, 24, 16, true, 8, 3},
+                          {16, 21, 8, false, 4, 3, true}, {13, 17, 4, true, 1, 1, true}};
   int ties = 0;
   for (const Shape& s : shapes) {
     for (int variant = 0; variant < 2; ++variant) {  // random; then with a repeated key (tied maxima)
-      Instance in = test::random_instance(test::make_problem(1, 1, 1, s.n_q, s.n_k, s.d, s.causal), s.n_q * 31 + s.d);
+      Problem prob = test::make_problem(1, 1, 1, s.n_q, s.n_k, s.d, s.causal);
+      prob.has_mask = s.mask;  // keep-mask (80% kept): no row is fully masked at these sizes (checked below)
+      Instance in = test::random_instance(prob, s.n_q * 31 + s.d);
       if (variant == 1) {
         for (int c = 0; c < s.d; ++c) in.q[c] = std::fabs(in.q[c]);
         for (int c = 0; c < s.d; ++c) in.k[in.problem.kv_at(0, 0, 1, c)] = in.k[in.problem.kv_at(0, 0, 0, c)] = 3.0;
@@ -183,6 +191,7 @@ TEST(PaperTransliteration, ModelMatchesAttentionPyBitForBit) {
         const ForwardOutput f = model_forward(spec, in, &trace);
         const BackwardOutput g = model_backward(spec, in, f);
         ties += int(trace.exact_tie_tiles > 0);
+        ASSERT_EQ(trace.masked_rows, 0u);  // the transcription returns the Python's values for those
         const Result t = transliterate(in, s.qb, s.kb, stable);
         const std::string what = std::string(stable ? "paper-fixed " : "paper ") + in.problem.describe() + " tiles " +
                                  std::to_string(s.qb) + "x" + std::to_string(s.kb);
