@@ -106,7 +106,7 @@ double score_error_bound(const Instance& in, int b, int h, int i) {
     max_s = std::max(max_s, std::fabs(s));
     max_abs_dot = std::max(max_abs_dot, abs_dot);
   }
-  return 2 * kU * max_s + p.scale * gamma_d * max_abs_dot + 2 * kU32 * max_s;
+  return 4 * kU32 * max_s + p.scale * gamma_d * max_abs_dot;
 }
 
 std::vector<double> output_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_o) {

@@ -4,13 +4,17 @@
 //
 // The envelope (used by within_v_range, key_permutation, logit_shift). Model of any tiled softmax kernel that
 // rounds p̄, block sums/outputs, running accumulators and row sums to at best bf16 (unit roundoff u = 2^-8),
-// with S rounded to at best bf16 and scores accumulated in fp32:
+// and computes the scores S and the exponent's argument s − m in fp32, as FlashAttention does. A kernel that
+// rounds S to bf16 (the paper's PyTorch kernel) lies outside it: its output really does move with a logit shift
+// or a key order by more than fp32 scores would allow (a bf16 score of 16 is off by up to 1/16, p̄ by 6%), and
+// the invariance properties say so. In detail:
 //   * numerator and denominator of O = Σ w̃_j v_j / Σ w̃'_j each carry at most R sequential relative roundings,
 //     R = 2·(key tiles) + 4 (per tile: block value + rescaled accumulator; plus p̄, the final sum, the division,
 //     the output), so each weight is off by at most γ = R·u / (1 − R·u) (Higham's γ_R), independently in the
 //     numerator and the denominator;
-//   * every score is off by at most σ_i = 2u·max_j|s_ij| + scale·γ_d(fp32)·max_j Σ_c|q_ic k_jc| (bf16 S and the
-//     bf16 difference s − m, each half an ulp of a value below 2·max|s|; fp32 dot products, Higham Thm 3.1).
+//   * every exponent argument is off by at most σ_i = 4·2^-24·max_j|s_ij| + scale·γ_d·max_j Σ_c|q_ic k_jc|
+//     (fp32 dot products, Higham Thm 3.1, γ_d = d·2^-24/(1 − d·2^-24); then the scaling, the max and the
+//     difference s − m (or FA2's fma(s, c, −m·c)), each at most one fp32 rounding of a value below 2·max|s|).
 // Then |O_ic − O*_ic| <= E_ic = (2γ/(1−γ) + e^{2σ_i} − 1)·M_c + ulp(|O*_ic| + that), M_c = max attended |v_jc|:
 // convexity gives the e^{2σ}−1 term (each normalised weight moves by a factor within e^{±2σ}), the γ terms come
 // from the numerator/denominator mismatch, and the last ulp is the final rounding (an ulp, not half, so a

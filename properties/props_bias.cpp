@@ -164,7 +164,7 @@ BiasStatistic bias_statistic(const Kernel& k, const Family& f, const Budget& b) 
     if (fails) {
       out.fails = true;
       char buf[200];
-      std::snprintf(buf, sizeof buf, "%s%s: mean %+.4f ulp, z %+.2f (T=%zu, away-from-zero %+.4f)",
+      std::snprintf(buf, sizeof buf, "%s%s: mean %+.4g ulp, z %+.3g (T=%zu, away-from-zero %+.4g)",
                     out.message.empty() ? "" : "; ", kTensors[t], mean, z, acc[t].means.size(),
                     s["away_mean_ulp"].get<double>());
       out.message += buf;
@@ -191,7 +191,7 @@ Outcome check_unbiased(const Kernel& k, const Family& f, const Budget& b) {
   o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!s.fails) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "no bias: worst %s mean %+.4f ulp, z %+.2f (T=%d, z_crit %.2f)",
+    std::snprintf(buf, sizeof buf, "no bias: worst %s mean %+.4g ulp, z %+.3g (T=%d, z_crit %.3g)",
                   s.stats.value("tensor", "O").c_str(), s.stats.value("mean_ulp", 0.0), s.stats.value("z", 0.0),
                   s.instances, s.z_crit);
     o.message = buf;

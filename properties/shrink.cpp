@@ -33,6 +33,19 @@ bool valid(const Family& f) {
   }
 }
 
+// Is `cand` the same failure as `orig`? Per-instance properties: any failure of the property. `unbiased`: the
+// original headline tensor still fails, and its per-instance means still vary (sd > 0). Without the first, a
+// shrink could trade the O bias for an unrelated dV error; without the second, it reaches families whose T
+// instances are all the same instance (values quantised to 1), where a single deterministic error reads as an
+// infinite z: that is an error, not a bias across instances.
+bool same_failure(const Property& p, const Outcome& orig, const Outcome& cand) {
+  if (!p.across_instances) return true;
+  const std::string tensor = orig.stats.value("tensor", std::string());
+  if (tensor.empty() || !cand.stats.contains("tensors") || !cand.stats["tensors"].contains(tensor)) return false;
+  const auto& t = cand.stats["tensors"][tensor];
+  return t.value("fails", false) && t.value("sd", 0.0) > 0;
+}
+
 }  // namespace
 
 ShrinkOptions default_shrink_options() {
@@ -134,7 +147,7 @@ Outcome shrink_failure(const Property& p, const Kernel& k, const Budget& b, cons
       } catch (const std::exception&) {
         continue;  // a candidate the kernel cannot run is not simpler
       }
-      if (o.status != Status::kFail) continue;
+      if (o.status != Status::kFail || !same_failure(p, failing, o)) continue;
       best = o;
       ++steps;
       progress = true;
