@@ -2,18 +2,20 @@
  * attncheck plugin ABI (../attncheck_plugin.h) as kernel `example` (registered as plugin:example).
  *
  * Algorithm (FlashAttention-2 forward, one query row at a time, keys streamed in tiles of TILE_K):
- *   inputs bf16, all arithmetic in fp32 (sequential sums, no fma contraction: built with -ffp-contract=off),
+ *   inputs bf16, arithmetic in fp32 (sequential sums, no fma contraction: built with -ffp-contract=off),
  *   running max m, running row sum l, running accumulator acc[d]; when a tile raises the max, l and acc are
- *   rescaled by exp(m_old - m_new). At the end O = acc / l (fp32) rounded once to bf16 (nearest-even) and
- *   LSE = m + log(l) in fp32. A row that sees no key gets O = 0 and LSE = -inf.
+ *   rescaled by exp(m_old - m_new). As in FlashAttention-2 on tensor cores, p = exp(s - m) enters the row sum
+ *   in fp32 but the P·V product as p̄ = bf16(p) (round to nearest even). At the end O = acc / l (fp32)
+ *   rounded once to bf16 (nearest even) and LSE = m + log(l) in fp32. A row that sees no key gets O = 0 and
+ *   LSE = -inf.
  * Supports causal (bottom-right), keep-mask, additive bias, GQA, any head_dim; bf16 in, bf16 out; honours
  * every stride the harness passes.
  *
  * Deliberate defects, for showing that attncheck catches them (default: none):
  *   skip_rescale  forgets to rescale l and acc when the running max grows (a classic online-softmax bug:
  *                 large errors on any row whose max is not in the first tile);
- *   truncate_p    rounds p = exp(s - m) to bf16 toward zero before it enters l and acc (a biased rounding,
- *                 small per element, caught by the unbiasedness property rather than by accuracy).
+ *   truncate_p    rounds p̄ = bf16(p) toward zero instead of to nearest (a biased rounding: small per element,
+ *                 but every weight of P·V shrinks while the row sum does not, so O leans toward zero).
  * Switch one on with the init option `defect=NAME` (attncheck --plugin libattncheck_example_plugin.so:defect=NAME)
  * or the environment variable ATTNCHECK_EXAMPLE_DEFECT=NAME (read at every call; the init option wins).
  * `tile_k=N` (init option) sets the key tile, default 4: small so the defect shows on small, readable cases.
@@ -188,14 +190,14 @@ static int example_forward(void* self, const attncheck_forward_args* a, char* ms
             for (int c = 0; c < d; ++c) acc[c] *= r;
           }
           m = m_new;
-          /* step 4: p_j = exp(s_j - m), accumulated into l and acc */
+          /* step 4: p_j = exp(s_j - m) into the row sum (fp32); p̄_j = bf16(p_j) into the accumulator */
           for (int t = 0; t < jn; ++t) {
             if (s[t] == -INFINITY) continue;
-            float pj = expf(s[t] - m);
-            if (defect == DEFECT_TRUNCATE_P) pj = truncate_to_bf16(pj);
+            const float pj = expf(s[t] - m);
             l += pj;
+            const float pbar = (defect == DEFECT_TRUNCATE_P) ? truncate_to_bf16(pj) : bf16_to_float(float_to_bf16(pj));
             const uint16_t* v = V + b * vs[0] + hk * vs[1] + (j0 + t) * vs[2];
-            for (int c = 0; c < d; ++c) acc[c] += pj * bf16_to_float(v[c * vs[3]]);
+            for (int c = 0; c < d; ++c) acc[c] += pbar * bf16_to_float(v[c * vs[3]]);
           }
         }
         /* step 5: normalise once, round once to bf16; a row that saw no key is O = 0, LSE = -inf */
