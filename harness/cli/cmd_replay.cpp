@@ -21,8 +21,13 @@ int run_replay(const ReplayOptions& opt) {
   int bad = 0, differ = 0;
   for (const std::string& path : opt.files) {
     try {
-      const Case c = load_case(path);
-      const Outcome o = replay_case(c, default_registry());
+      const Case c = load_case(path);  // its errors name the file and the field
+      Outcome o;
+      try {
+        o = replay_case(c, default_registry());
+      } catch (const Error& e) {
+        throw Error(path + ": " + e.what());  // drift, unknown kernel or property: still name the file
+      }
       const bool same = o.status == c.expected;
       differ += !same;
       std::cout << (same ? "ok    " : "DIFFER") << " " << path << ": " << c.kernel << " / " << c.property << " / "

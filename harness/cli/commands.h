@@ -1,6 +1,7 @@
 // commands.h — the subcommands of the attncheck CLI, one file each (cmd_list.cpp, cmd_check.cpp,
-// cmd_replay.cpp). Each add_* registers its options on the app and, when its subcommand is chosen, sets
-// `run` to the action; main() runs it inside the one place that turns attncheck::Error into "exit 2".
+// cmd_replay.cpp, fuzz_command.cpp). Each add_* registers its options on the app and, when its subcommand
+// is chosen, sets `run` to the action; main() runs it inside the one place that turns attncheck::Error into
+// "exit 2".
 // Exit codes everywhere: 0 all pass / verdicts match, 1 a property failed / a verdict differs, 2 usage or
 // input error (bad option, unknown kernel, bad case file).
 #pragma once
@@ -16,6 +17,7 @@ using Runner = std::function<int()>;
 void add_list(CLI::App& app, Runner& run);
 void add_check(CLI::App& app, Runner& run);
 void add_replay(CLI::App& app, Runner& run);
+void add_fuzz(CLI::App& app, Runner& run);  // cli/fuzz_command.cpp
 
 constexpr int kExitPass = 0;
 constexpr int kExitFail = 1;

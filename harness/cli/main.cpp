@@ -1,4 +1,4 @@
-// main.cpp — the attncheck executable: `attncheck list | check | replay` (see commands.h).
+// main.cpp — the attncheck executable: `attncheck list | check | replay | fuzz` (see commands.h).
 // Every attncheck::Error, CLI11 parse error or unexpected exception becomes one line on stderr and exit 2;
 // nothing escapes as a crash or a stack trace. Run: ./build/harness/attncheck --help
 #include <cstdio>
@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   cli::add_list(app, run);
   cli::add_check(app, run);
   cli::add_replay(app, run);
+  cli::add_fuzz(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,186 @@
+// cli_test.cpp — the attncheck executable end to end: exit statuses (0 match/pass, 1 differ, 2 usage or bad
+// file), one clear stderr line naming the file and the field for each malformed-file class, and a small
+// `check` run whose JSON report parses. Files are written in a per-test temp dir. Label corpus.
+// Run: ctest -R cli_test
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "harness/corpus.h"
+
+namespace attncheck {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct CmdResult {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("attncheck_cli_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  CmdResult run(const std::string& args) {
+    const std::string cmd = std::string(ATTNCHECK_EXE) + " " + args + " >" + (dir_ / "out").string() + " 2>" +
+                            (dir_ / "err").string() + " </dev/null";
+    const int raw = std::system(cmd.c_str());
+    CmdResult r;
+    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+    r.out = slurp(dir_ / "out");
+    r.err = slurp(dir_ / "err");
+    return r;
+  }
+
+  // A case whose expected verdict is what oracle really gives on a per-instance property: replays with 0.
+  json good_case() {
+    const Property* prop = nullptr;
+    for (const Property& p : all_properties())
+      if (!p.across_instances && !p.needs_backward) {
+        prop = &p;
+        break;
+      }
+    if (!prop) prop = &all_properties().front();
+    Case c;
+    c.kernel = "oracle";
+    c.property = prop->name;
+    c.family = default_family(generators().front().name);
+    c.budget.instances = 3;
+    c.instance = make_instance(c.family, 0);
+    c.expected = prop->check(default_registry().get("oracle"), c.family, c.budget).status;
+    c.found_by = "manual";
+    c.found_at = utc_now_iso8601();
+    return case_to_json(c);
+  }
+
+  std::string file(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p.string();
+  }
+
+  // replay of `path` must exit 2 with one error line naming the file and containing `needle`.
+  void expect_bad_file(const std::string& path, const std::string& needle) {
+    const CmdResult r = run("replay " + path);
+    EXPECT_EQ(r.status, 2) << path << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find("attncheck: error: " + path), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << "wanted '" << needle << "' in: " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(Cli, HelpAndUsageErrors) {
+  EXPECT_EQ(run("--help").status, 0);
+  const CmdResult help = run("check --help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.out.find("RC_PARAMS"), std::string::npos);
+  EXPECT_NE(help.out.find("--kernel"), std::string::npos);
+  EXPECT_EQ(run("replay --help").status, 0);
+  for (const char* bad : {"", "frobnicate", "check --bogus", "check --instances 0", "check --seconds -1", "replay",
+                          "check -k no-such-kernel", "check --suite no-such-suite", "check --property no-such-property",
+                          "check --family no-such-generator", "check -k 'paper[bad'"}) {
+    const CmdResult r = run(bad);
+    EXPECT_EQ(r.status, 2) << "attncheck " << bad << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find("attncheck: error: "), std::string::npos) << bad << ": " << r.err;
+  }
+  EXPECT_NE(run("check -k no-such-kernel").err.find("unknown kernel"), std::string::npos);
+}
+
+TEST_F(Cli, ReplayVerdicts) {
+  const json good = good_case();
+  const std::string path = file("good.json", good.dump(1));
+  const CmdResult ok = run("replay " + path);
+  EXPECT_EQ(ok.status, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("ok"), std::string::npos) << ok.out;
+  json flipped = good;
+  flipped["expected"] = good["expected"] == "fail" ? "pass" : "fail";
+  const std::string differ = file("differ.json", flipped.dump(1));
+  const CmdResult d = run("replay " + differ);
+  EXPECT_EQ(d.status, 1) << d.out << d.err;
+  EXPECT_NE(d.out.find("DIFFER"), std::string::npos) << d.out;
+  // Several files: every one is tried; a bad one makes the status 2.
+  const CmdResult many = run("replay " + path + " " + differ + " " + (dir_ / "absent.json").string());
+  EXPECT_EQ(many.status, 2);
+  EXPECT_NE(many.out.find("3 cases: 1 match, 1 differ, 1 could not be replayed"), std::string::npos) << many.out;
+  // Drift: a pinned bit the family no longer generates.
+  json drift = good;
+  std::string& bits = drift["instance"]["q"]["bits"][0].get_ref<std::string&>();
+  bits.back() = bits.back() == '0' ? '2' : '0';
+  expect_bad_file(file("drift.json", drift.dump(1)), "generator drift");
+}
+
+TEST_F(Cli, EveryMalformedClassExitsTwoNamingTheProblem) {
+  const json good = good_case();
+  const std::string text = good.dump(1);
+  expect_bad_file((dir_ / "absent.json").string(), "cannot read");
+  expect_bad_file(file("truncated.json", text.substr(0, text.size() * 2 / 3)), "truncated or malformed JSON");
+  expect_bad_file(file("garbage.json", "not json at all"), "malformed JSON");
+  auto variant = [&](const std::string& name, auto edit) {
+    json j = good;
+    edit(j);
+    return file(name, j.dump(1));
+  };
+  expect_bad_file(variant("tag.json", [](json& j) { j["format"] = "something-else"; }), "format: is \"something-else\"");
+  expect_bad_file(variant("version.json", [](json& j) { j["version"] = 99; }), "version: unknown version 99");
+  expect_bad_file(variant("missing.json", [](json& j) { j.erase("budget"); }), "budget: missing field");
+  expect_bad_file(variant("size.json", [](json& j) { j["instance"]["k"]["bits"].erase(0); }), "instance.k.bits: has");
+  expect_bad_file(variant("shape.json", [](json& j) { j["instance"]["v"]["shape"][0] = 7; }), "instance.v.shape");
+  expect_bad_file(variant("hex.json", [](json& j) { j["instance"]["q"]["bits"][1] = "0xq000"; }), "instance.q.bits[1]");
+  expect_bad_file(variant("width.json", [](json& j) { j["instance"]["q"]["bits"][1] = "0x1"; }), "hex digits");
+  expect_bad_file(variant("nan.json",
+                          [](json& j) {
+                            const Format f = parse_format(j["instance"]["problem"]["input_format"].get<std::string>());
+                            const int digits = format_info(f).bits / 4;
+                            char buf[24];
+                            std::snprintf(buf, sizeof buf, "0x%0*llx", digits,
+                                          static_cast<unsigned long long>(encode(NAN, f)));
+                            j["instance"]["v"]["bits"][0] = buf;
+                          }),
+                  "NaN");
+  expect_bad_file(variant("kernel.json", [](json& j) { j["kernel"] = "no-such-kernel"; }), "unknown kernel");
+  expect_bad_file(variant("property.json", [](json& j) { j["property"] = "no-such-property"; }), "no-such-property");
+}
+
+TEST_F(Cli, SmallCheckRunWritesReports) {
+  const std::string prop = good_case()["property"];
+  const std::string args = "check -q -k oracle --suite quick --property " + prop + " --instances 2 --json " +
+                           (dir_ / "r.json").string() + " --junit " + (dir_ / "r.xml").string() + " --findings " +
+                           (dir_ / "findings").string();
+  const CmdResult r = run(args);
+  if (r.status == 2 && r.err.find("no check of suite") != std::string::npos) GTEST_SKIP() << "quick suite lacks " << prop;
+  EXPECT_EQ(r.status, 0) << r.out << r.err;  // oracle is a null control: nothing may fail
+  const json j = json::parse(slurp(dir_ / "r.json"));
+  EXPECT_EQ(j["format"], "attncheck-run");
+  EXPECT_EQ(j["run"]["kernels"], json({"oracle"}));
+  EXPECT_GE(j["outcomes"].size(), 1u);
+  for (const auto& o : j["outcomes"]) EXPECT_EQ(o["property"], prop);
+  EXPECT_NE(slurp(dir_ / "r.xml").find("<testsuite name=\"oracle\""), std::string::npos);
+  EXPECT_NE(r.out.find("oracle"), std::string::npos) << r.out;  // the summary table
+}
+
+}  // namespace
+}  // namespace attncheck

@@ -1,0 +1,303 @@
+// corpus_test.cpp — case files: bit-exact round trips, every class of malformed file rejected with an Error
+// naming the file and the field, atomic saving, stable finding names, and the generator-drift check.
+// Run: ctest -R corpus_test (label unit).
+#include "harness/corpus.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+namespace attncheck {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("attncheck_corpus_test_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// A small instance with awkward values: -0, a subnormal, the largest bf16, a -inf bias, a mask.
+Instance awkward_instance() {
+  Instance in;
+  Problem& p = in.problem;
+  p.n_q = 2;
+  p.n_k = 3;
+  p.head_dim = 2;
+  p.scale = Problem::default_scale(2);
+  p.has_mask = true;
+  p.has_bias = true;
+  in.q = {1.0, -0.0, 0x1p-133, -2.40625};
+  in.k = {3.3895313892515355e38, -1.0, 0.5, 0.25, -4.71875, 1.0};
+  in.v = {1, 2, 3, 4, 5, 6};
+  in.d_o = {0.125, -0.125, 1, -1};
+  in.mask = {1, 0, 1, 1, 1, 0};
+  in.bias = {0.0, -HUGE_VAL, 0.1f, -3.0, 0.0, 1e-40f};
+  in.seed = 0xdeadbeefcafef00dull;
+  in.validate();
+  return in;
+}
+
+Case sample_case() {
+  Case c;
+  c.kernel = "paper-fixed[beta=4,tol=0.002]";
+  c.property = all_properties().front().name;
+  c.family = default_family(generators().front().name);
+  c.budget.instances = 5;
+  c.instance_index = 0;
+  c.instance = make_instance(c.family, 0);
+  c.expected = Status::kFail;
+  c.stats = {{"z", 7.5}, {"mean_ulp", -0.2}};
+  c.found_by = "manual";
+  c.found_at = "2026-11-29T00:00:00Z";
+  c.note = "unit test";
+  return c;
+}
+
+std::string write(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+  return path.string();
+}
+
+// load_case must throw an Error whose message names the file and contains `needle` (the field/problem).
+void expect_rejected(const std::string& path, const std::string& needle) {
+  try {
+    load_case(path);
+    ADD_FAILURE() << "accepted " << path << " (expected an error mentioning '" << needle << "')";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(path), std::string::npos) << msg;
+    EXPECT_NE(msg.find(needle), std::string::npos) << "wanted '" << needle << "' in: " << msg;
+  }
+}
+
+TEST(Corpus, InstanceRoundTripIsBitExact) {
+  const Instance in = awkward_instance();
+  const json j = instance_to_json(in);
+  EXPECT_EQ(j["q"]["bits"][0], "0x3f80");   // 1.0 in bf16
+  EXPECT_EQ(j["q"]["bits"][1], "0x8000");   // -0 keeps its sign
+  EXPECT_EQ(j["k"]["bits"][0], "0x7f7f");   // the largest finite bf16
+  EXPECT_EQ(j["bias"]["bits"][1], "0xff800000");  // -inf bias is an additive mask
+  EXPECT_EQ(j["seed"], "0xdeadbeefcafef00d");
+  const Instance back = instance_from_json(json::parse(j.dump()), "mem");
+  EXPECT_EQ(instance_difference(in, back), "");
+}
+
+TEST(Corpus, InstanceDifferenceSeesSignOfZeroAndOneBit) {
+  const Instance a = awkward_instance();
+  Instance b = a;
+  b.q[1] = 0.0;  // -0 -> +0
+  EXPECT_NE(instance_difference(a, b).find("q[1]"), std::string::npos);
+  b = a;
+  b.v[5] = std::nextafter(6.0f, 7.0f);  // not bf16, but a one-ulp-of-fp32 change must still be seen
+  EXPECT_NE(instance_difference(a, b).find("v[5]"), std::string::npos);
+  b = a;
+  b.mask[2] = 0;
+  EXPECT_NE(instance_difference(a, b).find("mask[2]"), std::string::npos);
+  b = a;
+  b.seed ^= 1;
+  EXPECT_NE(instance_difference(a, b).find("seed"), std::string::npos);
+}
+
+TEST(Corpus, CaseSaveLoadRoundTrip) {
+  const fs::path d = temp_dir("roundtrip");
+  const Case c = sample_case();
+  const std::string path = (d / "case.json").string();
+  save_case(path, c);
+  const Case back = load_case(path);
+  EXPECT_EQ(back.kernel, c.kernel);
+  EXPECT_EQ(back.property, c.property);
+  EXPECT_EQ(family_to_json(back.family), family_to_json(c.family));
+  EXPECT_EQ(back.budget.instances, 5);
+  EXPECT_EQ(back.expected, Status::kFail);
+  EXPECT_EQ(back.stats, c.stats);
+  EXPECT_EQ(back.note, c.note);
+  ASSERT_TRUE(back.instance.has_value());
+  EXPECT_EQ(instance_difference(*c.instance, *back.instance), "");
+  // Atomic save: no temporary left behind, and a second save replaces the file whole.
+  Case c2 = c;
+  c2.note = "second";
+  save_case(path, c2);
+  EXPECT_EQ(load_case(path).note, "second");
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(d)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
+  fs::remove_all(d);
+}
+
+TEST(Corpus, SaveIntoMissingDirectoryIsAnError) {
+  EXPECT_THROW(save_case("/nonexistent-dir-attncheck/x.json", sample_case()), Error);
+}
+
+TEST(Corpus, FindingNamesAreSanitisedAndStable) {
+  const fs::path d = temp_dir("names");
+  Case c = sample_case();
+  const std::string name = finding_file_name(c);
+  EXPECT_EQ(name.find_first_of("[],=:/ "), std::string::npos) << name;
+  EXPECT_EQ(name.rfind("paper-fixed_beta-4_tol-0.002-" + c.property + "-" + c.family.generator + "-", 0), 0u) << name;
+  EXPECT_EQ(name.substr(name.size() - 5), ".json");
+  c.found_at = "2030-01-01T00:00:00Z";  // when it was found does not rename it
+  EXPECT_EQ(finding_file_name(c), name);
+  c.instance_index = 1;
+  EXPECT_NE(finding_file_name(c), name);
+  const std::string path = write_finding((d / "sub" / "dir").string(), sample_case());
+  EXPECT_TRUE(fs::exists(path));
+  EXPECT_EQ(fs::path(path).filename().string(), name);
+  fs::remove_all(d);
+}
+
+// ---- every malformed-file class -------------------------------------------------------------------------
+class Malformed : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = temp_dir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    Case c = sample_case();
+    c.instance = awkward_instance();  // bf16 with a mask and a bias, whatever the default family looks like
+    good_ = case_to_json(c);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string file(const std::string& name, const json& j) { return write(dir_ / name, j.dump(1)); }
+  fs::path dir_;
+  json good_;
+};
+
+TEST_F(Malformed, GoodFileLoads) { EXPECT_NO_THROW(load_case(file("good.json", good_))); }
+
+TEST_F(Malformed, Unreadable) { expect_rejected((dir_ / "absent.json").string(), "cannot read"); }
+
+TEST_F(Malformed, EmptyAndTruncated) {
+  expect_rejected(write(dir_ / "empty.json", ""), "empty");
+  const std::string text = good_.dump(1);
+  expect_rejected(write(dir_ / "trunc.json", text.substr(0, text.size() / 2)), "truncated or malformed JSON");
+  expect_rejected(write(dir_ / "garbage.json", "{\"format\": attncheck}"), "malformed JSON");
+  expect_rejected(write(dir_ / "array.json", "[1, 2]"), "expected an object");
+}
+
+TEST_F(Malformed, WrongTagAndVersion) {
+  json j = good_;
+  j["format"] = "attncheck-run";
+  expect_rejected(file("tag.json", j), "format");
+  j = good_;
+  j["version"] = 2;
+  expect_rejected(file("v2.json", j), "unknown version 2");
+  j["version"] = "1";
+  expect_rejected(file("vstr.json", j), "version");
+}
+
+TEST_F(Malformed, MissingFields) {
+  for (const char* key : {"kernel", "property", "family", "budget", "instance_index", "instance", "expected", "stats",
+                          "found_by", "found_at", "note"}) {
+    json j = good_;
+    j.erase(key);
+    expect_rejected(file(std::string("missing_") + key + ".json", j), std::string(key) + ": missing field");
+  }
+  json j = good_;
+  j["budget"].erase("z_crit");
+  expect_rejected(file("missing_z.json", j), "budget.z_crit: missing field");
+  j = good_;
+  j["instance"]["problem"].erase("n_k");
+  expect_rejected(file("missing_nk.json", j), "instance.problem.n_k: missing field");
+  j = good_;
+  j["instance"].erase("v");
+  expect_rejected(file("missing_v.json", j), "instance.v: missing field");
+  j = good_;
+  j["expected"] = "broken";
+  expect_rejected(file("verdict.json", j), "expected");
+}
+
+TEST_F(Malformed, WrongTensorSizes) {
+  json j = good_;
+  j["instance"]["q"]["bits"].erase(0);
+  expect_rejected(file("short.json", j), "instance.q.bits: has");
+  j = good_;
+  j["instance"]["k"]["shape"][2] = 999;
+  expect_rejected(file("shape.json", j), "instance.k.shape");
+  j = good_;
+  j["instance"]["problem"]["n_q"] = j["instance"]["problem"]["n_q"].get<int>() + 1;  // problem and tensors disagree
+  expect_rejected(file("nq.json", j), "instance.q.shape");
+}
+
+TEST_F(Malformed, BadHexPatterns) {
+  const struct {
+    const char* name;
+    json value;
+    const char* needle;
+  } cases[] = {{"short", "0x3f8", "4 hex digits"},     {"long", "0x3f800", "4 hex digits"},
+               {"nonhex", "0x3g80", "non-hex digit"}, {"noprefix", "3f80", "4 hex digits"},
+               {"number", 16256, "hex string"},        {"nan", "0x7fc0", "NaN"},
+               {"inf", "0x7f80", "+inf"},              {"neginf", "0xff80", "-inf"}};
+  for (const auto& c : cases) {
+    json j = good_;
+    j["instance"]["v"]["bits"][0] = c.value;
+    expect_rejected(file(std::string(c.name) + ".json", j), std::string("instance.v.bits[0]: "));
+    expect_rejected(file(std::string(c.name) + ".json", j), c.needle);
+  }
+  json j = good_;
+  j["instance"]["q"]["format"] = "fp16";
+  expect_rejected(file("fmt.json", j), "instance.q.format");
+  j = good_;
+  j["instance"]["problem"]["scale"] = "0x7fc00000";
+  expect_rejected(file("scale.json", j), "instance.problem.scale");
+}
+
+TEST_F(Malformed, BiasAndMaskValues) {
+  const json base = good_;
+  EXPECT_NO_THROW(load_case(file("ok.json", base)));  // -inf bias is allowed
+  json j = base;
+  j["instance"]["bias"]["bits"][0] = "0x7f800000";
+  expect_rejected(file("bias_inf.json", j), "instance.bias.bits[0]: 0x7f800000 is +inf");
+  j = base;
+  j["instance"]["bias"]["bits"][0] = "0x7fc00000";
+  expect_rejected(file("bias_nan.json", j), "NaN");
+  j = base;
+  j["instance"]["mask"]["values"][1] = 2;
+  expect_rejected(file("mask2.json", j), "instance.mask.values[1]");
+  j = base;
+  j["instance"]["mask"]["values"][1] = true;
+  expect_rejected(file("maskbool.json", j), "instance.mask.values[1]: expected an integer");
+  j = base;
+  j["instance"]["mask"]["values"].erase(0);
+  expect_rejected(file("maskshort.json", j), "instance.mask.values: has 5 entries");
+  j = base;
+  j["instance"]["problem"]["has_mask"] = false;
+  expect_rejected(file("maskextra.json", j), "instance.mask: present");
+}
+
+// ---- replay: generator drift is an Error, never a silent re-run on other bits ----------------------------
+class NullKernel : public Kernel {
+ public:
+  std::string name() const override { return "null-test-kernel"; }
+  std::string summary() const override { return "test double"; }
+  KernelCaps caps() const override { return {}; }
+  ForwardOutput forward(const Instance& in) const override {
+    return {std::vector<double>(in.problem.q_size(), 0.0), std::vector<double>(in.problem.rows(), 0.0)};
+  }
+};
+
+TEST(Corpus, ReplayDetectsGeneratorDrift) {
+  Registry r;
+  r.add(std::make_unique<NullKernel>());
+  Case c = sample_case();
+  c.kernel = "null-test-kernel";
+  c.instance->q[0] = c.instance->q[0] == 1.0 ? 2.0 : 1.0;  // the file now pins bits the family does not make
+  try {
+    replay_case(c, r);
+    ADD_FAILURE() << "drift not detected";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("generator drift"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("q[0]"), std::string::npos) << e.what();
+  }
+  c.kernel = "no-such-kernel";
+  EXPECT_THROW(replay_case(c, r), Error);
+  const Registry& cr = r;
+  EXPECT_THROW(replay_case(c, cr), Error);
+}
+
+}  // namespace
+}  // namespace attncheck

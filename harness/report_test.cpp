@@ -1,0 +1,223 @@
+// report_test.cpp — the JSON and JUnit reports parse back: JSON through nlohmann (fields, counts, nulls),
+// JUnit through a small well-formedness checker (nesting, quoting, entities, forbidden characters) plus
+// element counts and unescaped round trips of hostile text. Run: ctest -R report_test (label unit).
+#include "harness/run_report.h"
+
+#include <map>
+
+#include <gtest/gtest.h>
+
+namespace attncheck {
+namespace {
+
+using nlohmann::json;
+
+const std::string kHostile = "a<b & c>\"d\" 'e' \x01 ]]> line1\nline2 \xce\xb4";  // includes δ (UTF-8)
+
+RunReport sample_report() {
+  RunReport r;
+  r.kernels = {"paper", "oracle"};
+  r.suite = "default";
+  r.seed = 42;
+  r.started_at = "2026-11-29T00:00:00Z";
+  r.wall_seconds = 1.5;
+  const Family f = default_family(generators().front().name);
+  auto add = [&](const std::string& k, const std::string& p, Status s, const std::string& msg, const std::string& finding) {
+    RunEntry e;
+    e.outcome.kernel = k;
+    e.outcome.property = p;
+    e.outcome.family = f;
+    e.outcome.status = s;
+    e.outcome.message = msg;
+    e.outcome.stats = {{"z", -9.25}, {"mean_ulp", -0.3}};
+    e.outcome.report = s == Status::kFail ? "report: " + kHostile : "";
+    e.outcome.seconds = 0.25;
+    e.finding = finding;
+    r.entries.push_back(e);
+  };
+  add("paper", "unbiased", Status::kFail, kHostile, "corpus/findings/p&q.json");
+  add("paper", "accurate", Status::kPass, "", "");
+  add("oracle", "unbiased", Status::kDegenerate, "null control fails", "");
+  add("oracle", "accurate", Status::kSkip, "no backward pass", "");
+  add("paper", "finite", Status::kFail, "error: boom", "");
+  return r;
+}
+
+TEST(ReportJson, ParsesBackWithEveryField) {
+  const RunReport r = sample_report();
+  const json j = json::parse(run_to_json(r).dump(1, ' ', false, json::error_handler_t::replace));
+  EXPECT_EQ(j["format"], "attncheck-run");
+  EXPECT_EQ(j["version"], kRunReportVersion);
+  EXPECT_EQ(j["run"]["kernels"], json({"paper", "oracle"}));
+  EXPECT_EQ(j["run"]["suite"], "default");
+  EXPECT_EQ(j["run"]["seed"], 42);
+  EXPECT_DOUBLE_EQ(j["run"]["wall_seconds"].get<double>(), 1.5);
+  EXPECT_EQ(j["summary"]["fail"], 2);
+  EXPECT_EQ(j["summary"]["pass"], 1);
+  EXPECT_EQ(j["summary"]["skip"], 1);
+  EXPECT_EQ(j["summary"]["degenerate"], 1);
+  ASSERT_EQ(j["outcomes"].size(), 5u);
+  const json& o = j["outcomes"][0];
+  EXPECT_EQ(o["kernel"], "paper");
+  EXPECT_EQ(o["property"], "unbiased");
+  EXPECT_EQ(o["status"], "fail");
+  EXPECT_EQ(o["message"], kHostile);
+  EXPECT_DOUBLE_EQ(o["stats"]["z"].get<double>(), -9.25);
+  EXPECT_EQ(o["finding"], "corpus/findings/p&q.json");
+  EXPECT_EQ(o["replay"], "attncheck replay corpus/findings/p&q.json");
+  EXPECT_EQ(family_to_json(family_from_json(o["family"])), o["family"]);
+  EXPECT_TRUE(j["outcomes"][1]["finding"].is_null());
+  EXPECT_EQ(j["outcomes"][2]["status"], "degenerate");
+}
+
+// ---- a minimal XML well-formedness checker ---------------------------------------------------------------
+struct Element {
+  std::string name;
+  std::map<std::string, std::string> attrs;  // unescaped
+  std::string text;                          // unescaped direct text
+  std::vector<Element> children;
+};
+
+class XmlChecker {
+ public:
+  explicit XmlChecker(const std::string& s) : s_(s) {}
+  Element parse() {
+    if (s_.rfind("<?xml", 0) == 0) pos_ = s_.find("?>") + 2;
+    skip_space();
+    Element root = element();
+    skip_space();
+    if (pos_ != s_.size()) fail("content after the root element");
+    return root;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) {
+    throw std::runtime_error("XML not well formed at byte " + std::to_string(pos_) + ": " + why);
+  }
+  void skip_space() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  std::string name() {
+    const std::size_t b = pos_;
+    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' || s_[pos_] == '-'))
+      ++pos_;
+    if (b == pos_) fail("expected a name");
+    return s_.substr(b, pos_ - b);
+  }
+  // Text up to `stop`, with entities resolved; raw '<', '&' outside entities and control characters fail.
+  std::string text_until(char stop) {
+    std::string out;
+    while (pos_ < s_.size() && s_[pos_] != stop) {
+      const unsigned char c = static_cast<unsigned char>(s_[pos_]);
+      if (c < 0x20 && c != '\n' && c != '\t' && c != '\r') fail("control character");
+      if (c == '<' && stop != '<') fail("raw '<' in attribute");
+      if (c == '&') {
+        const std::size_t semi = s_.find(';', pos_);
+        if (semi == std::string::npos) fail("unterminated entity");
+        const std::string ent = s_.substr(pos_ + 1, semi - pos_ - 1);
+        static const std::map<std::string, char> named = {{"amp", '&'}, {"lt", '<'}, {"gt", '>'}, {"quot", '"'}, {"apos", '\''}};
+        if (named.count(ent)) out += named.at(ent);
+        else if (ent.size() > 1 && ent[0] == '#') out += static_cast<char>(std::stoi(ent.substr(1)));
+        else fail("unknown entity &" + ent + ";");
+        pos_ = semi + 1;
+        continue;
+      }
+      out += static_cast<char>(c);
+      ++pos_;
+    }
+    if (pos_ >= s_.size()) fail("unexpected end");
+    return out;
+  }
+  Element element() {
+    if (s_[pos_] != '<') fail("expected '<'");
+    ++pos_;
+    Element e;
+    e.name = name();
+    for (;;) {
+      skip_space();
+      if (s_.compare(pos_, 2, "/>") == 0) {
+        pos_ += 2;
+        return e;
+      }
+      if (s_[pos_] == '>') {
+        ++pos_;
+        break;
+      }
+      const std::string key = name();
+      if (s_[pos_] != '=' || s_[pos_ + 1] != '"') fail("attribute " + key + " not =\"...\"");
+      pos_ += 2;
+      if (e.attrs.count(key)) fail("duplicate attribute " + key);
+      e.attrs[key] = text_until('"');
+      ++pos_;
+    }
+    for (;;) {
+      e.text += text_until('<');
+      if (s_.compare(pos_, 2, "</") == 0) {
+        pos_ += 2;
+        if (name() != e.name) fail("mismatched end tag for " + e.name);
+        if (s_[pos_] != '>') fail("expected '>'");
+        ++pos_;
+        return e;
+      }
+      e.children.push_back(element());
+    }
+  }
+  const std::string& s_;
+  std::size_t pos_ = 0;
+};
+
+TEST(ReportJunit, CheckerRejectsBrokenXml) {
+  for (const char* bad : {"<a><b></a></b>", "<a x=\"1\" x=\"2\"/>", "<a>&bogus;</a>", "<a x=\"<\"/>", "<a>x", "<a/><b/>"})
+    EXPECT_THROW(XmlChecker(bad).parse(), std::runtime_error) << bad;
+  EXPECT_NO_THROW(XmlChecker("<?xml version=\"1.0\"?>\n<a x=\"&amp;\"><b/>t&#10;</a>").parse());
+}
+
+TEST(ReportJunit, WellFormedWithCountsAndEscapedText) {
+  const RunReport r = sample_report();
+  const std::string xml = run_to_junit(r);
+  Element root;
+  ASSERT_NO_THROW(root = XmlChecker(xml).parse()) << xml;
+  EXPECT_EQ(root.name, "testsuites");
+  EXPECT_EQ(root.attrs["tests"], "5");
+  EXPECT_EQ(root.attrs["failures"], "2");
+  EXPECT_EQ(root.attrs["skipped"], "2");
+  ASSERT_EQ(root.children.size(), 2u);  // one testsuite per kernel
+  const Element& paper = root.children[0];
+  EXPECT_EQ(paper.name, "testsuite");
+  EXPECT_EQ(paper.attrs.at("name"), "paper");
+  EXPECT_EQ(paper.attrs.at("tests"), "3");
+  EXPECT_EQ(paper.attrs.at("failures"), "2");
+  ASSERT_EQ(paper.children.size(), 3u);
+  const Element& failed = paper.children[0];
+  EXPECT_EQ(failed.name, "testcase");
+  ASSERT_EQ(failed.children.size(), 1u);
+  const Element& failure = failed.children[0];
+  EXPECT_EQ(failure.name, "failure");
+  std::string want = kHostile;
+  want.erase(want.find('\x01'), 1);  // XML 1.0 cannot carry it; everything else survives
+  EXPECT_EQ(failure.attrs.at("message"), want);
+  EXPECT_NE(failure.text.find("report: " + want), std::string::npos) << failure.text;
+  EXPECT_NE(failure.text.find("replay: attncheck replay corpus/findings/p&q.json"), std::string::npos);
+  EXPECT_TRUE(paper.children[1].children.empty());  // pass: an empty testcase
+  const Element& oracle = root.children[1];
+  EXPECT_EQ(oracle.attrs.at("skipped"), "2");
+  for (const Element& tc : oracle.children) {
+    ASSERT_EQ(tc.children.size(), 1u);
+    EXPECT_EQ(tc.children[0].name, "skipped");
+  }
+  EXPECT_NE(oracle.children[0].children[0].attrs.at("message").find("degenerate"), std::string::npos);
+}
+
+TEST(SummaryTable, OneRowPerKernelWithKeyNumbers) {
+  const std::string t = summary_table(sample_report());
+  EXPECT_NE(t.find("FAIL z=-9.25"), std::string::npos) << t;
+  EXPECT_NE(t.find("degen"), std::string::npos) << t;
+  EXPECT_NE(t.find("skip"), std::string::npos) << t;
+  EXPECT_NE(t.find("5 checks: 1 pass, 2 FAIL, 1 skip, 1 degenerate"), std::string::npos) << t;
+  std::size_t rows = 0;
+  for (std::size_t p = t.find('\n'); p != std::string::npos; p = t.find('\n', p + 1)) ++rows;
+  EXPECT_EQ(rows, 2u + 2u + 1u);  // header, rule, two kernels, totals
+}
+
+}  // namespace
+}  // namespace attncheck
