@@ -52,8 +52,10 @@ std::string check_accurate(const Kernel& k, const Instance& in, const Family&, n
     // more than the output format can hold.
     const Format tf = std::string(name) == "LSE" ? Format::kF32 : k.caps().output_format;
     if (!a.ok && faithful(kv, ev, tf)) a.ok = true;
-    const double ratio = a.bound > 0 ? a.kernel_err / a.bound : (a.kernel_err > 0 ? 1e300 : 0.0);
-    worst_ratio = std::max(worst_ratio, ratio);
+    // err/bound; a zero bound (plain exact and exact 0) makes any error infinitely worse: capped at 1e30
+    // because JSON has no infinity.
+    const double ratio = a.bound > 0 ? a.kernel_err / a.bound : (a.kernel_err > 0 ? 1e30 : 0.0);
+    worst_ratio = std::max(worst_ratio, std::min(ratio, 1e30));
     stats[std::string(name) + "_err"] = a.kernel_err;
     stats[std::string(name) + "_bound"] = a.bound;
     if (!a.ok && failure.empty()) failure = std::string(name) + ": " + a.message;

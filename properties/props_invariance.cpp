@@ -262,7 +262,7 @@ std::vector<Property> invariance_properties() {
                  check_masked_value),
       invariance("causal_prefix",
                  "With causal masking, rows up to a cut depend on no later query and no key past their diagonal "
-                 "(bitwise)",
+                 "(bitwise, up to one rounding for input-seeded stochastic rounding)",
                  check_causal_prefix),
   };
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cstdlib>
 #include <set>
 
@@ -33,13 +34,23 @@ bool valid(const Family& f) {
   }
 }
 
-// Is `cand` the same failure as `orig`? Per-instance properties: any failure of the property. `unbiased`: the
+// Is `cand` the same failure as `orig`? Per-instance properties: a failure naming the same tensor. `unbiased`: the
 // original headline tensor still fails, and its per-instance means still vary (sd > 0). Without the first, a
 // shrink could trade the O bias for an unrelated dV error; without the second, it reaches families whose T
 // instances are all the same instance (values quantised to 1), where a single deterministic error reads as an
 // infinite z: that is an error, not a bias across instances.
+// The tensor a per-instance failure names: the message's first word after "instance N: " ("O", "LSE", "dQ",
+// "delta", ...). Keeping it stops `accurate` from trading an LSE failure for an unrelated dQ one.
+std::string failure_kind(const std::string& message) {
+  std::size_t at = message.rfind("instance ", 0) == 0 ? message.find(": ") : std::string::npos;
+  at = at == std::string::npos ? 0 : at + 2;
+  std::size_t end = at;
+  while (end < message.size() && (std::isalnum(static_cast<unsigned char>(message[end])) || message[end] == '_')) ++end;
+  return message.substr(at, end - at);
+}
+
 bool same_failure(const Property& p, const Outcome& orig, const Outcome& cand) {
-  if (!p.across_instances) return true;
+  if (!p.across_instances) return failure_kind(orig.message) == failure_kind(cand.message);
   const std::string tensor = orig.stats.value("tensor", std::string());
   if (tensor.empty() || !cand.stats.contains("tensors") || !cand.stats["tensors"].contains(tensor)) return false;
   const auto& t = cand.stats["tensors"][tensor];
