@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "harness/json_fields.h"
+#include "properties/report.h"
 
 namespace attncheck {
 
@@ -256,7 +257,9 @@ Outcome replay_with(const Case& c, const Kernel& k) {
                   ") no longer gives the pinned instance: " + diff);
   }
   const Property& p = get_property(c.property);
-  return p.check(k, c.family, c.budget);
+  Outcome o = p.check(k, c.family, c.budget);  // the family is already minimal: no shrinking
+  if (o.status == Status::kFail && o.report.empty()) o.report = failure_report(p, k, o);
+  return o;
 }
 }  // namespace
 

@@ -17,6 +17,7 @@
 #include "harness/corpus.h"
 #include "harness/plugin/plugin_cli.h"
 #include "harness/run_report.h"
+#include "properties/report.h"
 
 namespace attncheck::cli {
 
@@ -111,7 +112,10 @@ std::vector<SuiteEntry> pick_entries(const CheckOptions& opt) {
 Outcome check_one(const Property& p, const Kernel& k, const Family& f, const Budget& b, bool shrink) {
   const auto t0 = Clock::now();
   try {
-    return shrink ? check_and_shrink(p, k, f, b) : p.check(k, f, b);
+    if (shrink) return check_and_shrink(p, k, f, b);
+    Outcome o = p.check(k, f, b);
+    if (o.status == Status::kFail && o.report.empty()) o.report = failure_report(p, k, o);
+    return o;
   } catch (const std::exception& e) {
     // A check that throws (a kernel fault, a generator bug) is a failure to report, not a reason to stop.
     Outcome o;
@@ -158,9 +162,11 @@ int run_check(const CheckOptions& opt) {
           }
         }
         progress.clear();
-        std::cout << "\nFAIL " << o.kernel << " / " << o.property << " / " << o.family.describe() << "\n"
-                  << "  " << o.message << "\n";
-        if (!o.report.empty()) std::cout << o.report << (o.report.back() == '\n' ? "" : "\n");
+        std::cout << "\nFAIL " << o.kernel << " / " << o.property << " / " << o.family.generator << "\n";
+        if (o.report.empty())  // a check that threw: the message is all there is
+          std::cout << "  " << o.message << "\n  family: " << o.family.describe() << "\n  stats: " << o.stats.dump() << "\n";
+        else
+          std::cout << o.report << (o.report.back() == '\n' ? "" : "\n");
         if (!entry.finding.empty()) std::cout << "replay: " << replay_command(entry.finding) << "\n";
         if (!save_error.empty()) std::cout << "(could not save the finding: " << save_error << ")\n";
         std::cout << std::flush;

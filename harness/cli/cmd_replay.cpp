@@ -33,9 +33,12 @@ int run_replay(const ReplayOptions& opt) {
       std::cout << (same ? "ok    " : "DIFFER") << " " << path << ": " << c.kernel << " / " << c.property << " / "
                 << c.family.describe() << ": expected " << status_name(c.expected) << ", got " << status_name(o.status)
                 << "\n";
-      if (!o.message.empty()) std::cout << "  " << o.message << "\n";
-      if (!opt.quiet && !o.report.empty()) std::cout << o.report << (o.report.back() == '\n' ? "" : "\n");
-      if (!opt.quiet && !o.stats.is_null() && !o.stats.empty()) std::cout << "  stats: " << o.stats.dump() << "\n";
+      if (!opt.quiet && !o.report.empty()) {  // the report repeats the message and the statistic
+        std::cout << o.report << (o.report.back() == '\n' ? "" : "\n");
+      } else {
+        if (!o.message.empty()) std::cout << "  " << o.message << "\n";
+        if (!opt.quiet && !o.stats.is_null() && !o.stats.empty()) std::cout << "  stats: " << o.stats.dump() << "\n";
+      }
     } catch (const std::exception& e) {  // Error for a bad file; anything else must not end the other replays
       ++bad;
       std::cout.flush();
