@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# gpu.sh — the GPU job (needs an NVIDIA GPU, sm_90 build by default): build, run the GPU tests (label gpu),
+# compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on a subset of them, the tensor-core probe,
+# the benchmarks (ours and cuDNN's through PyTorch when available), and write a report.
+#   bash ci/gpu.sh                     build in build-gpu, results and report in out/gpu/
+# Environment: ATTNCHECK_GPU_BUILD (build dir), ATTNCHECK_GPU_OUT (results dir), ATTNCHECK_GPU_SKIP_BUILD=1
+# (use binaries already in the build dir, e.g. built elsewhere and copied), ATTNCHECK_GPU_BENCH_FILTER (a
+# --benchmark_filter regex; default all), ATTNCHECK_GPU_NO_BENCH=1, ATTNCHECK_GPU_NO_SANITIZER=1,
+# ATTNCHECK_GPU_SANITIZER_TOOLS (default "memcheck racecheck synccheck initcheck"), ATTNCHECK_GPU_SANITIZER_FILTER.
+# Exit status: non-zero when a GPU test or a sanitizer run fails (benchmarks never fail the job).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${ATTNCHECK_GPU_BUILD:-build-gpu}
+out=${ATTNCHECK_GPU_OUT:-out/gpu}
+mkdir -p "$out"
+status=0
+report="$out/gpu_report.md"
+bin="$build/kernels/cuda"
+
+if [ "${ATTNCHECK_GPU_SKIP_BUILD:-0}" != 1 ]; then
+  bash ci/install_deps.sh
+  ATTNCHECK_CMAKE_ARGS="-DATTNCHECK_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=${ATTNCHECK_CUDA_ARCH:-90} ${ATTNCHECK_CMAKE_ARGS:-}" \
+    bash ci/build.sh "$build" Release || exit 1
+fi
+
+{
+  echo "# attncheck GPU report ($(date -u +%FT%TZ))"
+  echo '```'
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1
+  compute-sanitizer --version 2>&1 | tail -1
+  echo '```'
+} >"$report"
+
+run_step() {  # run_step NAME LOGFILE command...: runs, logs, records PASS/FAIL in the report
+  local name=$1 log=$2
+  shift 2
+  local t0=$(date +%s)
+  "$@" >"$log" 2>&1
+  local rc=$?
+  local verdict=PASS
+  [ $rc -ne 0 ] && verdict="FAIL (exit $rc)" && status=1
+  echo "- $name: $verdict in $(( $(date +%s) - t0 )) s (log: $(basename "$log"))" >>"$report"
+  return $rc
+}
+
+echo "## GPU tests" >>"$report"
+# Every step runs under a timeout: a hung kernel must not eat the GPU host's time.
+run_step "cuda_kernels_test" "$out/tests.log" timeout 300 "$bin/cuda_kernels_test" --gtest_output=xml:"$out/tests.xml"
+run_step "mma_probe_test" "$out/probe.log" timeout 120 "$bin/mma_probe_test"
+{
+  echo '```'
+  grep -hE '^\[(agreement|throughput|tensor cores)\]|PASSED|FAILED' "$out/tests.log" "$out/probe.log"
+  echo '```'
+} >>"$report"
+
+if [ "${ATTNCHECK_GPU_NO_SANITIZER:-0}" != 1 ]; then
+  echo "## compute-sanitizer" >>"$report"
+  # A subset: every kernel (fwd, bwd, both head dims, tails, causal, GQA) runs inside these tests; the full
+  # suite under memcheck would take minutes for nothing new.
+  sub=${ATTNCHECK_GPU_SANITIZER_FILTER:-'Variants/CudaKernel.SameInputSameBits/fa2_fixed:CudaPoison.*'}
+  for tool in ${ATTNCHECK_GPU_SANITIZER_TOOLS:-memcheck racecheck synccheck initcheck}; do
+    run_step "compute-sanitizer --tool $tool" "$out/sanitizer_$tool.log" timeout 240 \
+      compute-sanitizer --tool "$tool" --error-exitcode 3 "$bin/cuda_kernels_test" --gtest_filter="$sub"
+    echo "  - $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_$tool.log" | tail -1)" >>"$report"
+  done
+fi
+
+if [ "${ATTNCHECK_GPU_NO_BENCH:-0}" != 1 ]; then
+  echo "## Benchmarks" >>"$report"
+  filter=${ATTNCHECK_GPU_BENCH_FILTER:-.}
+  echo "command: $bin/bench_attention --benchmark_filter='$filter'" >>"$report"
+  timeout 600 "$bin/bench_attention" --benchmark_filter="$filter" >"$out/bench.log" 2>&1 || echo "(bench_attention exited $?)" >>"$report"
+  { echo '```'; sed -n '/^config (TFLOP\/s)/,$p' "$out/bench.log"; echo '```'; } >>"$report"
+  if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    echo "cuDNN (PyTorch SDPA, CUDNN_ATTENTION backend): python3 kernels/cuda/bench_cudnn.py" >>"$report"
+    timeout 300 python3 kernels/cuda/bench_cudnn.py ${ATTNCHECK_GPU_CUDNN_SEQS:-} >"$out/cudnn.log" 2>&1
+    { echo '```'; cat "$out/cudnn.log"; echo '```'; } >>"$report"
+  else
+    echo "cuDNN: PyTorch with CUDA not available here, skipped" >>"$report"
+  fi
+fi
+echo "gpu.sh: report in $report (status $status)"
+exit $status

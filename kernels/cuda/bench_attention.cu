@@ -1,0 +1,140 @@
+// bench_attention.cu — Google Benchmark program: CUDA flash attention forward and backward, baseline vs fixed
+// max policy, for both numerics (fa2, paper), seq 1k–16k, head dim 64/128, causal and not.
+//
+// Shapes follow FlashAttention's benchmark: batch = 16384 / seq, heads = 2048 / d (16k tokens of a 2048-wide
+// model fill the GPU). Inputs ~ N(0, 1) in bf16, made on the device. Timing: CUDA events around kReps launches
+// after two warm-up launches; the manual time per iteration is the mean launch time. FLOPs counted as
+// FlashAttention does: forward 4·b·h·n_q·n_k·d (halved when causal), backward 2.5× forward. Counter TFLOPs.
+// After the run a table with the fix overhead ((fixed − base) / base, in %) is printed.
+// Run: build-e/kernels/cuda/bench_attention [--benchmark_filter=fwd/.*/d128/.*seq4096]
+//      (ci/gpu.sh runs it and adds cuDNN's numbers through PyTorch)
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/flash_bwd.h"
+#include "kernels/cuda/flash_fwd.h"
+
+namespace attncheck::cuda {
+namespace {
+
+constexpr int kReps = 10;
+
+__global__ void fill_normal_bf16(std::uint16_t* x, std::size_t n, std::uint64_t seed) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    const double u1 = (double(mix64(seed ^ mix64(2 * i)) >> 11) + 0.5) * 0x1.0p-53;
+    const double u2 = double(mix64(seed ^ mix64(2 * i + 1)) >> 11) * 0x1.0p-53;
+    const float z = float(sqrt(-2.0 * log(u1)) * cospi(2.0 * u2));
+    x[i] = std::uint16_t(__float_as_uint(round_bf16(z)) >> 16);
+  }
+}
+
+struct Config {
+  bool backward;
+  Variant variant;
+  int d, seq;
+  bool causal;
+  std::string key() const {  // the row of the summary table
+    return std::string(backward ? "bwd" : "fwd") + " d" + std::to_string(d) + (causal ? " causal " : " full   ") +
+           "seq" + std::to_string(seq);
+  }
+};
+
+std::map<std::string, std::map<std::string, double>> g_tflops;  // row -> variant -> TFLOP/s
+
+void run(benchmark::State& state, Config c) {
+  const int b = 16384 / c.seq, h = 2048 / c.d;
+  const std::size_t n = std::size_t(b) * h * c.seq * c.d;
+  DeviceBuffer<std::uint16_t> q(n), k(n), v(n), o(n), d_o(n), dq(n), dk(n), dv(n), dkh(n), dvh(n);
+  DeviceBuffer<float> lse(std::size_t(b) * h * c.seq), delta(std::size_t(b) * h * c.seq);
+  fill_normal_bf16<<<1024, 256>>>(q.get(), n, 1);
+  fill_normal_bf16<<<1024, 256>>>(k.get(), n, 2);
+  fill_normal_bf16<<<1024, 256>>>(v.get(), n, 3);
+  fill_normal_bf16<<<1024, 256>>>(d_o.get(), n, 4);
+  ATTN_CUDA_CHECK(cudaGetLastError());
+  FwdParams f;
+  f.q = q.get(), f.k = k.get(), f.v = v.get(), f.o = o.get(), f.lse = lse.get();
+  f.batch = b, f.heads_q = h, f.heads_kv = h, f.n_q = c.seq, f.n_k = c.seq, f.causal = c.causal;
+  f.scale = 1.0f / std::sqrt(float(c.d));
+  f.scale_log2e = float(double(f.scale) * 1.4426950408889634);
+  BwdParams g;
+  g.q = q.get(), g.k = k.get(), g.v = v.get(), g.o = o.get(), g.d_o = d_o.get(), g.lse = lse.get();
+  g.delta = delta.get(), g.dq = dq.get(), g.dk = dk.get(), g.dv = dv.get(), g.dk_head = dkh.get(), g.dv_head = dvh.get();
+  g.batch = b, g.heads_q = h, g.heads_kv = h, g.n_q = c.seq, g.n_k = c.seq, g.causal = c.causal;
+  g.scale = f.scale, g.scale_log2e = f.scale_log2e;
+  launch_flash_fwd(c.variant, c.d, f, nullptr);  // O and LSE for the backward
+  auto once = [&] {
+    if (c.backward) launch_flash_bwd(c.variant, c.d, g, nullptr);
+    else launch_flash_fwd(c.variant, c.d, f, nullptr);
+  };
+  once(), once();  // warm-up
+  ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  cudaEvent_t e0, e1;
+  ATTN_CUDA_CHECK(cudaEventCreate(&e0));
+  ATTN_CUDA_CHECK(cudaEventCreate(&e1));
+  double flops = 4.0 * b * h * double(c.seq) * c.seq * c.d * (c.causal ? 0.5 : 1.0) * (c.backward ? 2.5 : 1.0);
+  double best_s = 1e30;
+  for (auto _ : state) {
+    ATTN_CUDA_CHECK(cudaEventRecord(e0));
+    for (int r = 0; r < kReps; ++r) once();
+    ATTN_CUDA_CHECK(cudaEventRecord(e1));
+    ATTN_CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    ATTN_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    const double s = ms / 1e3 / kReps;
+    best_s = std::min(best_s, s);
+    state.SetIterationTime(s);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  state.counters["TFLOPs"] = flops / best_s / 1e12;  // best of the iterations, in TFLOP/s
+  g_tflops[c.key()][variant_name(c.variant)] = flops / best_s / 1e12;
+}
+
+void print_summary() {
+  std::printf("\n%-28s %9s %9s %9s %9s %10s %10s\n", "config (TFLOP/s)", "fa2", "fa2-fixed", "paper", "paper-fix",
+              "fa2 ovh%", "paper ovh%");
+  for (const auto& entry : g_tflops) {
+    const std::string& row = entry.first;
+    const std::map<std::string, double>& v = entry.second;
+    auto at = [&](const char* n) { auto it = v.find(n); return it == v.end() ? 0.0 : it->second; };
+    const double a = at("fa2"), af = at("fa2-fixed"), p = at("paper"), pf = at("paper-fixed");
+    std::printf("%-28s %9.1f %9.1f %9.1f %9.1f %10.2f %10.2f\n", row.c_str(), a, af, p, pf,
+                a > 0 && af > 0 ? 100.0 * (a / af - 1.0) : 0.0, p > 0 && pf > 0 ? 100.0 * (p / pf - 1.0) : 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace attncheck::cuda
+
+int main(int argc, char** argv) {
+  using namespace attncheck::cuda;
+  if (attncheck::cuda_device_count() == 0) {
+    std::printf("bench_attention: no CUDA device\n");
+    return 0;
+  }
+  for (bool bwd : {false, true})
+    for (int d : {64, 128})
+      for (bool causal : {false, true})
+        for (int seq : {1024, 2048, 4096, 8192, 16384})
+          for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
+            if (bwd && (v == Variant::kFa2Fixed || v == Variant::kPaperFixed)) continue;  // same kernel as base
+            const Config c{bwd, v, d, seq, causal};
+            const std::string name = std::string(bwd ? "bwd/" : "fwd/") + variant_name(v) + "/d" + std::to_string(d) +
+                                     (causal ? "/causal" : "/full") + "/seq" + std::to_string(seq);
+            benchmark::RegisterBenchmark(name.c_str(), [c](benchmark::State& s) { run(s, c); })
+                ->UseManualTime()
+                ->Iterations(5)
+                ->Unit(benchmark::kMillisecond);
+          }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  print_summary();
+  return 0;
+}

@@ -1,0 +1,245 @@
+// cuda_kernels.cpp — the CUDA kernels as attncheck Kernels (harness/kernel.h): cuda:fa2, cuda:fa2-fixed,
+// cuda:paper, cuda:paper-fixed (fixed ones also parameterised: "cuda:fa2-fixed[beta=4,tol=0.002]"), and
+// register_cuda_kernels(), which registers nothing when no CUDA device is present.
+//
+// Host side of every call: inputs (doubles holding bf16 values) are converted to bf16 bits and zero-padded to
+// the kernel's head dim (64 or 128; zeros change no sum, so results equal the unpadded problem's); outputs go
+// to NaN-poisoned buffers with guard margins that are checked after every launch (device_buffer.h).
+// forward_many concatenates instances of one shape along the batch dimension: one launch per shape.
+// Run the GPU tests: ctest -L gpu (they skip without a device).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <thread>
+#include <tuple>
+
+#include "harness/kernel.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/flash_bwd.h"
+#include "kernels/cuda/flash_fwd.h"
+
+namespace attncheck {
+namespace cuda {
+namespace {
+
+int padded_dim(int d) { return d <= 64 ? 64 : 128; }
+
+std::uint16_t to_bf16_bits(double x, const char* what) {
+  const float f = static_cast<float>(x);
+  const std::uint32_t u = float_to_bits(f);
+  if ((u & 0xffffu) != 0 || static_cast<double>(f) != x)
+    throw Error(std::string("CUDA kernel: ") + what + " value " + std::to_string(x) + " is not a bf16 value");
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+// Copies rows of width d (doubles) into rows of width kd (bf16 bits, zero-padded), starting at dst.
+void pack_rows(const std::vector<double>& src, int d, int kd, std::uint16_t* dst, const char* what) {
+  const std::size_t rows = src.size() / std::size_t(d);
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (int c = 0; c < d; ++c) dst[r * kd + c] = to_bf16_bits(src[r * d + c], what);
+    std::fill(dst + r * kd + d, dst + (r + 1) * kd, std::uint16_t(0));
+  }
+}
+
+void unpack_rows(const std::uint16_t* src, std::size_t rows, int d, int kd, std::vector<double>& out) {
+  out.resize(rows * d);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (int c = 0; c < d; ++c) out[r * d + c] = bits_to_float(std::uint32_t(src[r * kd + c]) << 16);
+}
+
+// Runs fn(i) for i in [0, n) on up to hardware_concurrency threads (host-side conversion of big batches).
+template <class Fn>
+void parallel_for(std::size_t n, Fn fn) {
+  const std::size_t threads = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), 16);
+  if (n < 64 || threads == 1) {
+    for (std::size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (std::size_t w = 0; w < threads; ++w)
+    pool.emplace_back([&, w] {
+      for (std::size_t i = w; i < n; i += threads) fn(i);
+    });
+  for (auto& th : pool) th.join();
+}
+
+float scale_log2e_of(float scale) { return static_cast<float>(static_cast<double>(scale) * 1.4426950408889634); }
+
+class CudaFlashKernel final : public Kernel {
+ public:
+  CudaFlashKernel(Variant v, float beta, float tol) : v_(v), beta_(beta), tol_(tol) {
+    name_ = std::string("cuda:") + variant_name(v);
+    if (variant_is_fixed(v) && (beta != 2.0f || tol != 1e-3f)) {
+      name_ += "[";
+      if (beta != 2.0f) name_ += "beta=" + fmt_num(beta);
+      if (tol != 1e-3f) name_ += std::string(beta != 2.0f ? "," : "") + "tol=" + fmt_num(tol);
+      name_ += "]";
+    }
+  }
+  std::string name() const override { return name_; }
+  std::string summary() const override {
+    return std::string("CUDA mma.sync flash attention with ") + variant_name(v_) +
+           " numerics (kernels/cuda/flash_fwd.cu, flash_bwd.cu)";
+  }
+  KernelCaps caps() const override {
+    KernelCaps c;
+    c.backward = true;
+    c.causal = true;
+    c.gqa = true;
+    c.device = "cuda:0";
+    c.max_head_dim = 128;  // head dims up to 128 run zero-padded in the d = 64 or d = 128 kernel
+    return c;
+  }
+  ForwardOutput forward(const Instance& in) const override { return std::move(forward_many({&in})[0]); }
+  std::vector<ForwardOutput> forward_many(const std::vector<const Instance*>& ins) const override;
+  BackwardOutput backward(const Instance& in, const ForwardOutput& fwd) const override;
+
+ private:
+  static std::string fmt_num(float x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", static_cast<double>(x));
+    return buf;
+  }
+  void check_supported(const Instance& in, bool need_backward) const {
+    const std::string why = caps().unsupported_reason(in.problem, need_backward);
+    if (!why.empty()) throw Error("kernel " + name_ + " cannot run " + in.problem.describe() + ": " + why);
+    in.problem.validate();
+    if (in.q.size() != in.problem.q_size() || in.k.size() != in.problem.kv_size() ||
+        in.v.size() != in.problem.kv_size())
+      throw Error("kernel " + name_ + ": Q, K, V sizes do not match " + in.problem.describe());
+  }
+  FwdParams base_params(const Problem& p) const {
+    FwdParams f;
+    f.heads_q = p.heads_q, f.heads_kv = p.heads_kv, f.n_q = p.n_q, f.n_k = p.n_k;
+    f.scale = static_cast<float>(p.scale);
+    f.scale_log2e = scale_log2e_of(f.scale);
+    f.causal = p.causal;
+    f.beta = beta_, f.tolerance = tol_;
+    return f;
+  }
+  Variant v_;
+  float beta_, tol_;
+  std::string name_;
+};
+
+std::vector<ForwardOutput> CudaFlashKernel::forward_many(const std::vector<const Instance*>& ins) const {
+  std::vector<ForwardOutput> out(ins.size());
+  // Group by everything the launch depends on; each group is one batch-concatenated launch.
+  using Key = std::tuple<int, int, int, int, int, double, bool>;
+  std::map<Key, std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < ins.size(); ++i) {
+    const Problem& p = ins[i]->problem;
+    check_supported(*ins[i], false);
+    groups[Key{p.heads_q, p.heads_kv, p.n_q, p.n_k, p.head_dim, p.scale, p.causal}].push_back(i);
+  }
+  for (const auto& [key, idx] : groups) {
+    const Problem& p0 = ins[idx[0]]->problem;
+    const int d = p0.head_dim, kd = padded_dim(d);
+    std::vector<std::size_t> batch_at(idx.size() + 1, 0);  // first batch entry of each instance
+    for (std::size_t g = 0; g < idx.size(); ++g) batch_at[g + 1] = batch_at[g] + ins[idx[g]]->problem.batch;
+    const std::size_t total_batch = batch_at.back();
+    const std::size_t q_per_b = std::size_t(p0.heads_q) * p0.n_q, kv_per_b = std::size_t(p0.heads_kv) * p0.n_k;
+    std::vector<std::uint16_t> hq(total_batch * q_per_b * kd), hk(total_batch * kv_per_b * kd),
+        hv(total_batch * kv_per_b * kd);
+    parallel_for(idx.size(), [&](std::size_t g) {
+      const Instance& in = *ins[idx[g]];
+      pack_rows(in.q, d, kd, &hq[batch_at[g] * q_per_b * kd], "Q");
+      pack_rows(in.k, d, kd, &hk[batch_at[g] * kv_per_b * kd], "K");
+      pack_rows(in.v, d, kd, &hv[batch_at[g] * kv_per_b * kd], "V");
+    });
+    DeviceBuffer<std::uint16_t> dq(hq.size()), dk(hk.size()), dv(hv.size());
+    dq.upload(hq), dk.upload(hk), dv.upload(hv);
+    PoisonedOutput<std::uint16_t> o(hq.size(), name_ + " forward O");
+    PoisonedOutput<float> lse(total_batch * q_per_b, name_ + " forward LSE");
+    FwdParams f = base_params(p0);
+    f.q = dq.get(), f.k = dk.get(), f.v = dv.get(), f.o = o.get(), f.lse = lse.get();
+    f.batch = static_cast<int>(total_batch);
+    launch_flash_fwd(v_, kd, f, nullptr);
+    ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+    const std::vector<std::uint16_t> ho = o.fetch_checked();
+    const std::vector<float> hl = lse.fetch_checked();
+    parallel_for(idx.size(), [&](std::size_t g) {
+      ForwardOutput& r = out[idx[g]];
+      const std::size_t nb = ins[idx[g]]->problem.batch;
+      unpack_rows(&ho[batch_at[g] * q_per_b * kd], nb * q_per_b, d, kd, r.o);
+      r.lse.assign(hl.begin() + batch_at[g] * q_per_b, hl.begin() + (batch_at[g] + nb) * q_per_b);
+    });
+  }
+  return out;
+}
+
+BackwardOutput CudaFlashKernel::backward(const Instance& in, const ForwardOutput& fwd) const {
+  check_supported(in, true);
+  const Problem& p = in.problem;
+  if (in.d_o.size() != p.q_size()) throw Error("kernel " + name_ + ": backward needs dO of the Q size");
+  if (fwd.o.size() != p.q_size() || fwd.lse.size() != p.rows())
+    throw Error("kernel " + name_ + ": forward outputs do not match " + p.describe());
+  const int d = p.head_dim, kd = padded_dim(d);
+  const std::size_t q_rows = p.rows(), kv_rows = std::size_t(p.batch) * p.heads_kv * p.n_k;
+  std::vector<std::uint16_t> hq(q_rows * kd), hk(kv_rows * kd), hv(kv_rows * kd), ho(q_rows * kd), hdo(q_rows * kd);
+  pack_rows(in.q, d, kd, hq.data(), "Q");
+  pack_rows(in.k, d, kd, hk.data(), "K");
+  pack_rows(in.v, d, kd, hv.data(), "V");
+  pack_rows(fwd.o, d, kd, ho.data(), "O");
+  pack_rows(in.d_o, d, kd, hdo.data(), "dO");
+  std::vector<float> hl(fwd.lse.begin(), fwd.lse.end());
+  DeviceBuffer<std::uint16_t> dq_in(hq.size()), dk_in(hk.size()), dv_in(hv.size()), do_in(ho.size()),
+      ddo_in(hdo.size());
+  DeviceBuffer<float> dlse(hl.size());
+  dq_in.upload(hq), dk_in.upload(hk), dv_in.upload(hv), do_in.upload(ho), ddo_in.upload(hdo), dlse.upload(hl);
+  PoisonedOutput<float> delta(q_rows, name_ + " backward delta");
+  PoisonedOutput<std::uint16_t> dq(q_rows * kd, name_ + " backward dQ"), dk(kv_rows * kd, name_ + " backward dK"),
+      dv(kv_rows * kd, name_ + " backward dV");
+  DeviceBuffer<std::uint16_t> dk_head(std::size_t(p.batch) * p.heads_q * p.n_k * kd),
+      dv_head(std::size_t(p.batch) * p.heads_q * p.n_k * kd);
+  BwdParams b;
+  b.q = dq_in.get(), b.k = dk_in.get(), b.v = dv_in.get(), b.o = do_in.get(), b.d_o = ddo_in.get();
+  b.lse = dlse.get(), b.delta = delta.get(), b.dq = dq.get(), b.dk = dk.get(), b.dv = dv.get();
+  b.dk_head = dk_head.get(), b.dv_head = dv_head.get();
+  b.batch = p.batch, b.heads_q = p.heads_q, b.heads_kv = p.heads_kv, b.n_q = p.n_q, b.n_k = p.n_k;
+  b.scale = static_cast<float>(p.scale), b.scale_log2e = scale_log2e_of(b.scale), b.causal = p.causal;
+  launch_flash_bwd(v_, kd, b, nullptr);
+  ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  BackwardOutput r;
+  const std::vector<float> hdelta = delta.fetch_checked();
+  r.delta.assign(hdelta.begin(), hdelta.end());
+  unpack_rows(dq.fetch_checked().data(), q_rows, d, kd, r.dq);
+  unpack_rows(dk.fetch_checked().data(), kv_rows, d, kd, r.dk);
+  unpack_rows(dv.fetch_checked().data(), kv_rows, d, kd, r.dv);
+  return r;
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_cuda_kernel(Variant v, float beta, float tol) {
+  return std::make_unique<CudaFlashKernel>(v, beta, tol);
+}
+
+}  // namespace cuda
+
+int register_cuda_kernels(Registry& r) {
+  if (cuda_device_count() == 0) return 0;
+  using cuda::Variant;
+  int n = 0;
+  for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
+    r.add(cuda::make_cuda_kernel(v, 2.0f, 1e-3f));
+    ++n;
+  }
+  for (Variant v : {Variant::kFa2Fixed, Variant::kPaperFixed}) {
+    r.add_factory(std::string("cuda:") + cuda::variant_name(v), [v](const KernelParams& params) {
+      float beta = 2.0f, tol = 1e-3f;
+      for (const auto& [key, value] : params) {
+        if (key == "beta" && value > 1.0) beta = static_cast<float>(value);
+        else if (key == "tol" && value >= 0.0) tol = static_cast<float>(value);
+        else throw Error("cuda:" + std::string(cuda::variant_name(v)) + ": parameter " + key +
+                         " unknown or out of range (beta > 1, tol >= 0)");
+      }
+      return cuda::make_cuda_kernel(v, beta, tol);
+    });
+  }
+  return n;
+}
+
+}  // namespace attncheck

@@ -1,0 +1,37 @@
+// flash_fwd.h — host entry points of the CUDA flash-attention forward kernels (flash_fwd.cu).
+//
+// Layout (device pointers, row-major, bf16 stored as uint16 bit patterns):
+//   q, o [batch][heads_q][n_q][kD], k, v [batch][heads_kv][n_k][kD], lse [batch][heads_q][n_q] (fp32).
+// kD is 64 or 128; smaller head dims are zero-padded by the caller (zeros add nothing to q·k and give
+// zero output columns, so the padded result equals the unpadded one bit for bit).
+// Causal masking is bottom-right aligned: query i sees key j iff j <= i + n_k - n_q.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace attncheck::cuda {
+
+enum class Variant : int { kFa2 = 0, kFa2Fixed, kPaper, kPaperFixed };
+const char* variant_name(Variant v);  // "fa2", "fa2-fixed", "paper", "paper-fixed"
+bool variant_is_fixed(Variant v);
+
+struct FwdParams {
+  const std::uint16_t* q = nullptr;
+  const std::uint16_t* k = nullptr;
+  const std::uint16_t* v = nullptr;
+  std::uint16_t* o = nullptr;
+  float* lse = nullptr;
+  int batch = 1, heads_q = 1, heads_kv = 1, n_q = 1, n_k = 1;
+  float scale = 1.0f;        // fp32, multiplies q·k
+  float scale_log2e = 1.0f;  // fp32(scale · log2 e), computed in double and rounded once (as FA2 does)
+  bool causal = false;
+  float beta = 2.0f;         // fixed variants: the shift factor β
+  float tolerance = 1e-3f;   // fixed variants: scores >= round(r − tolerance, s_fmt) count as ties of the max r
+};
+
+// Launches one forward pass on `stream` (asynchronous). head_dim must be 64 or 128.
+void launch_flash_fwd(Variant variant, int head_dim, const FwdParams& p, cudaStream_t stream);
+
+}  // namespace attncheck::cuda

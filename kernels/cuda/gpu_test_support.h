@@ -1,0 +1,63 @@
+// gpu_test_support.h — helpers for the GPU tests (label gpu): skip without a device, bitwise-agreement and ulp
+// statistics between two output tensors, and instances with tied maxima (the paper's failure needs ties).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "harness/problem.h"
+#include "kernels/cuda/cuda_check.h"
+
+namespace attncheck::test {
+
+#define ATTN_SKIP_WITHOUT_GPU()                                                         \
+  do {                                                                                  \
+    if (::attncheck::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device present"; \
+  } while (0)
+
+// How often two tensors agree bit for bit, and their largest difference in ulps of `fmt` at the expected
+// value (NaN == NaN and equal infinities count as agreement; a NaN/inf mismatch counts as an infinite ulp).
+struct Agreement {
+  std::size_t total = 0, equal = 0;
+  double max_ulp = 0;
+  void add(const std::vector<double>& got, const std::vector<double>& want, Format fmt) {
+    EXPECT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+      ++total;
+      const double a = got[i], b = want[i];
+      if (a == b || (std::isnan(a) && std::isnan(b))) {
+        ++equal;
+        continue;
+      }
+      if (!std::isfinite(a) || !std::isfinite(b)) {
+        max_ulp = HUGE_VAL;
+        continue;
+      }
+      max_ulp = std::max(max_ulp, std::fabs(a - b) / ulp(b, fmt));
+    }
+  }
+  double rate() const { return total ? double(equal) / double(total) : 1.0; }
+  std::string describe() const {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%zu/%zu bitwise equal (%.4f%%), max diff %.3g ulp", equal, total, 100.0 * rate(),
+                  max_ulp);
+    return buf;
+  }
+};
+
+// Repeats the first `distinct` key rows over all keys: every query row then has exact ties at its max score.
+inline Instance with_tied_keys(Instance in, int distinct) {
+  const Problem& p = in.problem;
+  for (int b = 0; b < p.batch; ++b)
+    for (int hk = 0; hk < p.heads_kv; ++hk)
+      for (int j = distinct; j < p.n_k; ++j)
+        for (int c = 0; c < p.head_dim; ++c) in.k[p.kv_at(b, hk, j, c)] = in.k[p.kv_at(b, hk, j % distinct, c)];
+  return in;
+}
+
+}  // namespace attncheck::test

@@ -1,0 +1,82 @@
+// mma_ops.cuh — the few PTX instructions the CUDA kernels are built from (sm_80+; built for sm_90).
+//
+//   mma_bf16_16816: D(16x8, fp32) = A(16x16, bf16, row) · B(16x8, bf16, col) + C, one warp.
+//     Fragment layout (g = lane/4, t = lane%4): A regs a0 (row g, k 2t..2t+1), a1 (row g+8, k 2t..),
+//     a2 (row g, k 2t+8..), a3 (row g+8, k 2t+8..); B regs b0 (k 2t..2t+1, col g), b1 (k 2t+8.., col g);
+//     C/D c0,c1 (row g, cols 2t, 2t+1), c2,c3 (row g+8, cols 2t, 2t+1).
+//   ldsm_x4 / ldsm_x4_t: four 8x8 bf16 matrices from shared memory (ldmatrix), plain or transposed.
+//   cp_async_16: a 16-byte global->shared copy; src_bytes = 0 zero-fills (used for rows past n_q / n_k).
+// How the tensor cores round inside one mma is measured by mma_probe.cu and written up in TENSOR_CORES.md.
+#pragma once
+
+#include <cstdint>
+
+namespace attncheck::cuda {
+
+__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1,
+                                               const float (&c)[4]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%10,%11,%12,%13};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]),
+        "f"(c[3]));
+}
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+
+__device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
+               "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// Two floats already holding bf16 values -> one bf16x2 register (low half = first). Exact: no rounding here,
+// the caller rounds with round_float(x, Format::kBF16) at the step the spec names.
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  return (__float_as_uint(lo) >> 16) | (__float_as_uint(hi) & 0xffff0000u);
+}
+__device__ __forceinline__ float bf16_bits_to_float(uint16_t b) { return __uint_as_float(uint32_t(b) << 16); }
+
+// Shared-memory tile of rows x kD bf16 with 16-byte chunks XOR-swizzled by (row % 8), so the eight row
+// addresses of one ldmatrix hit eight different bank groups. col must be a multiple of 8.
+template <int kD>
+__device__ __forceinline__ int swz(int row, int col) {
+  return row * kD + ((((col >> 3) ^ (row & 7))) << 3);
+}
+
+// Sum / max / count over the four lanes of a quad (the four threads holding one accumulator row), in a fixed
+// butterfly order ((t0+t1)+(t2+t3)) so all four lanes end with the same bits.
+__device__ __forceinline__ float quad_sum(float x) {
+  x = __fadd_rn(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return __fadd_rn(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ int quad_count(int x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+}  // namespace attncheck::cuda

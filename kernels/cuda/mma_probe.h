@@ -1,0 +1,15 @@
+// mma_probe.h — runs single mma.sync m16n8k16 bf16->fp32 instructions on given inputs (mma_probe.cu), so
+// tests can compare the tensor cores with the model in mma_model.h.
+// Layout per probe: a [16][16] (m, k), b [16][8] (k, n), c and d [16][8] (m, n); values as floats holding bf16
+// (a, b) or fp32 (c). Throws Error on a CUDA failure.
+#pragma once
+
+#include <vector>
+
+namespace attncheck::cuda {
+
+// count probes; returns d (count*128 floats).
+std::vector<float> run_mma_probes(const std::vector<float>& a, const std::vector<float>& b,
+                                  const std::vector<float>& c, int count);
+
+}  // namespace attncheck::cuda
