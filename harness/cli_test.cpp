@@ -182,5 +182,41 @@ TEST_F(Cli, SmallCheckRunWritesReports) {
   EXPECT_NE(r.out.find("oracle"), std::string::npos) << r.out;  // the summary table
 }
 
+// The paper kernel's bias: check exits 1, saves each failure before printing its replay line, and the saved
+// case replays with the same verdict (exit 0).
+TEST_F(Cli, FailureIsSavedAndReplays) {
+  const fs::path findings = dir_ / "findings";
+  const CmdResult r = run("check -q -k paper --suite bias --family tied_max --findings " + findings.string());
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  const std::string marker = "replay: attncheck replay ";
+  const std::size_t at = r.out.find(marker);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string path = r.out.substr(at + marker.size(), r.out.find('\n', at) - at - marker.size());
+  EXPECT_EQ(fs::path(path).parent_path(), findings);
+  EXPECT_EQ(fs::path(path).filename().string().rfind("paper-unbiased-tied_max-", 0), 0u) << path;
+  ASSERT_TRUE(fs::exists(path)) << path;
+  EXPECT_NE(r.out.find("FAIL"), std::string::npos);
+  const json saved = json::parse(slurp(path));
+  EXPECT_EQ(saved["expected"], "fail");
+  EXPECT_FALSE(saved["instance"].is_null());
+  const CmdResult again = run("replay -q " + path);
+  EXPECT_EQ(again.status, 0) << again.out << again.err;
+}
+
+// --seed changes every family's seed (and so the instances); the same seed gives the same run.
+TEST_F(Cli, SeedMixesIntoEveryFamily) {
+  auto seeds = [&](const std::string& extra) {
+    const CmdResult r = run("check -q -k oracle --suite quick --json " + (dir_ / "r.json").string() + " " + extra);
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    std::vector<std::uint64_t> out;
+    for (const auto& o : json::parse(slurp(dir_ / "r.json"))["outcomes"]) out.push_back(o["family"]["seed"]);
+    return out;
+  };
+  const auto plain = seeds(""), five = seeds("--seed 5"), five_again = seeds("--seed 5");
+  ASSERT_EQ(plain.size(), five.size());
+  for (std::size_t i = 0; i < plain.size(); ++i) EXPECT_NE(plain[i], five[i]);
+  EXPECT_EQ(five, five_again);
+}
+
 }  // namespace
 }  // namespace attncheck
