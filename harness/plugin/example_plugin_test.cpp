@@ -77,6 +77,33 @@ TEST(ExamplePlugin, MeetsTheAccuracyRuleWithItsDefectOff) {
     }
 }
 
+TEST(ExamplePlugin, BackwardMeetsTheAccuracyRule) {
+  unsetenv("ATTNCHECK_EXAMPLE_DEFECT");
+  static Registry r;
+  if (!r.find("plugin:example_bwd")) load_plugin(ATTNCHECK_EXAMPLE_PLUGIN, r, PluginOptions{});
+  const Kernel& k = r.get("plugin:example_bwd");
+  for (const Shape& s : kShapes)
+    for (std::uint64_t seed = 1; seed <= 2; ++seed) {
+      const Instance in = random_instance(
+          make_problem(s.batch, s.heads_q, s.heads_kv, s.n_q, s.n_k, s.head_dim, s.causal, s.mask, s.bias), seed);
+      const BackwardOutput g = k.backward(in, k.forward(in));
+      const BackwardOutput plain = plain_backward(in);
+      const ReferenceBackward exact = reference_backward(in);
+      // dQ sums n_k fp32 terms per element, dK and dV sum n_q · group terms: accuracy.h's
+      // fp32_accumulation_floor_scale(n) is the floor for an fp32 sum of n terms (derived there).
+      const std::size_t group = static_cast<std::size_t>(s.heads_q / s.heads_kv);
+      const AccuracyCheck dq = accuracy_rule(g.dq, plain.dq, exact.dq, 2.0, fp32_accumulation_floor_scale(s.n_k));
+      const AccuracyCheck dk =
+          accuracy_rule(g.dk, plain.dk, exact.dk, 2.0, fp32_accumulation_floor_scale(s.n_q * group));
+      const AccuracyCheck dv =
+          accuracy_rule(g.dv, plain.dv, exact.dv, 2.0, fp32_accumulation_floor_scale(s.n_q * group));
+      EXPECT_TRUE(dq.ok) << in.problem.describe() << " seed " << seed << ": dQ " << dq.message;
+      EXPECT_TRUE(dk.ok) << in.problem.describe() << " seed " << seed << ": dK " << dk.message;
+      EXPECT_TRUE(dv.ok) << in.problem.describe() << " seed " << seed << ": dV " << dv.message;
+      ASSERT_EQ(g.delta.size(), exact.delta.size());
+    }
+}
+
 TEST(ExamplePlugin, FailsTheAccuracyRuleWithSkipRescale) {
   DefectScope defect("skip_rescale");
   // Any row whose running max grows after the first key tile goes wrong; with 32 normal keys in tiles of 4

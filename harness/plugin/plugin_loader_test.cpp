@@ -68,7 +68,9 @@ const Instance& small_instance() {
 
 TEST(PluginLoader, RegistersTheExampleAsPluginExample) {
   Registry r;
-  EXPECT_EQ(load_plugin(ATTNCHECK_EXAMPLE_PLUGIN, r, isolated()), 1);
+  EXPECT_EQ(load_plugin(ATTNCHECK_EXAMPLE_PLUGIN, r, isolated()), 2);
+  ASSERT_NE(r.find("plugin:example_bwd"), nullptr);
+  EXPECT_TRUE(r.find("plugin:example_bwd")->caps().backward);
   const Kernel* k = r.find("plugin:example");
   ASSERT_NE(k, nullptr);
   const KernelCaps c = k->caps();

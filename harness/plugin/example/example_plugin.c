@@ -1,5 +1,6 @@
 /* example_plugin.c — a small, readable flash-attention forward pass in plain C, exported through the
- * attncheck plugin ABI (../attncheck_plugin.h) as kernel `example` (registered as plugin:example).
+ * attncheck plugin ABI (../attncheck_plugin.h) as kernel `example` (registered as plugin:example), and as
+ * `example_bwd`: the same forward plus a FlashAttention-2 backward pass (see example_backward below).
  *
  * Algorithm (FlashAttention-2 forward, one query row at a time, keys streamed in tiles of TILE_K):
  *   inputs bf16, arithmetic in fp32 (sequential sums, no fma contraction: built with -ffp-contract=off),
@@ -216,23 +217,107 @@ static int example_forward(void* self, const attncheck_forward_args* a, char* ms
   return ATTNCHECK_OK;
 }
 
+/* Backward (kernel `example_bwd`: the same forward plus this), FlashAttention-2 style: P is recomputed from
+ * the forward's LSE rather than stored. All sums in fp32, in index order; each gradient is rounded once to
+ * bf16 at the end (dK, dV after summing the query heads of a GQA group in fp32).
+ *   step 6: delta_i = sum_c dO_ic O_ic
+ *   step 7: p_ij = exp(s_ij - LSE_i); dV_j += p_ij dO_i; dP_ij = dO_i . v_j; dS_ij = p_ij (dP_ij - delta_i)
+ *   step 8: dQ_i = scale sum_j dS_ij k_j;  dK_j = scale sum_i dS_ij q_i  */
+static int example_backward(void* self, const attncheck_backward_args* a, char* msg, size_t msg_size) {
+  (void)self;
+  const attncheck_problem* p = &a->problem;
+  if (a->struct_size < sizeof *a || p->input_format != ATTNCHECK_FORMAT_BF16 || p->output_format != ATTNCHECK_FORMAT_BF16) {
+    snprintf(msg, msg_size, "expects ABI 1.0 arguments, bf16 inputs and bf16 output");
+    return ATTNCHECK_ERR_INVALID;
+  }
+  const int d = p->head_dim, nk = p->n_k, group = p->heads_q / p->heads_kv;
+  float* dq = malloc(sizeof(float) * (size_t)d);
+  float* dk = malloc(sizeof(float) * (size_t)nk * (size_t)d);
+  float* dv = malloc(sizeof(float) * (size_t)nk * (size_t)d);
+  if (!dq || !dk || !dv) {
+    free(dq), free(dk), free(dv);
+    snprintf(msg, msg_size, "out of memory");
+    return ATTNCHECK_ERR_NO_MEMORY;
+  }
+#define AT4(t, T, i0, i1, i2, i3) (((T*)(t).data)[(i0) * (t).stride[0] + (i1) * (t).stride[1] + (i2) * (t).stride[2] + (i3) * (t).stride[3]])
+#define AT3(t, T, i0, i1, i2) (((T*)(t).data)[(i0) * (t).stride[0] + (i1) * (t).stride[1] + (i2) * (t).stride[2]])
+  for (int b = 0; b < p->batch; ++b)
+    for (int hk = 0; hk < p->heads_kv; ++hk) {
+      for (int x = 0; x < nk * d; ++x) dk[x] = dv[x] = 0.0f;
+      for (int h = hk * group; h < (hk + 1) * group; ++h)
+        for (int i = 0; i < p->n_q; ++i) {
+          /* step 6 */
+          float delta = 0.0f;
+          for (int c = 0; c < d; ++c)
+            delta += bf16_to_float(AT4(a->d_o, uint16_t, b, h, i, c)) * bf16_to_float(AT4(a->o, uint16_t, b, h, i, c));
+          AT3(a->delta, float, b, h, i) = delta;
+          const float lse = AT3(a->lse, float, b, h, i);
+          for (int c = 0; c < d; ++c) dq[c] = 0.0f;
+          for (int j = 0; j < nk && lse != -INFINITY; ++j) {
+            if ((p->causal && j > i + nk - p->n_q) || (p->has_mask && !AT4(a->mask, uint8_t, b, h, i, j))) continue;
+            /* step 7 */
+            float dot = 0.0f, dp = 0.0f;
+            for (int c = 0; c < d; ++c) dot += bf16_to_float(AT4(a->q, uint16_t, b, h, i, c)) * bf16_to_float(AT4(a->k, uint16_t, b, hk, j, c));
+            float s = p->scale * dot;
+            if (p->has_bias) s += AT4(a->bias, float, b, h, i, j);
+            const float pij = expf(s - lse);
+            for (int c = 0; c < d; ++c) {
+              const float d_o = bf16_to_float(AT4(a->d_o, uint16_t, b, h, i, c));
+              dv[j * d + c] += pij * d_o;
+              dp += d_o * bf16_to_float(AT4(a->v, uint16_t, b, hk, j, c));
+            }
+            const float ds = pij * (dp - delta);
+            /* step 8 (sums; the scale comes at the end) */
+            for (int c = 0; c < d; ++c) {
+              dq[c] += ds * bf16_to_float(AT4(a->k, uint16_t, b, hk, j, c));
+              dk[j * d + c] += ds * bf16_to_float(AT4(a->q, uint16_t, b, h, i, c));
+            }
+          }
+          for (int c = 0; c < d; ++c) AT4(a->dq, uint16_t, b, h, i, c) = float_to_bf16(p->scale * dq[c]);
+        }
+      for (int j = 0; j < nk; ++j)
+        for (int c = 0; c < d; ++c) {
+          AT4(a->dk, uint16_t, b, hk, j, c) = float_to_bf16(p->scale * dk[j * d + c]);
+          AT4(a->dv, uint16_t, b, hk, j, c) = float_to_bf16(dv[j * d + c]);
+        }
+    }
+#undef AT4
+#undef AT3
+  free(dq), free(dk), free(dv);
+  return ATTNCHECK_OK;
+}
+
 /* ---- the table attncheck reads ------------------------------------------------------------------------- */
-static const attncheck_kernel_desc kKernels[] = {{
-    .struct_size = sizeof(attncheck_kernel_desc),
-    .name = "example",
-    .summary = "plain-C flash-attention forward (fp32 online softmax, bf16 in/out); defects via ATTNCHECK_EXAMPLE_DEFECT",
-    .caps = ATTNCHECK_CAP_CAUSAL | ATTNCHECK_CAP_MASK | ATTNCHECK_CAP_BIAS | ATTNCHECK_CAP_GQA,
-    .input_formats = ATTNCHECK_FORMAT_BIT(ATTNCHECK_FORMAT_BF16),
-    .output_format = ATTNCHECK_FORMAT_BF16,
-    .forward = example_forward,
-}};
+static const attncheck_kernel_desc kKernels[] = {
+    {
+        .struct_size = sizeof(attncheck_kernel_desc),
+        .name = "example",
+        .summary = "plain-C flash-attention forward (fp32 online softmax, bf16 p-bar into PV, bf16 in/out); "
+                   "defects via ATTNCHECK_EXAMPLE_DEFECT",
+        .caps = ATTNCHECK_CAP_CAUSAL | ATTNCHECK_CAP_MASK | ATTNCHECK_CAP_BIAS | ATTNCHECK_CAP_GQA,
+        .input_formats = ATTNCHECK_FORMAT_BIT(ATTNCHECK_FORMAT_BF16),
+        .output_format = ATTNCHECK_FORMAT_BF16,
+        .forward = example_forward,
+    },
+    {
+        /* One library may export several kernels: the same forward with a backward pass. */
+        .struct_size = sizeof(attncheck_kernel_desc),
+        .name = "example_bwd",
+        .summary = "the example forward plus a plain-C FlashAttention-2 backward (fp32 sums, P from LSE)",
+        .caps = ATTNCHECK_CAP_CAUSAL | ATTNCHECK_CAP_MASK | ATTNCHECK_CAP_BIAS | ATTNCHECK_CAP_GQA,
+        .input_formats = ATTNCHECK_FORMAT_BIT(ATTNCHECK_FORMAT_BF16),
+        .output_format = ATTNCHECK_FORMAT_BF16,
+        .forward = example_forward,
+        .backward = example_backward,
+    },
+};
 
 static const attncheck_plugin kPlugin = {
     .struct_size = sizeof(attncheck_plugin),
     .abi_major = ATTNCHECK_PLUGIN_ABI_VERSION_MAJOR,
     .abi_minor = ATTNCHECK_PLUGIN_ABI_VERSION_MINOR,
     .library_name = "example",
-    .n_kernels = 1,
+    .n_kernels = sizeof kKernels / sizeof kKernels[0],
     .kernels = kKernels,
     .init = example_init,
 };
