@@ -45,13 +45,13 @@ std::vector<SuiteEntry> default_suite() {
 
 std::vector<SuiteEntry> bias_suite() {
   std::vector<SuiteEntry> s;
-  Family tiled_ties = fam("tied_max", {{"ties", 4}});
+  Family tiled_ties = fam("tied_max");
   tiled_ties.tile_q = tiled_ties.tile_k = 8;  // ties spread over several key tiles
   Family low_rank_signed = fam("low_rank", {{"v_sign", 1}, {"v_binade", 1}, {"do_sign", 1}, {"do_binade", 1}});
   add(s, "unbiased",
       {fam("normal"), fam("tied_max"), fam("tied_max_flat"), fam("tied_max_negative"), fam("max_zero"),
        fam("near_tie"), fam("near_tie", {{"tie_sign", -1}}), fam("sink"),
-       fam("tied_max", {{"v_sign", -1}, {"do_sign", -1}}), fam("tied_max", {{"ties", 4}}), tiled_ties,
+       fam("tied_max", {{"v_sign", -1}, {"do_sign", -1}}), fam("tied_max", {{"ties", 8}, {"ties_min", 4}}), tiled_ties,
        fam("tied_max", {{"v_sign", 0}, {"v_binade", 0}, {"do_sign", 0}, {"do_binade", 0}}), low_rank_signed});
   return s;
 }
