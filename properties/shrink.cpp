@@ -130,6 +130,9 @@ std::vector<Family> shrink_candidates(const Family& f) {
   shrink_param("quant", 0);   // mantissa bits: toward powers of two and small integers
   shrink_param("erange", 0);  // exponents: toward one binade
   shrink_param("eps", 1);
+  shrink_param("pad", 1);           // mask extents toward one key
+  shrink_param("first_masked", 1);
+  shrink_param("window", 1);
   for (const char* key : {"v_exp", "do_exp"})
     if (f.param(key, 0) != 0) {
       Family g = f;
