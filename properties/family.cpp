@@ -82,8 +82,7 @@ const std::vector<Entry>& entries() {
         with(with(c, kBiasValues), {{"ties", 4}, {"gap", 8}, {"tie_level", 0}, {"tie_sign", 0}, {"tie_spread", 1}}),
         small);
     add("near_tie", "`ties` keys within 2^-9 of the row maximum (p̄ rounds to 1 in bf16) but distinct",
-        with(with(c, kBiasValues), {{"ties", 4}, {"gap", 8}, {"tie_level", 1}, {"tie_sign", 1}, {"tie_spread", 1},
-                                    {"near", 1}}),
+        with(with(c, kBiasValues), {{"ties", 4}, {"gap", 8}, {"tie_sign", 1}, {"tie_spread", 1}, {"near", 1}}),
         small);
     add("negative_rows", "every score of every row negative (about -`level` scaled)",
         with(c, {{"level", 8}}), small);
