@@ -14,6 +14,7 @@
 #include <cuda_bf16.h>
 
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_spec.h"
@@ -118,147 +119,153 @@ __global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams
     const std::uint16_t* tK = sK + (nb & 1) * kBlockN * kD;
     const std::uint16_t* tV = sV + (nb & 1) * kBlockN * kD;
     const int n0 = nb * kBlockN;
-    // Only the tail tile and tiles crossing the causal diagonal need per-element masks.
-    const bool need_mask = (n0 + kBlockN > p.n_k) || (p.causal && n0 + kBlockN - 1 > row0 + diag);
+    // Only the tail tile and tiles crossing the causal diagonal need per-element masks; the steps are
+    // compiled twice (with and without the checks) so interior tiles carry none of them.
+    const bool tile_needs_mask = (n0 + kBlockN > p.n_k) || (p.causal && n0 + kBlockN - 1 > row0 + diag);
+    auto tile_steps = [&](auto mask_tag) {
+      constexpr bool need_mask = decltype(mask_tag)::value;
 
-    // step 1: s_j = q·k_j on the tensor cores (fp32 accumulation, TENSOR_CORES.md), rounded to qk_fmt;
-    //         scaled in s_fmt when the scale is not folded into the exponent; masked keys get mask_value.
-    float s[kNT][4];
-#pragma unroll
-    for (int n = 0; n < kNT; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-    {
-      const int idx = lane / 8;
-#pragma unroll
-      for (int kk = 0; kk < kKQ; ++kk) {
-#pragma unroll
-        for (int np = 0; np < kNT / 2; ++np) {
-          std::uint32_t kb[4];
-          ldsm_x4(kb, &tK[swz<kD>(np * 16 + (idx / 2) * 8 + lane % 8, kk * 16 + (idx % 2) * 8)]);
-          mma_bf16_16816(s[2 * np], qf[kk], kb[0], kb[1], s[2 * np]);
-          mma_bf16_16816(s[2 * np + 1], qf[kk], kb[2], kb[3], s[2 * np + 1]);
+      // step 1: s_j = q·k_j on the tensor cores (fp32 accumulation, TENSOR_CORES.md), rounded to qk_fmt;
+      //         scaled in s_fmt when the scale is not folded into the exponent; masked keys get mask_value.
+      float s[kNT][4];
+  #pragma unroll
+      for (int n = 0; n < kNT; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+      {
+        const int idx = lane / 8;
+  #pragma unroll
+        for (int kk = 0; kk < kKQ; ++kk) {
+  #pragma unroll
+          for (int np = 0; np < kNT / 2; ++np) {
+            std::uint32_t kb[4];
+            ldsm_x4(kb, &tK[swz<kD>(np * 16 + (idx / 2) * 8 + lane % 8, kk * 16 + (idx % 2) * 8)]);
+            mma_bf16_16816(s[2 * np], qf[kk], kb[0], kb[1], s[2 * np]);
+            mma_bf16_16816(s[2 * np + 1], qf[kk], kb[2], kb[3], s[2 * np + 1]);
+          }
         }
       }
-    }
-    // exists: key inside [0, n_k); visible: exists and not causally masked for this element's row.
-    auto key_of = [&](int n, int i) { return n0 + n * 8 + 2 * t + (i & 1); };
-    auto exists = [&](int n, int i) { return !need_mask || key_of(n, i) < p.n_k; };
-    auto visible = [&](int n, int i) {
-      if (!need_mask) return true;
-      const int j = key_of(n, i);
-      return j < p.n_k && (!p.causal || j <= row[i >> 1] + diag);
-    };
-#pragma unroll
-    for (int n = 0; n < kNT; ++n) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        float x = round_float(s[n][i], Spec::qk_fmt);
-        if constexpr (!Spec::scale_in_exp) x = round_float(__fmul_rn(x, p.scale), Spec::s_fmt);
-        if (!visible(n, i)) x = exists(n, i) ? Spec::mask_value : -INFINITY;
-        s[n][i] = x;
+      // exists: key inside [0, n_k); visible: exists and not causally masked for this element's row.
+      auto key_of = [&](int n, int i) { return n0 + n * 8 + 2 * t + (i & 1); };
+      auto exists = [&](int n, int i) { return !need_mask || key_of(n, i) < p.n_k; };
+      auto visible = [&](int n, int i) {
+        if (!need_mask) return true;
+        const int j = key_of(n, i);
+        return j < p.n_k && (!p.causal || j <= row[i >> 1] + diag);
+      };
+  #pragma unroll
+      for (int n = 0; n < kNT; ++n) {
+  #pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          float x = round_float(s[n][i], Spec::qk_fmt);
+          if constexpr (!Spec::scale_in_exp) x = round_float(__fmul_rn(x, p.scale), Spec::s_fmt);
+          if (!visible(n, i)) x = exists(n, i) ? Spec::mask_value : -INFINITY;
+          s[n][i] = x;
+        }
       }
-    }
 
-    // step 2: r = the tile's row max (exact); the fixed policy shifts it when c > 1 scores lie within the
-    //         tolerance of r; m_new = round(max(m_old, r'), max_fmt). Reductions over the quad by shuffles.
-    float m_new[2], alpha[2];
-#pragma unroll
-    for (int ri = 0; ri < 2; ++ri) {
-      float r = -INFINITY;
-#pragma unroll
-      for (int n = 0; n < kNT; ++n) r = fmaxf(r, fmaxf(s[n][2 * ri], s[n][2 * ri + 1]));
-      r = quad_max(r);
-      if constexpr (Spec::fixed) {
-        // The public code counts `attn_weights >= block_row_maxes - 1e-3` on bf16 tensors: fp32 opmath, s_fmt.
-        // Every lane counts (the shuffles need the whole warp); only a finite r is shifted: fa2's all-masked
-        // tile (r = −inf) is left alone.
-        const float thr = round_float(__fsub_rn(r, p.tolerance), Spec::s_fmt);
-        int c = 0;
-#pragma unroll
+      // step 2: r = the tile's row max (exact); the fixed policy shifts it when c > 1 scores lie within the
+      //         tolerance of r; m_new = round(max(m_old, r'), max_fmt). Reductions over the quad by shuffles.
+      float m_new[2], alpha[2];
+  #pragma unroll
+      for (int ri = 0; ri < 2; ++ri) {
+        float r = -INFINITY;
+  #pragma unroll
+        for (int n = 0; n < kNT; ++n) r = fmaxf(r, fmaxf(s[n][2 * ri], s[n][2 * ri + 1]));
+        r = quad_max(r);
+        if constexpr (Spec::fixed) {
+          // The public code counts `attn_weights >= block_row_maxes - 1e-3` on bf16 tensors: fp32 opmath, s_fmt.
+          // Every lane counts (the shuffles need the whole warp); only a finite r is shifted: fa2's all-masked
+          // tile (r = −inf) is left alone.
+          const float thr = round_float(__fsub_rn(r, p.tolerance), Spec::s_fmt);
+          int c = 0;
+  #pragma unroll
+          for (int n = 0; n < kNT; ++n)
+  #pragma unroll
+            for (int i = 2 * ri; i < 2 * ri + 2; ++i) c += (exists(n, i) && s[n][i] >= thr) ? 1 : 0;
+          c = quad_count(c);
+          if (c > 1 && isfinite(r)) r = r > 0.f ? round_float(__fmul_rn(p.beta, r), Spec::max_fmt) : (r < 0.f ? 0.f : r);
+        }
+        m_new[ri] = round_float(fmaxf(m_run[ri], r), Spec::max_fmt);
+        // step 6 (first half): α = exp(m_old − m_new) by exp_mode, rounded to rescale_fmt.
+        if constexpr (Spec::exp2_folded) {
+          const float m_cur = m_new[ri] == -INFINITY ? 0.f : m_new[ri];  // FA2: no (−inf) − (−inf)
+          alpha[ri] = round_float(exp2f(__fmul_rn(__fsub_rn(m_run[ri], m_cur), p.scale_log2e)), Spec::rescale_fmt);
+        } else {
+          const float d = round_float(__fsub_rn(m_run[ri], m_new[ri]), Spec::s_fmt);
+          alpha[ri] = round_float(expf(d), Spec::rescale_fmt);
+        }
+      }
+
+      // step 3: p̄_j = exp(s_j − m_new) by exp_mode, rounded to p_fmt; masked keys give 0.
+  #pragma unroll
+      for (int ri = 0; ri < 2; ++ri) {
+        const float m_scaled = m_new[ri] == -INFINITY ? 0.f : __fmul_rn(m_new[ri], p.scale_log2e);
+  #pragma unroll
         for (int n = 0; n < kNT; ++n)
-#pragma unroll
-          for (int i = 2 * ri; i < 2 * ri + 2; ++i) c += (exists(n, i) && s[n][i] >= thr) ? 1 : 0;
-        c = quad_count(c);
-        if (c > 1 && isfinite(r)) r = r > 0.f ? round_float(__fmul_rn(p.beta, r), Spec::max_fmt) : (r < 0.f ? 0.f : r);
-      }
-      m_new[ri] = round_float(fmaxf(m_run[ri], r), Spec::max_fmt);
-      // step 6 (first half): α = exp(m_old − m_new) by exp_mode, rounded to rescale_fmt.
-      if constexpr (Spec::exp2_folded) {
-        const float m_cur = m_new[ri] == -INFINITY ? 0.f : m_new[ri];  // FA2: no (−inf) − (−inf)
-        alpha[ri] = round_float(exp2f(__fmul_rn(__fsub_rn(m_run[ri], m_cur), p.scale_log2e)), Spec::rescale_fmt);
-      } else {
-        const float d = round_float(__fsub_rn(m_run[ri], m_new[ri]), Spec::s_fmt);
-        alpha[ri] = round_float(expf(d), Spec::rescale_fmt);
-      }
-    }
-
-    // step 3: p̄_j = exp(s_j − m_new) by exp_mode, rounded to p_fmt; masked keys give 0.
-#pragma unroll
-    for (int ri = 0; ri < 2; ++ri) {
-      const float m_scaled = m_new[ri] == -INFINITY ? 0.f : __fmul_rn(m_new[ri], p.scale_log2e);
-#pragma unroll
-      for (int n = 0; n < kNT; ++n)
-#pragma unroll
-        for (int i = 2 * ri; i < 2 * ri + 2; ++i) {
-          float e;
-          if constexpr (Spec::exp2_folded) {
-            e = exp2f(__fmaf_rn(s[n][i], p.scale_log2e, -m_scaled));
-          } else {
-            e = expf(round_float(__fsub_rn(s[n][i], m_new[ri]), Spec::s_fmt));
-          }
-          s[n][i] = visible(n, i) ? round_float(e, Spec::p_fmt) : 0.f;
-        }
-    }
-
-    // step 4: block row sum Σ_j p̄_j in fp32 (each thread in key order, then the quad), rounded to block_sum_fmt.
-    float block_sum[2];
-#pragma unroll
-    for (int ri = 0; ri < 2; ++ri) {
-      float part = 0.f;
-#pragma unroll
-      for (int n = 0; n < kNT; ++n) part = __fadd_rn(__fadd_rn(part, s[n][2 * ri]), s[n][2 * ri + 1]);
-      block_sum[ri] = round_float(quad_sum(part), Spec::block_sum_fmt);
-      if (block_sum[ri] < Spec::block_sum_min) block_sum[ri] = round_float(Spec::block_sum_min, Spec::block_sum_fmt);
-    }
-
-    // step 5: block output Σ_j round(p̄_j, pv_in_fmt)·v_j on the tensor cores (fp32), rounded to block_out_fmt;
-    // step 6: acc = round(round(α·acc, acc_fmt) + block output, acc_fmt), per 8-column slice as it is ready.
-    std::uint32_t pf[kNT / 2][4];
-#pragma unroll
-    for (int js = 0; js < kNT / 2; ++js) {
-      pf[js][0] = pack_bf16(round_float(s[2 * js][0], Spec::pv_in_fmt), round_float(s[2 * js][1], Spec::pv_in_fmt));
-      pf[js][1] = pack_bf16(round_float(s[2 * js][2], Spec::pv_in_fmt), round_float(s[2 * js][3], Spec::pv_in_fmt));
-      pf[js][2] = pack_bf16(round_float(s[2 * js + 1][0], Spec::pv_in_fmt), round_float(s[2 * js + 1][1], Spec::pv_in_fmt));
-      pf[js][3] = pack_bf16(round_float(s[2 * js + 1][2], Spec::pv_in_fmt), round_float(s[2 * js + 1][3], Spec::pv_in_fmt));
-    }
-    {
-      const int idx = lane / 8;
-#pragma unroll
-      for (int dp = 0; dp < kDT / 2; ++dp) {
-        float blk[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-        for (int js = 0; js < kNT / 2; ++js) {
-          std::uint32_t vb[4];
-          ldsm_x4_t(vb, &tV[swz<kD>(js * 16 + (idx % 2) * 8 + lane % 8, dp * 16 + (idx / 2) * 8)]);
-          mma_bf16_16816(blk[0], pf[js], vb[0], vb[1], blk[0]);
-          mma_bf16_16816(blk[1], pf[js], vb[2], vb[3], blk[1]);
-        }
-#pragma unroll
-        for (int u = 0; u < 2; ++u)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const float scaled = round_float(__fmul_rn(alpha[i >> 1], acc[2 * dp + u][i]), Spec::acc_fmt);
-            acc[2 * dp + u][i] =
-                round_float(__fadd_rn(scaled, round_float(blk[u][i], Spec::block_out_fmt)), Spec::acc_fmt);
+  #pragma unroll
+          for (int i = 2 * ri; i < 2 * ri + 2; ++i) {
+            float e;
+            if constexpr (Spec::exp2_folded) {
+              e = exp2f(__fmaf_rn(s[n][i], p.scale_log2e, -m_scaled));
+            } else {
+              e = expf(round_float(__fsub_rn(s[n][i], m_new[ri]), Spec::s_fmt));
+            }
+            s[n][i] = visible(n, i) ? round_float(e, Spec::p_fmt) : 0.f;
           }
       }
-    }
-    // step 6 (rest): l = round(round(α·l, rowsum_fmt) + block sum, rowsum_fmt); m_old = m_new.
-#pragma unroll
-    for (int ri = 0; ri < 2; ++ri) {
-      l_run[ri] = round_float(__fadd_rn(round_float(__fmul_rn(alpha[ri], l_run[ri]), Spec::rowsum_fmt), block_sum[ri]),
-                              Spec::rowsum_fmt);
-      m_run[ri] = m_new[ri];
-    }
+
+      // step 4: block row sum Σ_j p̄_j in fp32 (each thread in key order, then the quad), rounded to block_sum_fmt.
+      float block_sum[2];
+  #pragma unroll
+      for (int ri = 0; ri < 2; ++ri) {
+        float part = 0.f;
+  #pragma unroll
+        for (int n = 0; n < kNT; ++n) part = __fadd_rn(__fadd_rn(part, s[n][2 * ri]), s[n][2 * ri + 1]);
+        block_sum[ri] = round_float(quad_sum(part), Spec::block_sum_fmt);
+        if (block_sum[ri] < Spec::block_sum_min) block_sum[ri] = round_float(Spec::block_sum_min, Spec::block_sum_fmt);
+      }
+
+      // step 5: block output Σ_j round(p̄_j, pv_in_fmt)·v_j on the tensor cores (fp32), rounded to block_out_fmt;
+      // step 6: acc = round(round(α·acc, acc_fmt) + block output, acc_fmt), per 8-column slice as it is ready.
+      std::uint32_t pf[kNT / 2][4];
+  #pragma unroll
+      for (int js = 0; js < kNT / 2; ++js) {
+        pf[js][0] = pack_bf16(round_float(s[2 * js][0], Spec::pv_in_fmt), round_float(s[2 * js][1], Spec::pv_in_fmt));
+        pf[js][1] = pack_bf16(round_float(s[2 * js][2], Spec::pv_in_fmt), round_float(s[2 * js][3], Spec::pv_in_fmt));
+        pf[js][2] = pack_bf16(round_float(s[2 * js + 1][0], Spec::pv_in_fmt), round_float(s[2 * js + 1][1], Spec::pv_in_fmt));
+        pf[js][3] = pack_bf16(round_float(s[2 * js + 1][2], Spec::pv_in_fmt), round_float(s[2 * js + 1][3], Spec::pv_in_fmt));
+      }
+      {
+        const int idx = lane / 8;
+  #pragma unroll
+        for (int dp = 0; dp < kDT / 2; ++dp) {
+          float blk[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+  #pragma unroll
+          for (int js = 0; js < kNT / 2; ++js) {
+            std::uint32_t vb[4];
+            ldsm_x4_t(vb, &tV[swz<kD>(js * 16 + (idx % 2) * 8 + lane % 8, dp * 16 + (idx / 2) * 8)]);
+            mma_bf16_16816(blk[0], pf[js], vb[0], vb[1], blk[0]);
+            mma_bf16_16816(blk[1], pf[js], vb[2], vb[3], blk[1]);
+          }
+  #pragma unroll
+          for (int u = 0; u < 2; ++u)
+  #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const float scaled = round_float(__fmul_rn(alpha[i >> 1], acc[2 * dp + u][i]), Spec::acc_fmt);
+              acc[2 * dp + u][i] =
+                  round_float(__fadd_rn(scaled, round_float(blk[u][i], Spec::block_out_fmt)), Spec::acc_fmt);
+            }
+        }
+      }
+      // step 6 (rest): l = round(round(α·l, rowsum_fmt) + block sum, rowsum_fmt); m_old = m_new.
+  #pragma unroll
+      for (int ri = 0; ri < 2; ++ri) {
+        l_run[ri] = round_float(__fadd_rn(round_float(__fmul_rn(alpha[ri], l_run[ri]), Spec::rowsum_fmt), block_sum[ri]),
+                                Spec::rowsum_fmt);
+        m_run[ri] = m_new[ri];
+      }
+    };
+    if (tile_needs_mask) tile_steps(std::true_type{});
+    else tile_steps(std::false_type{});
   }
 
   // step 7: o = acc / l (divide) or acc · round(1/l, fp32) (reciprocal) in out_div_fmt, then out_fmt;

@@ -4,7 +4,7 @@
 // The model (after Fasi et al. 2021 and Khattak & Mikaitis 2025 on NVIDIA tensor cores): the 16 products are
 // split into groups of `group` consecutive k; per group, the products (exact: 8-bit x 8-bit significands) and
 // the running value are aligned to the largest exponent among them, each is cut to a multiple of
-// 2^(emax − frac_bits) (toward zero, or to nearest with `align_nearest`), the cut terms are summed exactly,
+// 2^(emax − frac_bits) (toward zero, down, or to nearest: `cut`), the cut terms are summed exactly,
 // and the sum is rounded once to fp32 (toward zero or to nearest). mma_probe measures which parameters the
 // hardware follows (TENSOR_CORES.md); kMeasuredMmaModel holds the answer so a CPU twin of the CUDA kernels can
 // call mma_k16(...) where the CUDA kernel issues an mma. Finite inputs only (no inf/NaN/subnormal modelling).
@@ -16,40 +16,43 @@
 
 namespace attncheck {
 
+enum class MmaCut : unsigned char { kTowardZero, kFloor, kNearest };  // how aligned terms lose low bits
+
 struct MmaModel {
-  int group = 16;              // products summed together per step (16 = the whole k16 at once)
-  int frac_bits = 24;          // bits kept below the largest term's leading bit
-  bool align_nearest = false;  // cut aligned terms to nearest (else toward zero)
-  bool round_nearest = false;  // final rounding to fp32: nearest-even (else toward zero)
-  bool c_in_align = true;      // the running value is aligned with the products (else added after, rounded)
+  int group = 16;                    // products summed together per step (16 = the whole k16 at once)
+  int frac_bits = 24;                // bits kept below the alignment exponent
+  MmaCut cut = MmaCut::kTowardZero;  // kFloor = two's-complement truncation (negative terms round down)
+  bool round_nearest = false;        // final rounding to fp32: nearest-even (else toward zero)
+  bool c_in_align = true;            // the running value is aligned with the products (else added after)
+  bool align_exp_sum = false;        // a product's alignment exponent is e(a)+e(b) (its significand may
+                                     // reach [2, 4)), else the exponent of the exact product
 };
 
-// What mma_probe measured on an H200 (sm_90); TENSOR_CORES.md has the evidence.
-constexpr MmaModel kMeasuredMmaModel{16, 25, false, false, true};
+// What mma_probe_test measured on an H200 (sm_90); TENSOR_CORES.md has the evidence.
+constexpr MmaModel kMeasuredMmaModel{16, 25, MmaCut::kTowardZero, false, true, true};
 
 namespace mma_detail {
-ATTN_HD double cut(double x, double quantum, bool nearest) {
+ATTN_HD double cut(double x, double quantum, MmaCut how) {
   const double r = x / quantum;  // exact: power-of-two scaling
-  return (nearest ? std::rint(r) : std::trunc(r)) * quantum;
+  switch (how) {
+    case MmaCut::kFloor: return std::floor(r) * quantum;
+    case MmaCut::kNearest: return std::rint(r) * quantum;
+    default: return std::trunc(r) * quantum;
+  }
 }
 ATTN_HD float to_f32(double x, bool nearest) {
   float f = static_cast<float>(x);  // nearest-even
   if (!nearest && std::fabs(static_cast<double>(f)) > std::fabs(x)) f = std::nextafter(f, 0.0f);
   return f;
 }
-// Exact aligned sum of n terms, rounded to fp32.
-ATTN_HD float aligned_sum(const double* t, int n, const MmaModel& m) {
+// Exact aligned sum of n terms (alignment exponents e[i]), rounded to fp32.
+ATTN_HD float aligned_sum(const double* t, const int* e, int n, const MmaModel& m) {
   int emax = -100000;
   for (int i = 0; i < n; ++i)
-    if (t[i] != 0.0) emax = std::max(emax, std::ilogb(t[i]));
-  if (emax == -100000) {
-    double z = 0.0;
-    for (int i = 0; i < n; ++i) z += t[i];  // signed zeros: (+0) unless all are −0
-    return static_cast<float>(z);
-  }
+    if (t[i] != 0.0) emax = std::max(emax, e[i]);
   const double q = std::ldexp(1.0, emax - m.frac_bits);
   double s = 0.0;
-  for (int i = 0; i < n; ++i) s += cut(t[i], q, m.align_nearest);  // exact: few bits span
+  for (int i = 0; i < n; ++i) s += cut(t[i], q, m.cut);  // exact: the terms span few bits
   return to_f32(s, m.round_nearest);
 }
 }  // namespace mma_detail
@@ -59,10 +62,22 @@ ATTN_HD float mma_k16(const float* a, const float* b, float c, const MmaModel& m
   float acc = c;
   for (int k0 = 0; k0 < 16; k0 += m.group) {
     double t[17];
+    int e[17];
     int n = 0;
-    if (m.c_in_align) t[n++] = acc;
-    for (int k = k0; k < k0 + m.group; ++k) t[n++] = static_cast<double>(a[k]) * static_cast<double>(b[k]);
-    const float s = mma_detail::aligned_sum(t, n, m);
+    if (m.c_in_align && acc != 0.0f) e[n] = std::ilogb(acc), t[n++] = acc;
+    for (int k = k0; k < k0 + m.group; ++k) {
+      const double prod = static_cast<double>(a[k]) * static_cast<double>(b[k]);
+      if (prod == 0.0) continue;
+      e[n] = m.align_exp_sum ? std::ilogb(a[k]) + std::ilogb(b[k]) : std::ilogb(prod);
+      t[n++] = prod;
+    }
+    if (n == 0) {  // nothing but zeros: the signed-zero sum
+      double z = m.c_in_align ? static_cast<double>(acc) : 0.0;
+      for (int k = k0; k < k0 + m.group; ++k) z += static_cast<double>(a[k]) * static_cast<double>(b[k]);
+      acc = static_cast<float>(z);
+      continue;
+    }
+    const float s = mma_detail::aligned_sum(t, e, n, m);
     acc = m.c_in_align ? s : mma_detail::to_f32(static_cast<double>(acc) + static_cast<double>(s), m.round_nearest);
   }
   return acc;

@@ -2,7 +2,8 @@
 // mma instructions on crafted and random inputs and comparing with the parameterised model of mma_model.h.
 // Prints the agreement of every model variant (the evidence behind TENSOR_CORES.md) and checks that
 // kMeasuredMmaModel reproduces the hardware bit for bit. Label gpu (skips without a device).
-// Run: build-e/kernels/cuda/mma_probe_test   (ATTNCHECK_PROBE_TABLE=1 prints the full sweep)
+// Run: build-e/kernels/cuda/mma_probe_test   (ATTNCHECK_PROBE_TABLE=1 prints the full sweep;
+// ATTNCHECK_PROBE_DUMP=file writes the raw probes: a, b, c, d as float arrays, 2000 probes)
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -111,20 +112,31 @@ TEST(TensorCores, MeasuredModelReproducesHardware) {
   ATTN_SKIP_WITHOUT_GPU();
   Probes p = make_probes(400);
   p.d = cuda::run_mma_probes(p.a, p.b, p.c, p.count);
+  if (const char* path = std::getenv("ATTNCHECK_PROBE_DUMP")) {  // raw a, b, c, d floats for offline fitting
+    if (FILE* f = std::fopen(path, "wb")) {
+      for (const std::vector<float>* v : {&p.a, &p.b, &p.c, &p.d}) std::fwrite(v->data(), sizeof(float), v->size(), f);
+      std::fclose(f);
+    }
+  }
   // Sweep the model's parameters; print the best ones (the evidence for TENSOR_CORES.md).
   std::vector<std::tuple<double, MmaModel>> results;
-  for (int group : {4, 8, 16})
+  for (int group : {8, 16})
     for (int frac = 22; frac <= 30; ++frac)
-      for (bool an : {false, true})
+      for (MmaCut cut : {MmaCut::kTowardZero, MmaCut::kFloor, MmaCut::kNearest})
         for (bool rn : {false, true})
-          for (bool ca : {true, false}) results.emplace_back(agreement(p, MmaModel{group, frac, an, rn, ca}), MmaModel{group, frac, an, rn, ca});
+          for (bool ca : {true, false})
+            for (bool es : {false, true}) {
+              const MmaModel m{group, frac, cut, rn, ca, es};
+              results.emplace_back(agreement(p, m), m);
+            }
   std::sort(results.begin(), results.end(), [](const auto& x, const auto& y) { return std::get<0>(x) > std::get<0>(y); });
   const bool all = std::getenv("ATTNCHECK_PROBE_TABLE") != nullptr;
   for (std::size_t i = 0; i < results.size() && (all || i < 12); ++i) {
     const MmaModel& m = std::get<1>(results[i]);
-    std::printf("[tensor cores] agreement %.6f  group=%d frac_bits=%d align=%s final=%s c_in_align=%d\n",
-                std::get<0>(results[i]), m.group, m.frac_bits, m.align_nearest ? "nearest" : "toward-zero",
-                m.round_nearest ? "nearest" : "toward-zero", int(m.c_in_align));
+    const char* cut = m.cut == MmaCut::kFloor ? "floor" : m.cut == MmaCut::kNearest ? "nearest" : "toward-zero";
+    std::printf("[tensor cores] agreement %.6f  group=%d frac_bits=%d cut=%s final=%s c_in_align=%d align_exp_sum=%d\n",
+                std::get<0>(results[i]), m.group, m.frac_bits, cut, m.round_nearest ? "nearest" : "toward-zero",
+                int(m.c_in_align), int(m.align_exp_sum));
   }
   const double measured = agreement(p, kMeasuredMmaModel);
   std::printf("[tensor cores] kMeasuredMmaModel agreement %.6f over %d probes x 128 outputs\n", measured, p.count);
