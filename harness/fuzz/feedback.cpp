@@ -1,7 +1,7 @@
 // feedback.cpp — the extra-counter array and its bucketing (layout in feedback.h).
 //
-// Counters saturate at 255; a hit count is "how many elements fell in this bucket", so libFuzzer's own
-// hit-count buckets (1, 2, 3, 4-7, 8-15, ...) also reward inputs that put *more* elements at a high error.
+// Counters saturate at 255. Error and bias buckets are set once per input (the bucket reached is the news);
+// events carry a count only where more is meaningfully deeper (tied tiles from the model trace).
 #include "harness/fuzz/feedback.h"
 
 #include <algorithm>
@@ -41,8 +41,8 @@ int gen_slot(int g) { return std::clamp(g, 0, kMaxGenerators - 1); }
 int ulp_bucket(double ulps) {
   if (std::isnan(ulps) || std::isinf(ulps)) return kUlpBuckets - 1;
   if (ulps <= 0) return 0;
-  // floor(log2) + 6 maps 2^-5 -> 1, 1 ulp -> 6, 2^7 and above -> 13.
-  const int b = static_cast<int>(std::floor(std::log2(ulps))) + 6;
+  // floor(2 log2) + 11 maps 2^-5 -> 1, 1 ulp -> 11, 2^7.5 and above -> 26.
+  const int b = static_cast<int>(std::floor(2 * std::log2(ulps))) + 11;
   return std::clamp(b, 1, kUlpBuckets - 2);
 }
 

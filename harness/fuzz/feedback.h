@@ -7,7 +7,8 @@
 // bias statistic level or a new special event stay in the corpus, and the fuzzer climbs towards deep
 // numerical failures instead of wandering. Layout of the counters (all indices derived below):
 //   [generator g][tensor t][ulp bucket]  max error per tensor (O in bf16 ulps at the exact value, LSE in fp32
-//                                         ulps), log2 buckets: 0 exact, 1..13 for 2^-5 .. 2^7+, 14 NaN/inf
+//                                         ulps), half-log2 buckets (a finer ladder to climb): 0 exact,
+//                                         1..26 for 2^-5 .. 2^7.5+, 27 NaN/inf
 //   [generator g][mean bucket]           |mean signed O error| over the instance, same buckets
 //   [bias |mean| bucket], [bias |z| bucket]  from the bias property (|z| in half-unit log2 steps)
 //   [event]                              NaN/inf out, masked rows, tied maxima (p̄ == 1 for >= 2 keys),
@@ -22,7 +23,7 @@
 
 namespace attncheck::fuzz {
 
-constexpr int kUlpBuckets = 15;
+constexpr int kUlpBuckets = 28;
 constexpr int kMaxGenerators = 32;  // generators beyond this share the last slot
 constexpr int kTensors = 2;         // O, LSE
 constexpr int kMaxProperties = 32;
@@ -62,7 +63,8 @@ struct Observation {
   int positive_errors = 0;
 };
 
-// Log2 bucket of a nonnegative error in ulps: 0 for exactly 0, 14 for NaN/inf, else 1..13.
+// Half-log2 bucket of a nonnegative error in ulps: 0 for exactly 0, kUlpBuckets-1 for NaN/inf, else
+// 1..kUlpBuckets-2 (1 ulp -> 11).
 int ulp_bucket(double ulps);
 
 void set_enabled(bool on);

@@ -123,7 +123,9 @@ TEST(FuzzFeedback, BucketsAreMonotoneAndCountersAreSet) {
     EXPECT_LT(b, kUlpBuckets - 1);
     last = b;
   }
-  EXPECT_EQ(ulp_bucket(1.0), 6);
+  EXPECT_EQ(ulp_bucket(1.0), 11);
+  EXPECT_EQ(ulp_bucket(1.5), 12);
+  EXPECT_EQ(ulp_bucket(2.0), 13);
   clear();
   set_enabled(true);
   Observation o;

@@ -37,14 +37,14 @@ std::uint64_t g_runs = 0;  // inputs run by this process (the planted kernel rep
 // The planted defect: see make_planted_kernel.
 class PlantedKernel : public Kernel {
  public:
-  PlantedKernel(const Kernel& base, double ulp) : base_(base), ulp_(ulp) {}
+  PlantedKernel(const Kernel& base, double ulp, double max_ulp) : base_(base), ulp_(ulp), max_(max_ulp) {}
   std::string name() const override { return "planted"; }
   std::string summary() const override { return "test only: " + base_.name() + " that crashes past an error level"; }
   KernelCaps caps() const override { return base_.caps(); }
   ForwardOutput forward(const Instance& in) const override {
     ForwardOutput out = base_.forward(in);
-    const ErrorSummary e = o_error(out.o, reference_forward(in).o, base_.caps().output_format);
-    if (e.max_ulp >= ulp_) {
+    const ErrorSummary e = o_error(out.o, reference_forward(in).o, base_.caps().output_format, in.problem.head_dim);
+    if (e.max_ulp >= ulp_ && e.max_ulp < max_) {
       std::ostringstream s;
       s << "planted deep defect: O error " << e.max_ulp << " ulps >= " << ulp_ << " at execution " << g_runs;
       std::fprintf(stderr, "attncheck-fuzz: planted defect reached at execution %llu\n",
@@ -56,7 +56,7 @@ class PlantedKernel : public Kernel {
 
  private:
   const Kernel& base_;
-  double ulp_;
+  double ulp_, max_;
 };
 
 int generator_slot(const std::string& name) {
@@ -79,9 +79,12 @@ void fit_to_caps(Family& f, const KernelCaps& caps) {
   if (caps.max_head_dim > 0 && p.head_dim > caps.max_head_dim) p.head_dim = caps.max_head_dim;
 }
 
-// Events the exact scores show: tied maxima (p̄ == 1 for several keys), near ties, fully masked rows.
+// Events the exact scores show: tied maxima (p̄ == 1 for several keys), near ties, fully masked rows. Each
+// event counts once per instance (a count per row would make every new row count a "new" input and bloat
+// the corpus without telling the fuzzer anything about error levels).
 void record_score_events(const Instance& in) {
   const Problem& p = in.problem;
+  bool masked = false, tie2 = false, tie3 = false, near = false;
   for (int b = 0; b < p.batch; ++b) {
     for (int h = 0; h < p.heads_q; ++h) {
       const std::vector<double> s = reference_scores(in, b, h);
@@ -101,16 +104,20 @@ void record_score_events(const Instance& in) {
             second = x;
           }
         }
-        if (at_best == 0) record_event(Event::kMaskedRow);
-        if (at_best == 2) record_event(Event::kTiedMax2);
-        if (at_best >= 3) record_event(Event::kTiedMax3Plus);
-        if (at_best == 1 && std::isfinite(second) && best - second <= ulp(best, Format::kBF16))
-          record_event(Event::kNearTie);
+        masked |= at_best == 0;
+        tie2 |= at_best == 2;
+        tie3 |= at_best >= 3;
+        near |= at_best == 1 && std::isfinite(second) && best - second <= ulp(best, Format::kBF16);
       }
     }
   }
+  if (masked) record_event(Event::kMaskedRow);
+  if (tie2) record_event(Event::kTiedMax2);
+  if (tie3) record_event(Event::kTiedMax3Plus);
+  if (near) record_event(Event::kNearTie);
 }
 
+// Trace counts keep libFuzzer's hit-count buckets (1, 2, 3, 4-7, ...): more tied tiles is worth keeping.
 void record_trace(const ModelTrace& t) {
   auto n = [](std::uint64_t v) { return static_cast<int>(v > 255 ? 255 : v); };
   record_event(Event::kPOne, n(t.rows_with_p_one));
@@ -133,17 +140,26 @@ double stat(const nlohmann::json& stats, std::initializer_list<const char*> keys
 
 }  // namespace
 
-ErrorSummary o_error(const std::vector<double>& got, const std::vector<double>& exact, Format out_fmt) {
+ErrorSummary o_error(const std::vector<double>& got, const std::vector<double>& exact, Format out_fmt, int row_len) {
   ErrorSummary e;
   double sum = 0;
   const std::size_t n = std::min(got.size(), exact.size());
+  const std::size_t len = row_len < 1 ? 1 : static_cast<std::size_t>(row_len);
+  double row_rms = 0;
   for (std::size_t i = 0; i < n; ++i) {
+    if (i % len == 0) {  // a new row: its exact rms
+      double ss = 0;
+      int m = 0;
+      for (std::size_t j = i; j < std::min(n, i + len); ++j)
+        if (std::isfinite(exact[j])) ss += exact[j] * exact[j], ++m;
+      row_rms = m ? std::sqrt(ss / m) : 0;
+    }
     if (!std::isfinite(exact[i])) continue;
     if (!std::isfinite(got[i])) {
       e.max_ulp = NAN;
       continue;
     }
-    const double u = (got[i] - exact[i]) / ulp(exact[i], out_fmt);
+    const double u = (got[i] - exact[i]) / ulp(std::max(std::fabs(exact[i]), row_rms), out_fmt);
     sum += u;
     if (u != 0) {
       ++e.nonzero;
@@ -155,8 +171,8 @@ ErrorSummary o_error(const std::vector<double>& got, const std::vector<double>& 
   return e;
 }
 
-std::unique_ptr<Kernel> make_planted_kernel(const Kernel& base, double ulp) {
-  return std::make_unique<PlantedKernel>(base, ulp);
+std::unique_ptr<Kernel> make_planted_kernel(const Kernel& base, double ulp, double max_ulp) {
+  return std::make_unique<PlantedKernel>(base, ulp, max_ulp);
 }
 
 TargetConfig config_from_env() {
@@ -174,6 +190,7 @@ TargetConfig config_from_env() {
   c.keep_going = env_or("ATTNCHECK_FUZZ_CONTINUE", "0") == "1";
   c.planted_base = env_or("ATTNCHECK_FUZZ_PLANTED_BASE", c.planted_base);
   c.planted_ulp = std::atof(env_or("ATTNCHECK_FUZZ_PLANTED_ULP", "8").c_str());
+  c.planted_max = std::atof(env_or("ATTNCHECK_FUZZ_PLANTED_MAX", "64").c_str());
   if (c.instances < 1) c.instances = 1;
   if (c.bias_instances < 2) c.bias_instances = 2;
   return c;
@@ -182,7 +199,7 @@ TargetConfig config_from_env() {
 KernelTarget::KernelTarget(TargetConfig cfg) : cfg_(std::move(cfg)) {
   Registry& r = default_registry();
   if (cfg_.kernel == "planted") {
-    planted_ = make_planted_kernel(r.get(cfg_.planted_base), cfg_.planted_ulp);
+    planted_ = make_planted_kernel(r.get(cfg_.planted_base), cfg_.planted_ulp, cfg_.planted_max);
     kernel_ = planted_.get();
   } else {
     kernel_ = &r.get(cfg_.kernel);
@@ -251,8 +268,8 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
       got = (tiled ? *tiled : *kernel_).forward(inst);
     }
     const ReferenceForward ref = reference_forward(inst);
-    const ErrorSummary eo = o_error(got.o, ref.o, kernel_->caps().output_format);
-    const ErrorSummary el = o_error(got.lse, ref.lse, Format::kF32);
+    const ErrorSummary eo = o_error(got.o, ref.o, kernel_->caps().output_format, fam.problem.head_dim);
+    const ErrorSummary el = o_error(got.lse, ref.lse, Format::kF32, 1);
     res.max_ulp_o = eo.max_ulp;
     Observation ob;
     ob.generator = generator_slot(fam.generator);
@@ -264,18 +281,20 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
     record(ob);
     if (traced) record_trace(trace);
     record_score_events(inst);
-    for (double x : got.o) {
-      if (std::isnan(x)) record_event(Event::kNanOut);
-      if (std::isinf(x)) record_event(Event::kInfOut);
-    }
+    bool nan_out = false, inf_out = false;
+    for (double x : got.o) nan_out |= std::isnan(x), inf_out |= std::isinf(x);
+    if (nan_out) record_event(Event::kNanOut);
+    if (inf_out) record_event(Event::kInfOut);
     // Step 3: the probe instance (values the generators do not reach): faults and feedback only.
-    if (!in.edits.empty()) {
+    // (Not for the planted kernel: its experiment measures the climb on generated instances, and a special
+    // value in a probe is a one-mutation cliff that would reach any error level.)
+    if (!in.edits.empty() && !planted_) {
       try {
         const ForwardOutput pg = kernel_->forward(apply_edits(inst, in.edits));
-        for (double x : pg.o) {
-          if (std::isnan(x)) record_event(Event::kProbeNanOut);
-          if (std::isinf(x)) record_event(Event::kProbeInfOut);
-        }
+        bool pnan = false, pinf = false;
+        for (double x : pg.o) pnan |= std::isnan(x), pinf |= std::isinf(x);
+        if (pnan) record_event(Event::kProbeNanOut);
+        if (pinf) record_event(Event::kProbeInfOut);
       } catch (const Error&) {
         record_event(Event::kProbeRejected);
       }
@@ -288,7 +307,7 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
       const Outcome o = p.check(*kernel_, fam, b);
       record_property(property_index_[i], static_cast<int>(o.status));
       if (o.status == Status::kFail) finding(p, o, b);
-      if (res.finding) return res;  // one finding per input
+      if (res.finding && !cfg_.keep_going) return res;  // keep-going: the bias step still runs
     }
     // Step 5: the bias property on a small batch.
     if (in.run_bias) {
@@ -301,7 +320,6 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
         record_bias(std::fabs(stat(o.stats, {"mean_ulp", "mean", "abs_mean_ulp", "max_abs_mean_ulp"})),
                     std::fabs(stat(o.stats, {"z", "abs_z", "max_abs_z"})));
         if (o.status == Status::kFail) finding(*p, o, bb);
-        if (res.finding) return res;
       }
     }
   } catch (const Error& e) {

@@ -23,7 +23,8 @@
 //   ATTNCHECK_FUZZ_CONTINUE   1 = keep fuzzing after a finding (no abort): the first finding of each
 //                             (property, generator) pair is written and printed, later ones only counted.
 //                             Used by the smoke tests and `attncheck fuzz`, so one run sees every kind.
-//   ATTNCHECK_FUZZ_PLANTED_BASE / _ULP   the planted kernel's base kernel (default fa2) and threshold (ulps)
+//   ATTNCHECK_FUZZ_PLANTED_BASE / _ULP / _MAX   the planted kernel's base kernel (default fa2) and the
+//                             error window [ULP, MAX) ulps (default [8, 64)) in which its defect fires
 #pragma once
 
 #include <cstddef>
@@ -50,6 +51,7 @@ struct TargetConfig {
   bool keep_going = false;
   std::string planted_base = "fa2";
   double planted_ulp = 8;
+  double planted_max = 64;
 };
 
 TargetConfig config_from_env();
@@ -81,16 +83,21 @@ class KernelTarget {
 };
 
 // The test-only planted kernel: the base kernel, except that it throws std::logic_error (a "crash") when
-// its own O error on the input reaches `ulp` ulps. Deep on purpose: reaching it needs an input whose
-// error climbs past a level random inputs rarely reach, which is what error-guided feedback is for.
-std::unique_ptr<Kernel> make_planted_kernel(const Kernel& base, double ulp);
+// its own O error (row-scaled ulps, o_error) on the input lies in [ulp, max_ulp). Deep on purpose: reaching
+// it needs an input whose error climbs past a level random inputs rarely reach, which is what error-guided
+// feedback is for. The upper end keeps it a defect of the accumulation path: overflow (large_logits with a
+// huge magnitude: errors of hundreds of ulps, one mutation away) is a cliff, not a climb, and does not count.
+std::unique_ptr<Kernel> make_planted_kernel(const Kernel& base, double ulp, double max_ulp = 1e300);
 
-// The largest |kernel − exact| / ulp(exact, output format) over O (NaN when the kernel is non-finite where
-// the exact value is finite), and the mean signed value. Used by the target and the planted kernel.
+// The largest |kernel − exact| / ulp(scale, output format) (NaN when the kernel is non-finite where the
+// exact value is finite), and the mean signed value, where scale = max(|exact|, rms of the exact row of
+// `row_len` values). The row scale keeps the measure meaningful where O cancels to near zero (design.md:
+// a per-element ulp there reads 10^4 ulps of pure noise); with row_len = 1 it is the per-element ulp.
+// Used by the target (feedback) and by the planted kernel.
 struct ErrorSummary {
   double max_ulp = 0, mean_signed_ulp = 0;
   int nonzero = 0, positive = 0;
 };
-ErrorSummary o_error(const std::vector<double>& got, const std::vector<double>& exact, Format out_fmt);
+ErrorSummary o_error(const std::vector<double>& got, const std::vector<double>& exact, Format out_fmt, int row_len);
 
 }  // namespace attncheck::fuzz

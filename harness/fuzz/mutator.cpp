@@ -124,7 +124,7 @@ std::size_t mutate_structured(std::uint8_t* data, std::size_t size, std::size_t 
         std::memcpy(data + kHeaderBytes, params.data(), params.size());
         const std::size_t room = max_size - new_end;
         const std::size_t keep = std::min(edits.size(), room / kEditBytes * kEditBytes);
-        std::memcpy(data + new_end, edits.data(), keep);
+        if (keep > 0) std::memcpy(data + new_end, edits.data(), keep);
         size = new_end + keep;
       }
       break;

@@ -6,7 +6,7 @@
 //   0  JSON text -> nlohmann::json::parse (non-throwing) -> case_from_json; a case that loads must survive
 //      case_to_json -> case_from_json unchanged (checked: abort() on a difference);
 //   1  the payload as a file on disk -> load_case (the path users and `attncheck replay` take);
-//   2  NUL-separated CLI arguments -> the attncheck CLI parser (list/check/replay options), parse only.
+//   2  NUL-separated CLI arguments -> the attncheck CLI parser (list/check/replay/fuzz options), parse only.
 // Run:  build-fuzz/harness/fuzz/attncheck_fuzz_parser corpus/seeds/parser -max_total_time=600
 //       build/harness/fuzz/attncheck_fuzz_parser corpus/seeds/parser      (gcc: replay only)
 #include <unistd.h>
@@ -74,6 +74,7 @@ void fuzz_cli(const std::string& text) {
   attncheck::cli::add_list(app, run);
   attncheck::cli::add_check(app, run);
   attncheck::cli::add_replay(app, run);
+  attncheck::cli::add_fuzz(app, run);
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::Error&) {

@@ -47,6 +47,6 @@ int main(int argc, char** argv) {
     LLVMFuzzerTestOneInput(copy.empty() ? nullptr : copy.data(), copy.size());
     ++ran;
   }
-  std::fprintf(stderr, "replay: %d input(s) ran without a finding\n", ran);
+  std::fprintf(stderr, "replay: %d input(s) ran to the end (no abort)\n", ran);
   return 0;
 }
