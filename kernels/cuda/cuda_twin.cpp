@@ -1,0 +1,140 @@
+// cuda_twin.cpp — twin_forward: flash_fwd.cu's arithmetic on the CPU, row by row (see cuda_twin.h).
+// Every `// step N:` below is the kernel's step N; the lane structure (thread t of a quad holds keys 8n+2t,
+// 8n+2t+1 of each 8-key slice) only matters for the row sum's order, which is reproduced exactly.
+#include "kernels/cuda/cuda_twin.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/cuda/device_spec.h"
+#include "kernels/cuda/mma_model.h"
+
+namespace attncheck::cuda {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+template <class Spec>
+ForwardOutput twin(const Instance& in, float beta, float tol) {
+  const Problem& p = in.problem;
+  const int d = p.head_dim, kd = d <= 64 ? 64 : 128, tk = Spec::tile_k, tq = Spec::tile_q;
+  const float scale = static_cast<float>(p.scale);
+  const float scale_log2e = static_cast<float>(static_cast<double>(scale) * 1.4426950408889634);
+  const int diag = p.n_k - p.n_q;
+  ForwardOutput out;
+  out.o.assign(p.q_size(), 0.0);
+  out.lse.assign(p.rows(), 0.0);
+  std::vector<float> q(kd), kt(std::size_t(tk) * kd), vt(std::size_t(tk) * kd), acc(kd), s(tk), pv(tk);
+  for (int b = 0; b < p.batch; ++b)
+    for (int h = 0; h < p.heads_q; ++h) {
+      const int hk = h / p.group();
+      for (int i = 0; i < p.n_q; ++i) {
+        const int row0 = (i / tq) * tq, last_row = std::min(row0 + tq, p.n_q) - 1;
+        const int n_end = (p.causal && !Spec::paper) ? std::min(p.n_k, last_row + diag + 1) : p.n_k;
+        std::fill(q.begin(), q.end(), 0.f);
+        for (int c = 0; c < d; ++c) q[c] = static_cast<float>(in.q[p.q_at(b, h, i, c)]);
+        float m_run = Spec::mask_value, l_run = 0.f;
+        std::fill(acc.begin(), acc.end(), 0.f);
+        for (int n0 = 0; n0 < n_end; n0 += tk) {
+          std::fill(kt.begin(), kt.end(), 0.f);
+          std::fill(vt.begin(), vt.end(), 0.f);
+          for (int j = 0; j < tk && n0 + j < p.n_k; ++j)
+            for (int c = 0; c < d; ++c) {
+              kt[std::size_t(j) * kd + c] = static_cast<float>(in.k[p.kv_at(b, hk, n0 + j, c)]);
+              vt[std::size_t(j) * kd + c] = static_cast<float>(in.v[p.kv_at(b, hk, n0 + j, c)]);
+            }
+          auto exists = [&](int j) { return n0 + j < p.n_k; };
+          auto visible = [&](int j) { return exists(j) && (!p.causal || n0 + j <= i + diag); };
+          // step 1: tensor-core q·k (k16 steps chained), rounded; masked keys get mask_value.
+          for (int j = 0; j < tk; ++j) {
+            float x = round_float(mma_dot(q.data(), &kt[std::size_t(j) * kd], kd), Spec::qk_fmt);
+            if (!Spec::scale_in_exp) x = round_float(x * scale, Spec::s_fmt);
+            s[j] = visible(j) ? x : (exists(j) ? Spec::mask_value : -kInf);
+          }
+          // step 2: max, the fixed policy, m_new; step 6 (first half): α.
+          float r = -kInf;
+          for (int j = 0; j < tk; ++j) r = std::max(r, s[j]);
+          if (Spec::fixed) {
+            const float thr = round_float(r - tol, Spec::s_fmt);
+            int c = 0;
+            for (int j = 0; j < tk; ++j) c += exists(j) && s[j] >= thr;
+            if (c > 1 && std::isfinite(r)) r = r > 0.f ? round_float(beta * r, Spec::max_fmt) : (r < 0.f ? 0.f : r);
+          }
+          const float m_new = round_float(std::max(m_run, r), Spec::max_fmt);
+          float alpha;
+          if (Spec::exp2_folded) {
+            const float m_cur = m_new == -kInf ? 0.f : m_new;
+            alpha = round_float(std::exp2((m_run - m_cur) * scale_log2e), Spec::rescale_fmt);
+          } else {
+            alpha = round_float(std::exp(round_float(m_run - m_new, Spec::s_fmt)), Spec::rescale_fmt);
+          }
+          // step 3: p̄.
+          const float m_scaled = m_new == -kInf ? 0.f : m_new * scale_log2e;
+          for (int j = 0; j < tk; ++j) {
+            const float e = Spec::exp2_folded ? std::exp2(std::fma(s[j], scale_log2e, -m_scaled))
+                                              : std::exp(round_float(s[j] - m_new, Spec::s_fmt));
+            s[j] = visible(j) ? round_float(e, Spec::p_fmt) : 0.f;
+            pv[j] = round_float(s[j], Spec::pv_in_fmt);
+          }
+          // step 4: each lane t sums keys 8n+2t, 8n+2t+1 (n = 0..7) in order; then ((t0+t1)+(t2+t3)).
+          float part[4];
+          for (int t = 0; t < 4; ++t) {
+            part[t] = 0.f;
+            for (int n = 0; n < tk / 8; ++n) part[t] = (part[t] + s[8 * n + 2 * t]) + s[8 * n + 2 * t + 1];
+          }
+          float block_sum = round_float((part[0] + part[1]) + (part[2] + part[3]), Spec::block_sum_fmt);
+          if (block_sum < Spec::block_sum_min) block_sum = round_float(Spec::block_sum_min, Spec::block_sum_fmt);
+          // step 5: block output per column: 16-key slices chained through the tensor cores from 0;
+          // step 6: acc update.
+          for (int c = 0; c < kd; ++c) {
+            float blk = 0.f;
+            for (int js = 0; js < tk / 16; ++js) {
+              float vb[16];
+              for (int k = 0; k < 16; ++k) vb[k] = vt[std::size_t(16 * js + k) * kd + c];
+              blk = mma_k16(&pv[16 * js], vb, blk);
+            }
+            acc[c] = round_float(round_float(alpha * acc[c], Spec::acc_fmt) + round_float(blk, Spec::block_out_fmt),
+                                 Spec::acc_fmt);
+          }
+          l_run = round_float(round_float(alpha * l_run, Spec::rowsum_fmt) + block_sum, Spec::rowsum_fmt);
+          m_run = m_new;
+        }
+        // step 7.
+        const bool empty_row = !(p.n_k > 0 && (!p.causal || i + diag >= 0)) || m_run == -kInf;
+        const bool empty_sum = !(l_run != 0.f);
+        const float inv = empty_sum ? 1.f : round_float(1.f / l_run, Spec::out_div_fmt);
+        for (int c = 0; c < d; ++c) {
+          const float o = Spec::reciprocal_normalise ? acc[c] * inv : acc[c] / l_run;
+          out.o[p.q_at(b, h, i, c)] = empty_row ? 0.0 : round_float(round_float(o, Spec::out_div_fmt), Spec::out_fmt);
+        }
+        const float log_l = round_float(std::log(l_run), Spec::log_l_fmt);
+        float lse;
+        if (Spec::scale_in_exp) {
+          lse = std::fma(m_run, scale, log_l);
+          if (empty_sum && Spec::reciprocal_normalise) lse = kInf;
+        } else {
+          lse = log_l + m_run;
+        }
+        out.lse[p.row_at(b, h, i)] = empty_row ? -HUGE_VAL : round_float(lse, Spec::lse_fmt);
+      }
+    }
+  return out;
+}
+
+}  // namespace
+
+ForwardOutput twin_forward(Variant v, const Instance& in, float beta, float tol) {
+  in.problem.validate();
+  if (in.problem.head_dim > 128) throw Error("twin_forward: head_dim > 128");
+  switch (v) {
+    case Variant::kFa2: return twin<Fa2>(in, beta, tol);
+    case Variant::kFa2Fixed: return twin<Fa2Fixed>(in, beta, tol);
+    case Variant::kPaper: return twin<Paper>(in, beta, tol);
+    case Variant::kPaperFixed: return twin<PaperFixed>(in, beta, tol);
+  }
+  throw Error("twin_forward: unknown variant");
+}
+
+}  // namespace attncheck::cuda

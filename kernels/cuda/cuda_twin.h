@@ -1,0 +1,17 @@
+// cuda_twin.h — a CPU twin of the CUDA forward kernel (flash_fwd.cu): the same steps in the same order per
+// query row, with the tensor-core sums emulated by mma_model.h (kMeasuredMmaModel, fitted on an H200) instead
+// of sequential fp32, the per-thread and quad order of the row sums, fa2's tile skipping, and zero-padding of
+// the head dim to 64/128. What it cannot copy bit for bit: the GPU's exp2f/expf/logf (MUFU approximations,
+// up to 2 fp32 ulps) — the host's libm stands in. cuda_kernels_test reports its bitwise agreement with the
+// GPU (TwinAgreesWithGpu). For the CPU model (kernels/cpu/) the reusable part is mma_model.h: mma_dot for
+// step 1, a chain of mma_k16 over 16-key slices for step 5.
+#pragma once
+
+#include "harness/problem.h"
+#include "kernels/cuda/flash_fwd.h"
+
+namespace attncheck::cuda {
+
+ForwardOutput twin_forward(Variant v, const Instance& in, float beta = 2.0f, float tol = 1e-3f);
+
+}  // namespace attncheck::cuda

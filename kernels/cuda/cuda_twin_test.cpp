@@ -1,0 +1,60 @@
+// cuda_twin_test.cpp — host-only checks of the CPU twin of the CUDA forward (cuda_twin.h) and of the
+// tensor-core model it uses (mma_model.h), runnable without a GPU (label unit). The twin's agreement with the
+// GPU itself is cuda_kernels_test's ForwardAgreesWithItsCpuTwin (label gpu).
+// Run: ctest -R cuda_twin
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "kernels/cpu/flash_model.h"
+#include "kernels/cpu/test_support.h"
+#include "kernels/cuda/cuda_twin.h"
+#include "kernels/cuda/gpu_test_support.h"
+#include "kernels/cuda/mma_model.h"
+#include "kernels/numerics_spec.h"
+
+namespace attncheck::test {
+namespace {
+
+using cuda::Variant;
+
+// Facts measured on the H200 (TENSOR_CORES.md), as single cases the model must reproduce.
+TEST(MmaModel, ReproducesMeasuredFacts) {
+  float a[16] = {}, b[16] = {};
+  // 1 + 0.75·2^-23 truncates to 1 (the final rounding is toward zero).
+  a[0] = 0.75f, b[0] = std::ldexp(1.0f, -23);
+  EXPECT_EQ(mma_k16(a, b, 1.0f), 1.0f);
+  // 1 − 0.75·2^-23 = 1 − 1.5·2^-24 truncates to 1 − 2^-23 (toward zero, below 1 the spacing is 2^-24).
+  a[0] = -0.75f;
+  EXPECT_EQ(mma_k16(a, b, 1.0f), 1.0f - std::ldexp(1.0f, -23));
+  // A single product is exact.
+  a[0] = 1.5f, b[0] = -1.5f;
+  EXPECT_EQ(mma_k16(a, b, 0.0f), -2.25f);
+  // Products far below the largest alignment exponent are cut away before the sum: with c = 1 (exponent 0)
+  // the quantum is 2^(0−25), so sixteen products of 2^-26 each truncate to 0 and d = 1, although their exact
+  // sum 1 + 2^-22 is an fp32 number.
+  for (int k = 0; k < 16; ++k) a[k] = 1.0f, b[k] = std::ldexp(1.0f, -26);
+  EXPECT_EQ(mma_k16(a, b, 1.0f), 1.0f);
+  const float exact_sum = 1.0f + 16 * std::ldexp(1.0f, -26);
+  EXPECT_NE(exact_sum, 1.0f);
+}
+
+// The twin differs from the CPU model only in the order of fp32 additions (tensor-core sums, lane order),
+// so their bf16 outputs agree except near rounding boundaries (the GPU measured 99.98% against the model).
+TEST(CudaTwin, CloseToTheCpuModel) {
+  for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
+    const NumericsSpec spec = builtin_spec(cuda::variant_name(v));
+    Agreement o;
+    std::uint64_t seed = 77;
+    for (const auto& [n_q, n_k, d, causal] :
+         {std::tuple{37, 100, 64, true}, std::tuple{130, 67, 128, false}, std::tuple{64, 64, 40, false}}) {
+      const Instance in = random_instance(make_problem(1, 2, 1, n_q, n_k, d, causal), ++seed);
+      for (const Instance& x : {in, with_tied_keys(in, 3)}) o.add(cuda::twin_forward(v, x).o, model_forward(spec, x).o, Format::kBF16);
+    }
+    std::printf("[twin] %s twin vs model: O %s\n", cuda::variant_name(v), o.describe().c_str());
+    EXPECT_GE(o.rate(), 0.99) << cuda::variant_name(v) << ": " << o.describe();
+  }
+}
+
+}  // namespace
+}  // namespace attncheck::test
