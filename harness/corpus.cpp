@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <bit>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>

@@ -1,6 +1,6 @@
 // report_json.cpp — the versioned JSON report of a check run (run_report.h), plus shared report helpers.
 // Layout: {"format":"attncheck-run","version":1,
-//          "run":{"kernels":[...],"suite":"default","seed":N,"budget":{...},"started_at":"...","wall_seconds":x},
+//          "run":{"kernels":[...],"suite":"default","seed":N|null,"budget":{...},"started_at":"...","wall_seconds":x},
 //          "summary":{"pass":n,"fail":n,"skip":n,"degenerate":n},
 //          "outcomes":[{"kernel","property","family","family_description","status","message","stats",
 //                       "instance_index","instances_run","seconds","shrink_seconds","shrink_steps",
@@ -83,7 +83,7 @@ json run_to_json(const RunReport& r) {
           {"run",
            {{"kernels", r.kernels},
             {"suite", r.suite},
-            {"seed", r.seed},
+            {"seed", r.seed_given ? json(r.seed) : json(nullptr)},
             {"budget",
              {{"instances", r.budget.instances},
               {"seconds", r.budget.seconds},

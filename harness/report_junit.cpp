@@ -2,6 +2,8 @@
 // family); <failure message=...> holds the shrunk report and the replay command; skips and degenerate
 // families are <skipped message=.../>. Every attribute and text node goes through xml_escape, which also
 // drops characters XML 1.0 forbids (control characters other than tab, newline, carriage return).
+// Tested by report_test.cpp (a well-formedness checker parses the output back).
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <sstream>

@@ -19,6 +19,7 @@ RunReport sample_report() {
   r.kernels = {"paper", "oracle"};
   r.suite = "default";
   r.seed = 42;
+  r.seed_given = true;
   r.started_at = "2026-11-29T00:00:00Z";
   r.wall_seconds = 1.5;
   const Family f = default_family(generators().front().name);

@@ -28,6 +28,7 @@ struct RunReport {
   std::vector<std::string> kernels;
   std::string suite;
   std::uint64_t seed = 0;
+  bool seed_given = false;  // --seed given (JSON: seed is null otherwise: the suite's own family seeds)
   Budget budget;
   std::string started_at;  // ISO-8601 UTC
   double wall_seconds = 0;

@@ -1,6 +1,7 @@
 // summary_table.cpp — the terminal summary of a check run: one row per kernel, one column per property.
 // A cell aggregates every family of that property: FAIL if any failed (with the first failure's key number),
 // else pass if any passed, else degen / skip; "-" when the suite has no such pair. Plain ASCII, fixed width.
+// Tested by report_test.cpp.
 #include <algorithm>
 #include <map>
 #include <sstream>

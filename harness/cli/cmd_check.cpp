@@ -139,6 +139,7 @@ int run_check(const CheckOptions& opt) {
   for (const Kernel* k : kernels) report.kernels.push_back(k->name());
   report.suite = opt.suite;
   report.seed = opt.seed;
+  report.seed_given = opt.seed_given;
   if (opt.instances > 0) report.budget.instances = opt.instances;
   if (opt.seconds >= 0) report.budget.seconds = opt.seconds;
   report.started_at = utc_now_iso8601();
