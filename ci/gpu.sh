@@ -75,6 +75,8 @@ if [ "${ATTNCHECK_GPU_NO_BENCH:-0}" != 1 ]; then
     echo "cuDNN (PyTorch SDPA, CUDNN_ATTENTION backend): python3 kernels/cuda/bench_cudnn.py" >>"$report"
     timeout 300 python3 kernels/cuda/bench_cudnn.py ${ATTNCHECK_GPU_CUDNN_SEQS:-} >"$out/cudnn.log" 2>&1
     { echo '```'; cat "$out/cudnn.log"; echo '```'; } >>"$report"
+    python3 kernels/cuda/bench_table.py "$out/bench.log" "$out/cudnn.log" >"$out/bench_table.md" 2>&1 &&
+      { echo; echo "Joined (fix overhead = base/fixed − 1, by time):"; cat "$out/bench_table.md"; } >>"$report"
   else
     echo "cuDNN: PyTorch with CUDA not available here, skipped" >>"$report"
   fi

@@ -5,8 +5,10 @@
 // Work split: one block = one query tile of kBlockM = 16·kNWarps rows of one (batch, head); each warp owns 16
 // query rows; a thread holds two rows (g and g+8, g = lane/4) and, per 8-key slice, keys 2t and 2t+1
 // (t = lane%4). Key tiles of tile_k = 64 keys stream through shared memory (cp.async, double buffered).
-// Q stays in registers as mma A fragments. Key tiles that no row of the block can see (causal) are skipped,
-// as FlashAttention-2 does; out-of-range keys (j >= n_k, tails) do not exist for any step.
+// Q stays in registers as mma A fragments. fa2 numerics skip key tiles that no row of the block can see
+// (causal), as FlashAttention-2 does; the paper's numerics visit every tile, as its PyTorch code (and the CPU
+// model) does. Out-of-range keys (j >= n_k, tails) do not exist for any step. Interior tiles run a copy of the
+// steps compiled without per-element mask checks.
 // Rounding: every fp32 operation is an explicit __fadd_rn/__fmul_rn/__fmaf_rn (the file is also built with
 // -fmad=false), so nothing is contracted behind the spec's back. Each row reduction over the four lanes of a
 // quad runs in the fixed order ((t0+t1)+(t2+t3)); within a thread keys are summed in increasing order.
