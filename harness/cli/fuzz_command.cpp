@@ -4,8 +4,9 @@
 //   attncheck fuzz --kernel paper --time 120 [--workers N] [--corpus DIR] [--findings DIR] [--fuzzer PATH]
 //
 // 1. Runs the fuzz binary (a clang/libFuzzer build: ci/fuzz_smoke.sh --build-only makes
-//    build-fuzz/harness/fuzz/attncheck_fuzz_kernel) in fork mode (-fork=N -ignore_crashes=1), so the
-//    campaign goes on after each finding. The working corpus (default build-fuzz/corpus/<kernel>) grows;
+//    build-fuzz/harness/fuzz/attncheck_fuzz_kernel) in keep-going mode (ATTNCHECK_FUZZ_CONTINUE=1: the
+//    first finding per (property, generator) is written, fuzzing goes on); with --workers N > 1 in fork
+//    mode (-fork=N -ignore_crashes=1), so even a crash does not end the campaign. The working corpus (default build-fuzz/corpus/<kernel>) grows;
 //    corpus/seeds/kernel is read only. Raw findings go to <findings>/raw-<kernel>/, libFuzzer artifacts
 //    next to them. Progress (elapsed, executions, exec/s, raw findings) goes to stderr every 5 s.
 // 2. On exit, groups the raw findings by (property, generator), keeps the first seen of each group, shrinks
@@ -21,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -29,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -107,14 +110,6 @@ Child spawn(const std::vector<std::string>& args, const std::vector<std::string>
   return c;
 }
 
-std::size_t count_json(const fs::path& dir) {
-  std::size_t n = 0;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().extension() == ".json") ++n;
-  return n;
-}
-
 struct Group {
   Case first;
   std::string raw_path;
@@ -141,12 +136,14 @@ int run_fuzz(const FuzzOptions& o) {
   if (fs::is_directory(o.seeds)) args.push_back(o.seeds);
   args.push_back("-max_total_time=" + std::to_string(static_cast<long>(o.seconds)));
   args.push_back("-seed=" + std::to_string(o.seed));
-  args.push_back("-fork=" + std::to_string(o.workers));
-  args.push_back("-ignore_crashes=1");
+  if (o.workers > 1) {  // fork mode: N worker processes; a crashing worker is replaced, the campaign goes on
+    args.push_back("-fork=" + std::to_string(o.workers));
+    args.push_back("-ignore_crashes=1");
+  }
   args.push_back("-print_final_stats=1");
   args.push_back("-artifact_prefix=" + (raw / "").string());
   std::vector<std::string> env{"ATTNCHECK_FUZZ_KERNEL=" + o.kernel, "ATTNCHECK_FUZZ_FINDINGS=" + raw.string(),
-                               "ATTNCHECK_FUZZ_QUIET=1", "ATTNCHECK_FUZZ_BIAS_T=" + std::to_string(o.bias_t),
+                               "ATTNCHECK_FUZZ_QUIET=1", "ATTNCHECK_FUZZ_CONTINUE=1", "ATTNCHECK_FUZZ_BIAS_T=" + std::to_string(o.bias_t),
                                std::string("ATTNCHECK_FUZZ_FEEDBACK=") + (o.no_feedback ? "0" : "1")};
   std::cerr << "attncheck fuzz: " << o.kernel << " for " << o.seconds << " s, " << o.workers << " worker(s), corpus "
             << corpus.string() << ", raw findings " << raw.string() << "\n";
@@ -239,8 +236,22 @@ int run_fuzz(const FuzzOptions& o) {
   md << "# attncheck fuzz: " << o.kernel << "\n\n" << static_cast<long>(total) << " s, " << o.workers
      << " worker(s), " << execs << " executions (" << rate << " exec/s), " << first_seen.size()
      << " raw finding(s) in " << groups.size() << " group(s).\n\n";
+  // Minimisation order: the first-seen group of each property (so every kind of failure gets a minimal case
+  // even when there are more groups than kMaxMinimise), then the rest by first-seen time.
+  std::vector<std::pair<std::string, std::string>> order;
+  {
+    std::vector<std::pair<double, std::pair<std::string, std::string>>> by_time;
+    for (const auto& [key, g] : groups) by_time.push_back({g.first_seen, key});
+    std::sort(by_time.begin(), by_time.end());
+    std::set<std::string> props;
+    for (const auto& [t, key] : by_time)
+      if (props.insert(key.first).second) order.push_back(key);
+    for (const auto& [t, key] : by_time)
+      if (std::find(order.begin(), order.end(), key) == order.end()) order.push_back(key);
+  }
   int minimised = 0;
-  for (auto& [key, g] : groups) {
+  for (const auto& key : order) {
+    Group& g = groups[key];
     nlohmann::json f{{"property", key.first}, {"generator", key.second}, {"first_seen_s", g.first_seen},
                      {"raw_count", g.raw_count}, {"raw_case", g.raw_path}, {"found_at", g.first.found_at}};
     Case best = g.first;

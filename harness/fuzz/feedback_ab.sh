@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # feedback_ab.sh — does error-guided feedback reach a deep numerical failure faster? (ctest fuzz_feedback_ab)
-#   feedback_ab.sh <fuzzer> <seed dir> <work dir> [seeds (default 3)] [runs cap (default 2000)]
+#   feedback_ab.sh <fuzzer> <seed dir> <work dir> [seeds (default 8)] [runs cap (default 5000)]
 # The test-only `planted` kernel (kernel_target.h) is fa2, except that it crashes once its own O error
 # reaches ATTNCHECK_FUZZ_PLANTED_ULP ulps — an error level the seeds do not reach, so the fuzzer has to
 # climb to it. For each libFuzzer seed 1..N the same binary runs with the extra counters on and off
@@ -8,9 +8,9 @@
 # reached (the cap when it was not). Passes when feedback needs fewer executions in total AND finds the
 # defect in at least as many seeds. Prints every number (the report quotes them).
 set -uo pipefail
-fuzzer=$1 seeds=$2 work=$3 n=${4:-3} cap=${5:-2000}
+fuzzer=$1 seeds=$2 work=$3 n=${4:-8} cap=${5:-5000}
 export ATTNCHECK_FUZZ_KERNEL=planted ATTNCHECK_FUZZ_PLANTED_BASE=${ATTNCHECK_FUZZ_PLANTED_BASE:-fa2}
-export ATTNCHECK_FUZZ_PLANTED_ULP=${ATTNCHECK_FUZZ_PLANTED_ULP:-8} ATTNCHECK_FUZZ_QUIET=1
+export ATTNCHECK_FUZZ_PLANTED_ULP=${ATTNCHECK_FUZZ_PLANTED_ULP:-16} ATTNCHECK_FUZZ_QUIET=1
 # Only the per-instance part matters here: the bias batch would only slow both arms down equally.
 export ATTNCHECK_FUZZ_PROPERTIES=${ATTNCHECK_FUZZ_PROPERTIES:-none}
 declare -A total found
