@@ -195,8 +195,10 @@ void add_check(CLI::App& app, Runner& run) {
   sub->add_option("--suite", opt->suite, "Suite: default, bias or quick")->capture_default_str();
   sub->add_option("--family", opt->families, "Only families of this generator (repeatable)");
   sub->add_option("--property", opt->properties, "Only this property (repeatable)");
-  sub->add_option("--instances", opt->instances, "Instances per check (bias: T, the sample size)")->check(CLI::PositiveNumber);
-  sub->add_option("--seconds", opt->seconds, "Time budget per check in seconds (0 = none)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--instances", opt->instances, "Instances per check (bias: T, the sample size)")
+      ->check(CLI::Range(1, 1 << 30));
+  sub->add_option("--seconds", opt->seconds, "Time budget per check in seconds (0 = none)")
+      ->check(CLI::Range(0.0, 1e7));
   auto* seed = sub->add_option("--seed", opt->seed, "Mixed into every family's seed (default: the suite's own seeds)");
   sub->add_option("--json", opt->json_path, "Write a JSON report to FILE");
   sub->add_option("--junit", opt->junit_path, "Write a JUnit XML report to FILE");
