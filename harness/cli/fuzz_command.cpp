@@ -184,9 +184,9 @@ int run_fuzz(const FuzzOptions& o) {
             rate = std::stod(m[2]);
           }
           if (line.find("stat::number_of_executed_units") != std::string::npos)
-            execs = std::stoll(line.substr(line.find(':') + 1));
+            execs = std::stoll(line.substr(line.rfind(':') + 1));
           if (line.find("stat::average_exec_per_sec") != std::string::npos)
-            rate = std::stod(line.substr(line.find(':') + 1));
+            rate = std::stod(line.substr(line.rfind(':') + 1));
         }
       }
     }
@@ -256,6 +256,7 @@ int run_fuzz(const FuzzOptions& o) {
                      {"raw_count", g.raw_count}, {"raw_case", g.raw_path}, {"found_at", g.first.found_at}};
     Case best = g.first;
     std::string message = "(not minimised)", report_text;
+    bool was_minimised = false;
     if (minimised < kMaxMinimise) {
       ++minimised;
       const Property& prop = get_property(g.first.property);
@@ -264,6 +265,7 @@ int run_fuzz(const FuzzOptions& o) {
       const Outcome out = check_and_shrink(prop, kernel, g.first.family, b);
       if (out.status == g.first.expected) {
         best = case_from_outcome(out, b, "fuzz");
+        was_minimised = true;
         best.kernel = o.kernel;
         best.note = "minimised from " + g.raw_path + " (first seen " + std::to_string(g.first_seen) + " s into the campaign)";
         message = out.message;
@@ -275,7 +277,8 @@ int run_fuzz(const FuzzOptions& o) {
         message = "shrinking did not reproduce the verdict (" + std::string(status_name(out.status)) + "); kept the raw case";
       }
     }
-    const std::string path = write_finding(o.findings, best);
+    // Only minimised cases go into the findings directory; the others stay where the fuzzer wrote them.
+    const std::string path = was_minimised ? write_finding(o.findings, best) : g.raw_path;
     const Outcome again = replay_case(best, reg);
     f["minimal_case"] = path;
     f["family"] = best.family.describe();

@@ -23,6 +23,7 @@ constexpr int kPropBase = kEventBase + static_cast<int>(Event::kCount);
 constexpr int kTotal = kPropBase + kMaxProperties * kStatuses;
 
 bool g_enabled = true;
+bool g_error_only = false;
 
 }  // namespace
 
@@ -47,11 +48,13 @@ int ulp_bucket(double ulps) {
 }
 
 void set_enabled(bool on) { g_enabled = on; }
+void set_error_only(bool on) { g_error_only = on; }
 bool enabled() { return g_enabled; }
 
 void record(const Observation& o) {
   const int g = gen_slot(o.generator);
   bump(kErrBase + (g * kTensors + 0) * kUlpBuckets + ulp_bucket(o.max_ulp_o));
+  if (g_error_only) return;
   bump(kErrBase + (g * kTensors + 1) * kUlpBuckets + ulp_bucket(o.max_ulp_lse));
   bump(kMeanBase + g * kUlpBuckets + ulp_bucket(std::fabs(o.mean_signed_ulp_o)));
   if (o.nonzero_errors >= 4 && (o.positive_errors == 0 || o.positive_errors == o.nonzero_errors))
@@ -59,10 +62,11 @@ void record(const Observation& o) {
 }
 
 void record_event(Event e, int times) {
-  if (times > 0) bump(kEventBase + static_cast<int>(e), std::min(times, 255));
+  if (times > 0 && !g_error_only) bump(kEventBase + static_cast<int>(e), std::min(times, 255));
 }
 
 void record_bias(double abs_mean_ulp, double abs_z) {
+  if (g_error_only) return;
   bump(kBiasMeanBase + ulp_bucket(abs_mean_ulp));
   // |z| in half-unit log2 steps from 0.25 up: 0.25 -> 1, 1 -> 5, 6 -> 10, 64+ -> 15.
   int zb = 0;
@@ -75,6 +79,7 @@ void record_bias(double abs_mean_ulp, double abs_z) {
 }
 
 void record_property(int property_index, int status) {
+  if (g_error_only) return;
   if (property_index < 0 || property_index >= kMaxProperties || status < 0 || status >= kStatuses) return;
   bump(kPropBase + property_index * kStatuses + status);
 }

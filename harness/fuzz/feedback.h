@@ -69,6 +69,8 @@ int ulp_bucket(double ulps);
 
 void set_enabled(bool on);
 bool enabled();
+// Error-only mode (ATTNCHECK_FUZZ_FEEDBACK=error): only the per-generator O error ladder, nothing else.
+void set_error_only(bool on);
 void record(const Observation& o);
 void record_event(Event e, int times = 1);
 void record_bias(double abs_mean_ulp, double abs_z);

@@ -13,8 +13,9 @@ export ATTNCHECK_FUZZ_KERNEL=planted ATTNCHECK_FUZZ_PLANTED_BASE=${ATTNCHECK_FUZ
 export ATTNCHECK_FUZZ_PLANTED_ULP=${ATTNCHECK_FUZZ_PLANTED_ULP:-16} ATTNCHECK_FUZZ_QUIET=1
 # Only the per-instance part matters here: the bias batch would only slow both arms down equally.
 export ATTNCHECK_FUZZ_PROPERTIES=${ATTNCHECK_FUZZ_PROPERTIES:-none}
+# ATTNCHECK_AB_ARMS / ATTNCHECK_AB_ON: which ATTNCHECK_FUZZ_FEEDBACK values run, which one must win over 0.
 declare -A total found
-for fb in 1 0; do
+for fb in ${ATTNCHECK_AB_ARMS:-1 0}; do
   total[$fb]=0 found[$fb]=0
   for s in $(seq 1 "$n"); do
     dir=$work/fb$fb-seed$s
@@ -38,9 +39,11 @@ for fb in 1 0; do
     echo "feedback=$fb seed=$s executions_to_defect=$at$([ "$at" = "$cap" ] && echo " (cap: not reached)") seconds=$secs"
   done
 done
-echo "feedback_ab: with feedback ${found[1]}/$n found, ${total[1]} executions in total;" \
+on=${ATTNCHECK_AB_ON:-1}
+echo "feedback_ab: with feedback=$on ${found[$on]}/$n found, ${total[$on]} executions in total;" \
      "without ${found[0]}/$n found, ${total[0]} executions in total (cap $cap per run)"
-if [ "${total[1]}" -lt "${total[0]}" ] && [ "${found[1]}" -ge "${found[0]}" ] && [ "${found[1]}" -ge 1 ]; then
+on=${ATTNCHECK_AB_ON:-1}
+if [ "${total[$on]}" -lt "${total[0]}" ] && [ "${found[$on]}" -ge "${found[0]}" ] && [ "${found[$on]}" -ge 1 ]; then
   echo "feedback_ab: PASS"; exit 0
 fi
 echo "feedback_ab: FAIL (feedback did not reach the planted defect faster)"; exit 1

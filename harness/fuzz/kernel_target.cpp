@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <set>
 #include <stdexcept>
 
 #include "harness/corpus.h"
@@ -33,6 +34,15 @@ std::vector<std::string> split_commas(const std::string& s) {
 }
 
 std::uint64_t g_runs = 0;  // inputs run by this process (the planted kernel reports it)
+
+// What this process reached, printed at exit (ATTNCHECK_FUZZ_STATS=1): the largest finite O error in
+// row-scaled ulps over generated instances, and how many distinct (generator, O error bucket) cells.
+double g_max_err = 0;
+std::set<std::pair<int, int>> g_cells;
+void print_stats() {
+  std::fprintf(stderr, "attncheck-fuzz: stats runs=%llu max_o_error_ulps=%g error_cells=%zu\n",
+               static_cast<unsigned long long>(g_runs), g_max_err, g_cells.size());
+}
 
 // The planted defect: see make_planted_kernel.
 class PlantedKernel : public Kernel {
@@ -183,6 +193,7 @@ TargetConfig config_from_env() {
   c.kernel = env_or("ATTNCHECK_FUZZ_KERNEL", c.kernel);
   c.findings_dir = env_or("ATTNCHECK_FUZZ_FINDINGS", c.findings_dir);
   c.feedback = env_or("ATTNCHECK_FUZZ_FEEDBACK", "1") != "0";
+  c.feedback_error_only = env_or("ATTNCHECK_FUZZ_FEEDBACK", "1") == "error";
   c.instances = std::atoi(env_or("ATTNCHECK_FUZZ_INSTANCES", "1").c_str());
   c.bias_instances = std::atoi(env_or("ATTNCHECK_FUZZ_BIAS_T", "32").c_str());
   c.properties = split_commas(env_or("ATTNCHECK_FUZZ_PROPERTIES", ""));
@@ -191,6 +202,7 @@ TargetConfig config_from_env() {
   c.planted_base = env_or("ATTNCHECK_FUZZ_PLANTED_BASE", c.planted_base);
   c.planted_ulp = std::atof(env_or("ATTNCHECK_FUZZ_PLANTED_ULP", "8").c_str());
   c.planted_max = std::atof(env_or("ATTNCHECK_FUZZ_PLANTED_MAX", "64").c_str());
+  c.planted_generator = env_or("ATTNCHECK_FUZZ_PLANTED_GENERATOR", "");
   if (c.instances < 1) c.instances = 1;
   if (c.bias_instances < 2) c.bias_instances = 2;
   return c;
@@ -199,12 +211,15 @@ TargetConfig config_from_env() {
 KernelTarget::KernelTarget(TargetConfig cfg) : cfg_(std::move(cfg)) {
   Registry& r = default_registry();
   if (cfg_.kernel == "planted") {
-    planted_ = make_planted_kernel(r.get(cfg_.planted_base), cfg_.planted_ulp, cfg_.planted_max);
+    planted_base_ = &r.get(cfg_.planted_base);
+    planted_ = make_planted_kernel(*planted_base_, cfg_.planted_ulp, cfg_.planted_max);
     kernel_ = planted_.get();
   } else {
     kernel_ = &r.get(cfg_.kernel);
   }
+  if (env_or("ATTNCHECK_FUZZ_STATS", "0") == "1") std::atexit(print_stats);
   set_enabled(cfg_.feedback);
+  set_error_only(cfg_.feedback_error_only);
   const auto& all = all_properties();
   for (std::size_t i = 0; i < all.size(); ++i) {
     const Property& p = all[i];
@@ -265,7 +280,8 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
     if (!traced) {
       std::unique_ptr<Kernel> tiled;
       if (fam.tile_q > 0 || fam.tile_k > 0) tiled = kernel_->with_tiles(fam.tile_q, fam.tile_k);
-      got = (tiled ? *tiled : *kernel_).forward(inst);
+      const bool armed = !planted_ || cfg_.planted_generator.empty() || cfg_.planted_generator == fam.generator;
+      got = (tiled ? *tiled : armed ? *kernel_ : *planted_base_).forward(inst);
     }
     const ReferenceForward ref = reference_forward(inst);
     const ErrorSummary eo = o_error(got.o, ref.o, kernel_->caps().output_format, fam.problem.head_dim);
@@ -279,6 +295,8 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
     ob.nonzero_errors = eo.nonzero;
     ob.positive_errors = eo.positive;
     record(ob);
+    if (std::isfinite(eo.max_ulp)) g_max_err = std::max(g_max_err, eo.max_ulp);
+    g_cells.insert({ob.generator, ulp_bucket(eo.max_ulp)});
     if (traced) record_trace(trace);
     record_score_events(inst);
     bool nan_out = false, inf_out = false;

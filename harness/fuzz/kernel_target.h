@@ -15,7 +15,8 @@
 // Environment (read once):
 //   ATTNCHECK_FUZZ_KERNEL     kernel under test (default "paper"); "planted" = the test-only kernel below
 //   ATTNCHECK_FUZZ_FINDINGS   findings dir (default corpus/findings)
-//   ATTNCHECK_FUZZ_FEEDBACK   0 disables the error-guided extra counters (for A/B measurements)
+//   ATTNCHECK_FUZZ_FEEDBACK   0 disables the error-guided extra counters (for A/B measurements);
+//                             "error" keeps only the per-generator O error ladder
 //   ATTNCHECK_FUZZ_INSTANCES  per-instance property budget (default 1: instance 0, the one observed)
 //   ATTNCHECK_FUZZ_BIAS_T     bias property batch size T (default 32)
 //   ATTNCHECK_FUZZ_PROPERTIES comma-separated property names to check (default: all)
@@ -25,6 +26,7 @@
 //                             Used by the smoke tests and `attncheck fuzz`, so one run sees every kind.
 //   ATTNCHECK_FUZZ_PLANTED_BASE / _ULP / _MAX   the planted kernel's base kernel (default fa2) and the
 //                             error window [ULP, MAX) ulps (default [8, 64)) in which its defect fires
+//   ATTNCHECK_FUZZ_PLANTED_GENERATOR   only instances of this generator can fire it (default: any)
 #pragma once
 
 #include <cstddef>
@@ -44,6 +46,7 @@ struct TargetConfig {
   std::string kernel = "paper";
   std::string findings_dir = "corpus/findings";
   bool feedback = true;
+  bool feedback_error_only = false;
   int instances = 1;
   int bias_instances = 32;
   std::vector<std::string> properties;  // empty = all
@@ -52,6 +55,7 @@ struct TargetConfig {
   std::string planted_base = "fa2";
   double planted_ulp = 8;
   double planted_max = 64;
+  std::string planted_generator;
 };
 
 TargetConfig config_from_env();
@@ -77,6 +81,7 @@ class KernelTarget {
   TargetConfig cfg_;
   const Kernel* kernel_ = nullptr;
   std::unique_ptr<Kernel> planted_;
+  const Kernel* planted_base_ = nullptr;
   std::vector<const Property*> per_instance_, across_;
   std::vector<int> property_index_;  // index into all_properties() for the feedback slot
   std::set<std::pair<std::string, std::string>> reported_;  // keep_going: (property, generator) written
