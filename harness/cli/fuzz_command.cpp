@@ -45,7 +45,8 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 constexpr double kProgressEvery = 5.0;  // seconds between progress lines
-constexpr int kMaxMinimise = 12;        // groups shrunk at most (each shrink can take seconds)
+constexpr int kMaxMinimise = 12;        // groups shrunk at most (each shrink can take seconds) ...
+constexpr double kMinimiseSeconds = 120; // ... and no new shrink starts after this much shrinking
 
 struct FuzzOptions {
   std::string kernel = "paper";
@@ -257,7 +258,8 @@ int run_fuzz(const FuzzOptions& o) {
     Case best = g.first;
     std::string message = "(not minimised)", report_text;
     bool was_minimised = false;
-    if (minimised < kMaxMinimise) {
+    const double shrinking = std::chrono::duration<double>(Clock::now() - start).count() - total;
+    if (minimised < kMaxMinimise && shrinking < kMinimiseSeconds) {
       ++minimised;
       const Property& prop = get_property(g.first.property);
       Budget b = g.first.budget;
