@@ -308,14 +308,16 @@ void add_fuzz(CLI::App& app, Runner& run) {
   auto opt = std::make_shared<FuzzOptions>();
   CLI::App* sub = app.add_subcommand("fuzz", "Fuzz one kernel with the libFuzzer target, then minimise every finding");
   sub->add_option("-k,--kernel", opt->kernel, "Kernel under test")->capture_default_str();
-  sub->add_option("-t,--time", opt->seconds, "Campaign length in seconds")->capture_default_str()->check(CLI::PositiveNumber);
-  sub->add_option("-j,--workers", opt->workers, "Parallel libFuzzer workers (-fork=N)")->capture_default_str()->check(CLI::PositiveNumber);
+  sub->add_option("-t,--time", opt->seconds, "Campaign length in seconds (1 to 30 days)")->capture_default_str()->check(CLI::Range(1.0, 2592000.0));
+  sub->add_option("-j,--workers", opt->workers, "Parallel libFuzzer workers (-fork=N), 1 to 256")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   sub->add_option("--corpus", opt->corpus, "Working corpus directory (default build-fuzz/corpus/<kernel>)");
   sub->add_option("--findings", opt->findings, "Where minimised findings and the summary go")->capture_default_str();
   sub->add_option("--seeds", opt->seeds, "Read-only seed corpus")->capture_default_str();
   sub->add_option("--fuzzer", opt->fuzzer, "The libFuzzer build of attncheck_fuzz_kernel");
   sub->add_option("--seed", opt->seed, "libFuzzer -seed")->capture_default_str();
-  sub->add_option("--bias-t", opt->bias_t, "Bias property batch size per input")->capture_default_str()->check(CLI::PositiveNumber);
+  sub->add_option("--bias-t", opt->bias_t, "Bias property batch size per input, 2 to 100000")->capture_default_str()->check(CLI::Range(2, 100000));
   sub->add_flag("--no-feedback", opt->no_feedback, "Switch the error-guided extra counters off");
   sub->callback([&run, opt] { run = [opt] { return run_fuzz(*opt); }; });
 }
