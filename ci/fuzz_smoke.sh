@@ -5,8 +5,13 @@
 # "none" for fast campaign builds). Skips (exit 0, with a message) when clang++ or libFuzzer is missing.
 #   ci/fuzz_smoke.sh               build + ctest -L fuzz          (about 3 minutes on 2 cores)
 #   ci/fuzz_smoke.sh --build-only  build only (then: ./build/harness/attncheck fuzz --kernel paper --time 120)
+# ATTNCHECK_FUZZ_SMOKE=0 skips everything (the clang build costs ~5-10 minutes on 2 cores when cold).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${ATTNCHECK_FUZZ_SMOKE:-1}" = 0 ]; then
+  echo "fuzz_smoke: skipped (ATTNCHECK_FUZZ_SMOKE=0)"
+  exit 0
+fi
 if ! command -v clang++ >/dev/null 2>&1; then
   echo "fuzz_smoke: clang++ not found: libFuzzer targets skipped"
   exit 0
