@@ -211,13 +211,36 @@ TEST(ReportJunit, WellFormedWithCountsAndEscapedText) {
 
 TEST(SummaryTable, OneRowPerKernelWithKeyNumbers) {
   const std::string t = summary_table(sample_report());
-  EXPECT_NE(t.find("FAIL z=-9.25"), std::string::npos) << t;
+  EXPECT_NE(t.find("FAIL 1/1 z=-9.25"), std::string::npos) << t;  // 1 of the 1 unbiased families failed
   EXPECT_NE(t.find("degen"), std::string::npos) << t;
   EXPECT_NE(t.find("skip"), std::string::npos) << t;
   EXPECT_NE(t.find("5 checks: 1 pass, 2 FAIL, 1 skip, 1 degenerate"), std::string::npos) << t;
   std::size_t rows = 0;
   for (std::size_t p = t.find('\n'); p != std::string::npos; p = t.find('\n', p + 1)) ++rows;
   EXPECT_EQ(rows, 2u + 2u + 1u);  // header, rule, two kernels, totals
+}
+
+TEST(BiasTable, OneRowPerSuiteEntryOneColumnPerKernel) {
+  RunReport r = sample_report();
+  r.entries[0].outcome.stats = {{"tensor", "O"}, {"mean_ulp", 0.24}, {"z", 7.7}};
+  // A second bias entry, on another generator, passing for paper and oracle.
+  for (const char* k : {"paper", "oracle"}) {
+    RunEntry e;
+    e.outcome.kernel = k;
+    e.outcome.property = "unbiased";
+    e.outcome.family = default_family(generators().back().name);
+    e.outcome.status = Status::kPass;
+    e.outcome.stats = {{"tensor", "dV"}, {"mean_ulp", -0.01}, {"z", -1.25}};
+    r.entries.push_back(e);
+  }
+  const std::string t = bias_table(r);
+  EXPECT_NE(t.find("FAIL O +0.24 z+7.7"), std::string::npos) << t;
+  EXPECT_NE(t.find("ok dV -0.01 z-1.2"), std::string::npos) << t;
+  EXPECT_NE(t.find("degen"), std::string::npos) << t;
+  std::size_t rows = 0;
+  for (std::size_t p = t.find('\n'); p != std::string::npos; p = t.find('\n', p + 1)) ++rows;
+  EXPECT_EQ(rows, 3u + 2u);  // title, header, rule, two families
+  EXPECT_TRUE(bias_table(RunReport{}).empty());
 }
 
 }  // namespace

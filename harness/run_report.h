@@ -47,6 +47,8 @@ std::string run_to_junit(const RunReport& r);
 std::string xml_escape(const std::string& s);
 // Kernel × property table: pass / FAIL / skip / degen, with the key number of a failing cell.
 std::string summary_table(const RunReport& r);
+// The `unbiased` outcomes as a family × kernel table ("" when the run checked no bias).
+std::string bias_table(const RunReport& r);
 
 // Writes text to path atomically (tmp + rename); throws Error on failure.
 void write_text_file(const std::string& path, const std::string& text);

@@ -1,14 +1,80 @@
 // summary_table.cpp — the terminal summary of a check run: one row per kernel, one column per property.
-// A cell aggregates every family of that property: FAIL if any failed (with the first failure's key number),
-// else pass if any passed, else degen / skip; "-" when the suite has no such pair. Plain ASCII, fixed width.
-// Tested by report_test.cpp.
+// A cell aggregates every family of that property: FAIL k/n (k of the n families checked failed, with the first
+// failure's key number), else pass if any passed, else degen / skip; "-" when the suite has no such pair.
+// bias_table: the `unbiased` property family by family (rows) and kernel by kernel (columns), because a kernel
+// can pass one tie family and fail another (paper-fixed: tied_max passes, max_zero fails), and that is the
+// point of the property. Plain ASCII, fixed width. Tested by report_test.cpp.
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <sstream>
 
 #include "harness/run_report.h"
 
 namespace attncheck {
+
+namespace {
+std::string pad(const std::string& t, std::size_t w) { return t + std::string(w > t.size() ? w - t.size() : 0, ' '); }
+
+// "FAIL O +0.24 z+7.7" / "ok O +0.00 z-0.3" / "degen" / "skip": the deciding tensor's mean ulp and z.
+std::string bias_cell(const Outcome& o) {
+  if (o.status == Status::kSkip) return "skip";
+  if (o.status == Status::kDegenerate) return "degen";
+  const nlohmann::json& st = o.stats;
+  if (!st.is_object() || !st.contains("tensor") || !st.contains("mean_ulp") || !st.contains("z"))
+    return status_name(o.status);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s %s %+.2f z%+.1f", o.status == Status::kFail ? "FAIL" : "ok",
+                st["tensor"].get<std::string>().c_str(), st["mean_ulp"].get<double>(), st["z"].get<double>());
+  return buf;
+}
+}  // namespace
+
+std::string bias_table(const RunReport& r) {
+  // A run checks every kernel on the same suite entries in the same order, so the i-th `unbiased` outcome of
+  // each kernel belongs to the i-th bias entry of the suite. Rows are those entries, labelled by generator
+  // (failures carry the shrunk family, so their shape and tiles are not a stable label).
+  std::vector<std::string> kernels, families;
+  std::map<std::string, int> seen;  // kernel -> unbiased outcomes so far
+  std::map<std::pair<std::string, std::string>, std::string> cells;  // (row label, kernel) -> text
+  for (const auto& e : r.entries) {
+    const Outcome& o = e.outcome;
+    if (o.property != "unbiased") continue;
+    if (std::find(kernels.begin(), kernels.end(), o.kernel) == kernels.end()) kernels.push_back(o.kernel);
+    const std::size_t row = static_cast<std::size_t>(seen[o.kernel]++);
+    if (row == families.size()) {
+      int same = 0;
+      for (const auto& f : families) same += f.rfind(o.family.generator, 0) == 0;
+      families.push_back(o.family.generator + (same ? " (" + std::to_string(same + 1) + ")" : ""));
+    }
+    cells[{families[row], o.kernel}] = bias_cell(o);
+  }
+  if (kernels.empty()) return "";
+  std::size_t fw = 6;
+  for (const auto& f : families) fw = std::max(fw, f.size());
+  std::vector<std::size_t> kw;
+  for (const auto& k : kernels) {
+    std::size_t w = k.size();
+    for (const auto& f : families) w = std::max(w, cells[{f, k}].size());
+    kw.push_back(w);
+  }
+  std::ostringstream s;
+  s << "unbiased, family by family (deciding tensor, mean signed error in ulps, z; the shrunk family for failures):\n";
+  s << pad("family", fw);
+  for (std::size_t i = 0; i < kernels.size(); ++i) s << "  " << pad(kernels[i], kw[i]);
+  s << "\n" << std::string(fw, '-');
+  for (std::size_t i = 0; i < kernels.size(); ++i) s << "  " << std::string(kw[i], '-');
+  s << "\n";
+  for (const auto& f : families) {
+    s << pad(f, fw);
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      const std::string& c = cells[{f, kernels[i]}];
+      s << "  " << pad(c.empty() ? "-" : c, kw[i]);
+    }
+    s << "\n";
+  }
+  return s.str();
+}
 
 std::string summary_table(const RunReport& r) {
   std::vector<std::string> kernels = r.kernels, props;
@@ -36,7 +102,10 @@ std::string summary_table(const RunReport& r) {
     auto it = cells.find({k, p});
     if (it == cells.end()) return "-";
     const Cell& c = it->second;
-    if (c.fail) return "FAIL" + (c.key.empty() ? "" : " " + c.key);
+    if (c.fail) {
+      const int n = c.pass + c.fail + c.degen;
+      return "FAIL " + std::to_string(c.fail) + "/" + std::to_string(n) + (c.key.empty() ? "" : " " + c.key);
+    }
     if (c.pass) return "pass";
     if (c.degen) return "degen";
     return "skip";
@@ -50,7 +119,6 @@ std::string summary_table(const RunReport& r) {
     pw.push_back(w);
   }
   std::ostringstream s;
-  auto pad = [](const std::string& t, std::size_t w) { return t + std::string(w > t.size() ? w - t.size() : 0, ' '); };
   s << pad("kernel", kw);
   for (std::size_t i = 0; i < props.size(); ++i) s << "  " << pad(props[i], pw[i]);
   s << "\n" << std::string(kw, '-');

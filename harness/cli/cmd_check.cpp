@@ -177,6 +177,8 @@ int run_check(const CheckOptions& opt) {
   }
   progress.clear();
   report.wall_seconds = since(t0);
+  const std::string bias = bias_table(report);
+  if (!bias.empty()) std::cout << "\n" << bias;
   std::cout << "\n" << summary_table(report);
   if (!opt.json_path.empty())
     write_text_file(opt.json_path, run_to_json(report).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
