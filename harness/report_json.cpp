@@ -2,7 +2,7 @@
 // Layout: {"format":"attncheck-run","version":1,
 //          "run":{"kernels":[...],"suite":"default","seed":N|null,"budget":{...},"started_at":"...","wall_seconds":x},
 //          "summary":{"pass":n,"fail":n,"skip":n,"degenerate":n},
-//          "outcomes":[{"kernel","property","family","family_description","status","message","stats",
+//          "outcomes":[{"kernel","property","family","family_label","family_description","status","message","stats",
 //                       "instance_index","instances_run","seconds","shrink_seconds","shrink_steps",
 //                       "finding","replay"}]}    finding/replay are null when no case was written.
 #include <unistd.h>
@@ -66,6 +66,7 @@ json run_to_json(const RunReport& r) {
     outcomes.push_back({{"kernel", o.kernel},
                         {"property", o.property},
                         {"family", family_to_json(o.family)},
+                        {"family_label", e.label.empty() ? o.family.generator : e.label},
                         {"family_description", o.family.describe()},
                         {"status", status_name(o.status)},
                         {"message", o.message},

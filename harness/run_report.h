@@ -21,6 +21,7 @@ constexpr int kRunReportVersion = 1;
 
 struct RunEntry {
   Outcome outcome;
+  std::string label;    // the suite entry's family label (SuiteEntry::label)
   std::string finding;  // path of the saved case ("" when none was written)
 };
 

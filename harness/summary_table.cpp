@@ -33,7 +33,7 @@ std::string bias_cell(const Outcome& o) {
 std::string bias_table(const RunReport& r) {
   // A run checks every kernel on the same suite entries in the same order, so the i-th `unbiased` outcome of
   // each kernel belongs to the i-th bias entry of the suite. Rows are those entries, labelled by generator
-  // (failures carry the shrunk family, so their shape and tiles are not a stable label).
+  // and the suite's label (failures carry the shrunk family, so their shape and tiles are not a stable label).
   std::vector<std::string> kernels, families;
   std::map<std::string, int> seen;  // kernel -> unbiased outcomes so far
   std::map<std::pair<std::string, std::string>, std::string> cells;  // (row label, kernel) -> text
@@ -43,9 +43,10 @@ std::string bias_table(const RunReport& r) {
     if (std::find(kernels.begin(), kernels.end(), o.kernel) == kernels.end()) kernels.push_back(o.kernel);
     const std::size_t row = static_cast<std::size_t>(seen[o.kernel]++);
     if (row == families.size()) {
+      const std::string base = e.label.empty() ? o.family.generator : e.label;
       int same = 0;
-      for (const auto& f : families) same += f.rfind(o.family.generator, 0) == 0;
-      families.push_back(o.family.generator + (same ? " (" + std::to_string(same + 1) + ")" : ""));
+      for (const auto& f : families) same += f.rfind(base, 0) == 0;
+      families.push_back(base + (same ? " (" + std::to_string(same + 1) + ")" : ""));
     }
     cells[{families[row], o.kernel}] = bias_cell(o);
   }

@@ -65,6 +65,7 @@ Outcome check_and_shrink(const Property& p, const Kernel& k, const Family& f, co
 struct SuiteEntry {
   std::string property;
   Family family;
+  std::string label;  // how reports name this entry's family ("tied_max, tiles 8x8"); "" = the generator
 };
 std::vector<SuiteEntry> suite(const std::string& name);  // "default", "bias", "quick"; throws Error otherwise
 std::vector<std::string> suite_names();

@@ -22,7 +22,12 @@ Family fam(const std::string& generator, std::initializer_list<std::pair<const c
 }
 
 void add(std::vector<SuiteEntry>& s, const std::string& property, std::initializer_list<Family> families) {
-  for (const Family& f : families) s.push_back({property, f});
+  for (const Family& f : families) s.push_back({property, f, f.generator});
+}
+
+// A family variant with the label reports show for it.
+SuiteEntry variant(const std::string& property, Family f, const std::string& what) {
+  return {property, std::move(f), what};
 }
 
 std::vector<SuiteEntry> default_suite() {
@@ -50,9 +55,15 @@ std::vector<SuiteEntry> bias_suite() {
   Family low_rank_signed = fam("low_rank", {{"v_sign", 1}, {"v_binade", 1}, {"do_sign", 1}, {"do_binade", 1}});
   add(s, "unbiased",
       {fam("normal"), fam("tied_max"), fam("tied_max_flat"), fam("tied_max_negative"), fam("max_zero"),
-       fam("near_tie"), fam("near_tie", {{"tie_sign", -1}}), fam("sink"),
-       fam("tied_max", {{"v_sign", -1}, {"do_sign", -1}}), fam("tied_max", {{"ties", 8}, {"ties_min", 4}}), tiled_ties,
-       fam("tied_max", {{"v_sign", 0}, {"v_binade", 0}, {"do_sign", 0}, {"do_binade", 0}}), low_rank_signed});
+       fam("near_tie")});
+  s.push_back(variant("unbiased", fam("near_tie", {{"tie_sign", -1}}), "near_tie, negative max"));
+  add(s, "unbiased", {fam("sink")});
+  s.push_back(variant("unbiased", fam("tied_max", {{"v_sign", -1}, {"do_sign", -1}}), "tied_max, V and dO < 0"));
+  s.push_back(variant("unbiased", fam("tied_max", {{"ties", 8}, {"ties_min", 4}}), "tied_max, 4-8 ties"));
+  s.push_back(variant("unbiased", tiled_ties, "tied_max, tiles 8x8"));
+  s.push_back(variant("unbiased", fam("tied_max", {{"v_sign", 0}, {"v_binade", 0}, {"do_sign", 0}, {"do_binade", 0}}),
+                      "tied_max, mixed-sign V, dO"));
+  s.push_back(variant("unbiased", low_rank_signed, "low_rank, one-sign V, dO"));
   return s;
 }
 

@@ -151,6 +151,7 @@ int run_check(const CheckOptions& opt) {
       const Property& p = get_property(e.property);
       progress.show(done++, k->name() + " " + p.name + " " + e.family.generator);
       RunEntry entry;
+      entry.label = e.label;
       entry.outcome = check_one(p, *k, e.family, report.budget, !opt.no_shrink);
       const Outcome& o = entry.outcome;
       if (o.status == Status::kFail) {
