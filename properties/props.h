@@ -18,6 +18,7 @@ std::vector<Property> bias_properties();        // props_bias.cpp
 struct BiasStatistic {
   bool fails = false;
   int instances = 0;
+  std::uint64_t exemplar = 0;  // an instance erring in the direction of the headline tensor's mean
   double z_crit = 0;       // after the Šidák adjustment
   std::string message;     // the failing tensors, one clause each
   nlohmann::json stats;    // per tensor: mean_ulp, z, T, sd, away_mean_ulp; headline tensor, mean_ulp, z

@@ -37,6 +37,7 @@ constexpr const char* kTensors[] = {"O", "delta", "dQ", "dK", "dV"};
 
 struct Acc {
   std::vector<double> means, away;
+  std::vector<int> index;  // the instance each mean came from
 };
 
 double mean_of(const std::vector<double>& x) {
@@ -47,7 +48,7 @@ double mean_of(const std::vector<double>& x) {
 
 // Add one instance's mean signed error (and away-from-zero mean) of `got` vs `exact`, each element in units
 // of unit[element] (an ulp); elements with unit 0 or non-finite values are left out.
-void add_instance(Acc& acc, const std::vector<double>& got, const std::vector<double>& exact,
+void add_instance(Acc& acc, int instance, const std::vector<double>& got, const std::vector<double>& exact,
                   const std::vector<double>& unit) {
   double s = 0, a = 0;
   std::size_t n = 0;
@@ -59,6 +60,7 @@ void add_instance(Acc& acc, const std::vector<double>& got, const std::vector<do
     ++n;
   }
   if (n == 0) return;
+  acc.index.push_back(instance);
   acc.means.push_back(s / n);
   acc.away.push_back(a / n);
 }
@@ -128,17 +130,17 @@ BiasStatistic bias_statistic(const Kernel& k, const Family& f, const Budget& b) 
     const ForwardOutput fw = kt.forward(in);
     if (!bwd) {
       const ReferenceForward rf = reference_forward(in);
-      add_instance(acc[0], fw.o, rf.o, elementwise_ulps(rf.o, of));
+      add_instance(acc[0], idx, fw.o, rf.o, elementwise_ulps(rf.o, of));
       continue;
     }
     const ReferenceBackward rb = reference_backward(in);
     const ReferenceForward rf = reference_forward(in);
-    add_instance(acc[0], fw.o, rf.o, elementwise_ulps(rf.o, of));
+    add_instance(acc[0], idx, fw.o, rf.o, elementwise_ulps(rf.o, of));
     const BackwardOutput kb = kt.backward(in, fw);
-    add_instance(acc[1], kb.delta, rb.delta, rms_ulps(rb.delta, std::size_t(p.n_q), of));
-    add_instance(acc[2], kb.dq, rb.dq, rms_ulps(rb.dq, std::size_t(p.n_q) * p.head_dim, of));
-    add_instance(acc[3], kb.dk, rb.dk, rms_ulps(rb.dk, std::size_t(p.n_k) * p.head_dim, of));
-    add_instance(acc[4], kb.dv, rb.dv, rms_ulps(rb.dv, std::size_t(p.n_k) * p.head_dim, of));
+    add_instance(acc[1], idx, kb.delta, rb.delta, rms_ulps(rb.delta, std::size_t(p.n_q), of));
+    add_instance(acc[2], idx, kb.dq, rb.dq, rms_ulps(rb.dq, std::size_t(p.n_q) * p.head_dim, of));
+    add_instance(acc[3], idx, kb.dk, rb.dk, rms_ulps(rb.dk, std::size_t(p.n_k) * p.head_dim, of));
+    add_instance(acc[4], idx, kb.dv, rb.dv, rms_ulps(rb.dv, std::size_t(p.n_k) * p.head_dim, of));
   }
   const int m = bwd ? 5 : 1;
   out.z_crit = sidak_z(b.z_crit, m);
@@ -162,6 +164,13 @@ BiasStatistic bias_statistic(const Kernel& k, const Family& f, const Budget& b) 
       out.stats["mean_ulp"] = mean;
       out.stats["z"] = z;
       out.stats["away_mean_ulp"] = s["away_mean_ulp"];
+      // The exemplar: the instance erring furthest in the direction of the mean, shown in the report so a
+      // person sees one rounding that goes the biased way (instance 0 may well be exact).
+      std::size_t best = 0;
+      for (std::size_t i = 1; i < acc[t].means.size(); ++i)
+        if (std::copysign(1.0, mean) * acc[t].means[i] > std::copysign(1.0, mean) * acc[t].means[best]) best = i;
+      out.exemplar = static_cast<std::uint64_t>(acc[t].index[best]);
+      out.stats["exemplar_instance"] = out.exemplar;
     }
     if (fails) {
       out.fails = true;
@@ -190,6 +199,7 @@ Outcome check_unbiased(const Kernel& k, const Family& f, const Budget& b) {
   const BiasStatistic s = bias_statistic(k, f, b);
   o.stats = s.stats;
   o.instances_run = s.instances;
+  o.instance_index = s.exemplar;
   o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!s.fails) {
     char buf[160];

@@ -65,8 +65,9 @@ std::string failure_report(const Property& p, const Kernel& k, const Outcome& o)
     s << "stats: " << o.stats.dump() << "\n";
   }
 
-  // The minimal instance: the failing one (per-instance) or instance 0 (bias: every instance is alike).
-  const std::uint64_t index = p.across_instances ? 0 : o.instance_index;
+  // The minimal instance: the failing one (per-instance) or, for the bias, the exemplar (an instance erring in
+  // the biased direction; props_bias.cpp).
+  const std::uint64_t index = o.instance_index;
   Instance in;
   try {
     in = make_instance(f, index);
