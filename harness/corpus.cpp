@@ -181,11 +181,16 @@ Case load_case(const std::string& path) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // nlohmann's message carries the byte position ("at line 3, column 7").
+  } catch (const json::exception& e) {
+    // parse_error carries the byte position ("at line 3, column 7"); out_of_range 406 is a number too large
+    // for a double (found by the parser fuzzer: "301461754E0465973036").
     throw Error(path + ": truncated or malformed JSON: " + e.what());
   }
-  return case_from_json(j, path);
+  try {
+    return case_from_json(j, path);
+  } catch (const json::exception& e) {  // a field the checks above did not foresee: still a clear error
+    throw Error(path + ": malformed case: " + e.what());
+  }
 }
 
 std::string finding_file_name(const Case& c) {
