@@ -12,6 +12,8 @@
 
 #include "properties/property.h"
 #include "properties/test_kernels.h"
+#include "properties/family.h"
+#include "reference/reference.h"
 
 namespace attncheck {
 namespace {
@@ -143,6 +145,53 @@ TEST(Sharpness, EachPropertyCatchesItsDefect) {
   });
   EXPECT_EQ(run("deterministic", *good, default_family("normal")), Status::kPass);
   EXPECT_EQ(run("deterministic", *flaky, default_family("normal")), Status::kFail);
+}
+
+// Regression (fuzzing, 2026-11-30): scores past fp32's range give LSE = +inf in both runs of key_permutation
+// and logit_shift; inf − inf is NaN and the tolerance (+ 2^-23·|inf|) was inf, so the null controls failed.
+// Equal infinities must pass, and every other per-instance property must hold for them too.
+TEST(Honesty, NullControlsPassWhenLseOverflowsFp32) {
+  Family f = default_family("large_logits");
+  f.params["log2_mag"] = 66;  // |q·k| ~ 2^132 > fp32's 2^128: the exact LSE rounds to +inf in fp32
+  ASSERT_TRUE(std::isinf(round_to(reference_forward(make_instance(f, 0)).lse[0], Format::kF32)));
+  Budget b;
+  b.instances = 3;
+  for (const char* kernel : {"oracle", "stochastic"})
+    for (const auto& p : all_properties()) {
+      if (p.across_instances) continue;
+      const Outcome o = p.check(default_registry().get(kernel), f, b);
+      EXPECT_TRUE(o.status == Status::kPass || o.status == Status::kSkip)
+          << kernel << " " << p.name << ": " << status_name(o.status) << ": " << o.message;
+    }
+  // Still sharp where it matters: an infinity against a finite value fails.
+  auto inf_lse = make_kernel("inf_lse", [](const Instance& in) {
+    ForwardOutput o = rounded_reference(in);
+    if (in.k[0] < 0) o.lse[0] = HUGE_VAL;  // depends on which key comes first: a permutation changes it
+    return o;
+  });
+  EXPECT_EQ(run("key_permutation", *inf_lse, default_family("normal")), Status::kFail);
+}
+
+// The accurate property judges each tensor in its own format, element by element: the other neighbour of the
+// exact value (what stochastic rounding may give) passes in O and LSE alike, a large error still fails. (The
+// per-element detail, and the infinities of the fuzzing regression, are unit-tested in accuracy_test.cpp.)
+TEST(Honesty, AccurateAllowsOneUlpPerElementNotMore) {
+  auto sr_like = make_kernel("one_ulp", [](const Instance& in) {
+    ForwardOutput o = rounded_reference(in);
+    const ReferenceForward r = reference_forward(in);
+    for (std::size_t x = 0; x < o.o.size(); ++x)  // the other neighbour of the exact value: faithful, < 1 ulp
+      if (o.o[x] != r.o[x]) o.o[x] = r.o[x] > o.o[x] ? o.o[x] + ulp(r.o[x], Format::kBF16) : o.o[x] - ulp(r.o[x], Format::kBF16);
+    for (std::size_t x = 0; x < o.lse.size(); ++x)
+      if (o.lse[x] != r.lse[x]) o.lse[x] = r.lse[x] > o.lse[x] ? o.lse[x] + ulp(r.lse[x], Format::kF32) : o.lse[x] - ulp(r.lse[x], Format::kF32);
+    return o;
+  });
+  auto far = make_kernel("sixteen_ulp", [](const Instance& in) {  // far past one ulp and the 2x bound
+    ForwardOutput o = rounded_reference(in);
+    for (double& x : o.o) x += 16 * ulp(x, Format::kBF16);
+    return o;
+  });
+  EXPECT_EQ(run("accurate", *sr_like, default_family("normal")), Status::kPass);
+  EXPECT_EQ(run("accurate", *far, default_family("normal")), Status::kFail);
 }
 
 // Random families (any generator, small random shapes and seeds): the oracle passes every per-instance

@@ -124,7 +124,10 @@ std::vector<double> output_envelope(const Instance& in, const Family& f, const s
             if (in.visible(b, h, i, j)) m = std::max(m, std::fabs(in.v[p.kv_at(b, h / p.group(), j, c)]));
           const double x = std::fabs(exact_o[p.q_at(b, h, i, c)]);
           const double dev = (2 * g / (1 - std::min(g, 0.5)) + w) * m;
-          e[p.q_at(b, h, i, c)] = dev + ulp(x + dev, Format::kBF16);
+          const double bound = dev + ulp(x + dev, Format::kBF16);
+          // Not finite (an exact value that is not, or a deviation past fp64's range): no bound. Always +inf
+          // then, never NaN, so that callers can tell "unbounded" from a number (property_util.h).
+          e[p.q_at(b, h, i, c)] = std::isfinite(bound) ? bound : HUGE_VAL;
         }
       }
   return e;
@@ -139,7 +142,8 @@ std::vector<double> lse_envelope(const Instance& in, const Family& f, const std:
       for (int i = 0; i < p.n_q; ++i) {
         const std::size_t r = p.row_at(b, h, i);
         const double l = std::isfinite(exact_lse[r]) ? std::fabs(exact_lse[r]) : 0.0;
-        e[r] = score_error_bound(in, b, h, i) + g / (1 - std::min(g, 0.5)) + 0x1.0p-22 * l;
+        const double bound = score_error_bound(in, b, h, i) + g / (1 - std::min(g, 0.5)) + 0x1.0p-22 * l;
+        e[r] = std::isfinite(bound) ? bound : HUGE_VAL;  // +inf = unbounded, never NaN (as above)
       }
   return e;
 }

@@ -53,7 +53,9 @@ Outcome run_per_instance(const std::string& property, const Kernel& k, const Fam
 // The envelope above: γ for the family, σ_i for one row, M_c over attended keys.
 double envelope_gamma(const Family& f);
 double score_error_bound(const Instance& in, int b, int h, int i);
-// E_ic for every O element (Q layout): the bound on |O_kernel − O_exact| under the envelope.
+// E_ic for every O element (Q layout): the bound on |O_kernel − O_exact| under the envelope. Either a finite
+// non-negative number or +inf ("no bound": the exact value is not finite, or the bound passes fp64's range),
+// never NaN; the same for lse_envelope. Callers compare non-finite outputs exactly, never through a tolerance.
 std::vector<double> output_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_o);
 // The bound on |LSE_kernel − LSE_exact| per row: σ_i + γ/(1−γ) + 2^-22·|LSE|.
 std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse);

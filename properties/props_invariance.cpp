@@ -39,28 +39,50 @@ std::string where(const Problem& p, std::size_t qidx) {
   return "(b" + std::to_string(b) + ",h" + std::to_string(h) + ",i" + std::to_string(i) + ",c" + std::to_string(c) + ")";
 }
 
+// One pair of outputs against its tolerance t. Non-finite values are compared exactly, never through the
+// tolerance: equal infinities pass (LSE = +inf when fp32 scores overflow, −inf for a fully masked row, a ±inf O
+// that is the correct rounding), an infinity against anything else fails, and NaN matches only NaN (`finite`
+// judges NaN itself). Inf − inf is NaN and |finite − inf| <= an infinite tolerance would pass, so neither may
+// reach the arithmetic. For two finite values the tolerance decides; where the envelope itself is not finite
+// (σ so large that e^{2σ} overflows, or an exact value that is not finite) it bounds nothing: the pair is
+// counted as unbounded (stats "unbounded") and passes, as any finite pair is within an unbounded envelope.
+enum class Pair { kPass, kFail, kUnbounded };
+Pair judge_pair(double a, double b, double t) {
+  if (!std::isfinite(a) || !std::isfinite(b)) return same_value(a, b) ? Pair::kPass : Pair::kFail;
+  if (!std::isfinite(t)) return Pair::kUnbounded;
+  return std::fabs(a - b) <= t ? Pair::kPass : Pair::kFail;
+}
+
 // |a − b| <= tol_a + tol_b elementwise, for O (Q layout) and LSE (rows); `lse_shift` is subtracted from b's LSE.
 std::string compare_within(const Problem& p, const ForwardOutput& a, const ForwardOutput& b,
                            const std::vector<double>& tol_o, const std::vector<double>& tol_lse,
                            const std::vector<double>& lse_shift, nlohmann::json& stats) {
   double worst = 0;
+  int unbounded = 0;
+  auto ratio = [&](double x, double y, double t) {  // finite parts only: the stats stay numbers
+    if (t > 0 && std::isfinite(t) && std::isfinite(x) && std::isfinite(y)) worst = std::max(worst, std::fabs(x - y) / t);
+  };
   for (std::size_t x = 0; x < a.o.size(); ++x) {
-    const double d = std::fabs(a.o[x] - b.o[x]), t = 2 * tol_o[x];
-    if (t > 0) worst = std::max(worst, d / t);
-    if (!(d <= t) && !(a.o[x] == b.o[x]))
+    const double t = 2 * tol_o[x];
+    ratio(a.o[x], b.o[x], t);
+    const Pair v = judge_pair(a.o[x], b.o[x], t);
+    unbounded += v == Pair::kUnbounded;
+    if (v == Pair::kFail)
       return std::string("O") + where(p, x) + ": " + fmt_num(a.o[x]) + " vs " + fmt_num(b.o[x]) + " (tolerance " + fmt_num(t) + ")";
   }
   for (std::size_t r = 0; r < a.lse.size(); ++r) {
-    const double lb = b.lse[r] - lse_shift[r];
-    const double t = 2 * tol_lse[r] + 0x1.0p-23 * std::fabs(b.lse[r]);  // + b's own fp32 rounding
-    if (a.lse[r] == -HUGE_VAL && b.lse[r] == -HUGE_VAL) continue;
-    const double d = std::fabs(a.lse[r] - lb);
-    if (t > 0 && std::isfinite(d)) worst = std::max(worst, d / t);
-    if (!(d <= t))
+    const double lb = b.lse[r] - lse_shift[r];  // ±inf stays ±inf (the shift is finite)
+    // + b's own fp32 rounding before the shift (2^-23·|b.lse|: one fp32 ulp at most); finite b only.
+    const double t = 2 * tol_lse[r] + (std::isfinite(b.lse[r]) ? 0x1.0p-23 * std::fabs(b.lse[r]) : 0.0);
+    ratio(a.lse[r], lb, t);
+    const Pair v = judge_pair(a.lse[r], lb, t);
+    unbounded += v == Pair::kUnbounded;
+    if (v == Pair::kFail)
       return "LSE[" + std::to_string(r) + "]: " + fmt_num(a.lse[r]) + " vs " + fmt_num(lb) + " (tolerance " +
              fmt_num(t) + ")";
   }
   stats["ratio"] = worst;
+  if (unbounded > 0) stats["unbounded"] = unbounded;
   return "";
 }
 

@@ -17,16 +17,38 @@
 // floor_scale = fp32_accumulation_floor_scale(n): see there.
 //
 // Non-finite entries: where exact is ±inf (LSE of a fully masked row) the kernel must give that same value;
-// where exact is NaN the kernel must give NaN; where exact is finite a NaN from the kernel always fails, and
-// ±inf fails unless the plain attention overflows to that same inf (the exact value lies beyond the low-precision
-// range, so overflow is no worse than the baseline). Such entries enter neither maximum. Plain entries that are
-// not finite where exact is finite do not enter plain_err: a broken baseline must not excuse the kernel.
+// where exact is NaN the kernel must give NaN; where exact is finite a NaN from the kernel always fails. Such
+// entries enter neither maximum. Plain entries that are not finite where exact is finite do not enter
+// plain_err: a broken baseline must not excuse the kernel.
+//
+// A kernel's ±inf where exact is finite depends on whether the output format is known (`out_format`):
+//   * out_format = kF64 (unknown; the legacy form every caller without a format gets): ±inf passes only where
+//     the plain attention overflows to that same inf.
+//   * a real format f (bf16 for O/dQ/dK/dV, fp32 for LSE/δ): ±inf passes iff it is a faithful rounding of
+//     the exact value in f, i.e. |exact| > max_finite(f) with the same sign. Derivation: in f extended by
+//     ±inf, the two neighbours of an exact x with max_finite < |x| are ±max_finite and ±inf, so ±inf is one
+//     of them; round-to-nearest picks it once |x| >= max_finite + ulp/2 (the kernel's inf is then the correct
+//     rounding; the plain attention, which overflows in an intermediate and gives NaN, cannot be the judge),
+//     and stochastic rounding picks it with probability (|x| − max_finite)/ulp. For |x| <= max_finite an inf
+//     is never a rounding of x: it fails whatever the plain attention gives (a wrong infinity is not excused
+//     by a baseline that overflows too).
+// Per-element one-ulp allowance (only with a real format f): entry i passes when
+//   |kernel_i − exact_i| <= max(bound, ulp_f(exact_i)),
+// ulp_f(x) = the spacing of f's numbers in x's binade (kernels/formats.h). Any faithful rounding of x (round
+// to nearest, directed, or stochastic) lies on one of x's two neighbours in f, which are ulp_f(x) apart, so it
+// errs by at most ulp_f(x): the output format cannot promise more, and the null controls (`oracle`: one RN
+// rounding; `stochastic`: one SR rounding) must pass. The 2× rule alone would reject stochastic rounding
+// wherever the plain attention happens to err by < 1/2 ulp. The allowance is per element, at that element's
+// own exact value (a tensor-wide "within one ulp of the largest entry" would excuse large relative errors in
+// small entries). ok ⇔ every entry passes; kernel_err, plain_err, floor, bound are reported as before.
 // Sizes must match (attncheck::Error otherwise). Run its tests: ctest -R accuracy
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <vector>
+
+#include "kernels/formats.h"
 
 namespace attncheck {
 
@@ -36,7 +58,8 @@ struct AccuracyCheck {
   double plain_err = 0;   // max |plain − exact| over entries where both are finite
   double floor = 0;       // floor_scale · 2^-24 · max |exact| (finite entries)
   double bound = 0;       // factor · plain_err + floor
-  std::size_t worst = 0;  // the deciding index: the first bad non-finite entry, else the largest kernel error
+  std::size_t worst = 0;  // the deciding index: the first bad non-finite entry, else the entry furthest past
+                          // its allowance (failing), else the largest kernel error (passing)
   std::string message;    // one line: verdict, the worst index with its three values, the numbers above
 };
 
@@ -50,6 +73,6 @@ double fp32_accumulation_floor_scale(std::size_t n);
 
 AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector<double>& plain,
                             const std::vector<double>& exact, double factor = 2.0,
-                            double floor_scale = kDefaultFloorScale);
+                            double floor_scale = kDefaultFloorScale, Format out_format = Format::kF64);
 
 }  // namespace attncheck

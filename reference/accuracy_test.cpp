@@ -124,3 +124,58 @@ TEST(accuracy, accumulation_floor_covers_two_fp32_summation_orders) {
 
 }  // namespace
 }  // namespace attncheck
+
+namespace attncheck {
+namespace {
+using V2 = std::vector<double>;
+constexpr double kInf2 = HUGE_VAL;
+constexpr double kBf16Max = 3.3895313892515355e38;  // 0x7f7f: (2 − 2^-7)·2^127
+
+// Regression (fuzzing, 2026-11-30): the exact dQ lies beyond bf16's range; the oracle gives +inf (the correctly
+// rounded value), the plain attention NaN (an intermediate overflow). With the format known, inf passes iff it is
+// a faithful rounding (|exact| > max_finite, same sign), whatever the plain attention gives.
+TEST(accuracy, infinity_is_judged_against_the_output_format) {
+  const V2 exact{1e39, -1e39, 1.0};
+  const V2 plain{std::nan(""), std::nan(""), 1.0};
+  EXPECT_FALSE(accuracy_rule(V2{kInf2, -kInf2, 1.0}, plain, exact).ok) << "legacy form: plain must overflow too";
+  EXPECT_TRUE(accuracy_rule(V2{kInf2, -kInf2, 1.0}, plain, exact, 2.0, kDefaultFloorScale, Format::kBF16).ok);
+  // The wrong sign, or an infinity where the exact value rounds to a finite bf16, fails, even where the plain
+  // attention overflows the same way (a wrong infinity is not excused by the baseline).
+  EXPECT_FALSE(accuracy_rule(V2{-kInf2, -kInf2, 1.0}, plain, exact, 2.0, kDefaultFloorScale, Format::kBF16).ok);
+  const V2 below{3.0e38, 1.0};
+  const AccuracyCheck r = accuracy_rule(V2{kInf2, 1.0}, V2{kInf2, 1.0}, below, 2.0, kDefaultFloorScale, Format::kBF16);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.worst, 0u);
+  EXPECT_NE(r.message.find("finite value of the output format"), std::string::npos) << r.message;
+  // Just past the largest finite value (below the round-to-nearest threshold max + ulp/2): both neighbours,
+  // max_finite and inf, are faithful roundings (stochastic rounding gives either).
+  const V2 just{kBf16Max * (1 + 0x1p-10), 1.0};
+  EXPECT_TRUE(accuracy_rule(V2{kInf2, 1.0}, V2{1.0, 1.0}, just, 2.0, kDefaultFloorScale, Format::kBF16).ok);
+  EXPECT_TRUE(accuracy_rule(V2{kBf16Max, 1.0}, V2{1.0, 1.0}, just, 2.0, kDefaultFloorScale, Format::kBF16).ok);
+  // fp32 (LSE): the same at fp32's range.
+  EXPECT_TRUE(accuracy_rule(V2{kInf2}, V2{kInf2}, V2{1e39}, 2.0, kDefaultFloorScale, Format::kF32).ok);
+  EXPECT_FALSE(accuracy_rule(V2{kInf2}, V2{kInf2}, V2{3e38}, 2.0, kDefaultFloorScale, Format::kF32).ok);
+}
+
+// Regression (fuzzing): a stochastically rounded output errs by up to one ulp per element, which the 2x rule
+// alone rejects where the plain attention is nearly exact. The allowance is one ulp of the format at each
+// element's own exact value: never a larger entry's ulp.
+TEST(accuracy, one_ulp_of_the_format_per_element) {
+  const V2 exact{1.0 + 3 * 0x1p-9, 100.0};  // between the bf16 values 1 + 2^-7·{0, 1}
+  const V2 plain = exact;                   // the baseline happens to be exact: bound = floor only
+  const V2 up{1.0 + 0x1p-7, 100.0};         // the upper neighbour: err 2^-9 < ulp 2^-7
+  EXPECT_FALSE(accuracy_rule(up, plain, exact).ok) << "legacy form: the 2x bound alone";
+  EXPECT_TRUE(accuracy_rule(up, plain, exact, 2.0, kDefaultFloorScale, Format::kBF16).ok);
+  EXPECT_TRUE(accuracy_rule(V2{1.0, 100.5}, plain, exact, 2.0, kDefaultFloorScale, Format::kBF16).ok);
+  // Past one ulp at that element: fails, although it is below the ulp of the larger entry (0.5 at 100).
+  const AccuracyCheck r = accuracy_rule(V2{1.25, 100.0}, plain, exact, 2.0, kDefaultFloorScale, Format::kBF16);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.worst, 0u);
+  EXPECT_FALSE(accuracy_rule(V2{1.0 + 0x1p-6, 100.0}, plain, exact, 2.0, kDefaultFloorScale, Format::kBF16).ok);
+  // fp32 for LSE: one fp32 ulp passes, a bf16-sized error does not.
+  EXPECT_TRUE(accuracy_rule(V2{2.0 + 0x1p-22}, V2{2.0}, V2{2.0 + 0x1p-23}, 0.0, 0.0, Format::kF32).ok);
+  EXPECT_FALSE(accuracy_rule(V2{2.0 + 0x1p-7}, V2{2.0}, V2{2.0 + 0x1p-23}, 0.0, 0.0, Format::kF32).ok);
+}
+
+}  // namespace
+}  // namespace attncheck
