@@ -15,16 +15,28 @@ namespace {
 
 using Params = std::map<std::string, double>;
 
-// Parameters every generator understands (generators.cpp reads them):
-//   quant     mantissa bits kept in generated noise values (7 = full bf16, 0 = powers of two only)
-//   erange    noise values have exponents in [-erange, 0] (|x| in [2^-erange, 2))
-//   v_sign    0 = mixed signs, +1/-1 = every V element of that sign
-//   v_binade  1 = every V element in one binade [2^v_exp, 2^(v_exp+1)) (bias-amplifying), 0 = noise exponents
-//   v_exp     the binade's exponent when v_binade = 1
-//   do_sign, do_binade, do_exp   the same for dO
+// Parameters every generator understands (generators.cpp reads them), with their domains (validate_family in
+// generators.cpp enforces them: a value outside throws attncheck::Error naming the parameter and its domain;
+// integer parameters are read, and checked, rounded to the nearest integer; flags must be exactly 0 or 1):
+//   quant     mantissa bits kept in generated noise values (7 = full bf16, 0 = powers of two only); integer in
+//             [0, mantissa bits of the input format] (bf16 7, fp16 10)
+//   erange    noise values have exponents in [-erange, 0] (|x| in [2^-erange, 2)); integer in [0, -emin]
+//             (bf16 126, fp16 14: values stay normal numbers of the input format)
+//   v_sign    0 = mixed signs, +1/-1 = every V element of that sign; integer in {-1, 0, 1}
+//   v_binade  1 = every V element in one binade [2^v_exp, 2^(v_exp+1)) (bias-amplifying), 0 = noise exponents;
+//             flag
+//   v_exp     the binade's exponent when v_binade = 1; integer in [-32, 32] (fp16: [-14, 15]): products of V
+//             and dO values stay inside fp32's range in the backward pass (generators.cpp derives it)
+//   do_sign, do_binade, do_exp   the same for dO, with the same domains
 //   mask      0 none, 1 padding (last `pad` keys), 2 sliding window (`window` keys ending at the causal
 //             diagonal), 3 fully masked rows (every `masked_every`-th row), 4 first tile masked (the first
-//             `first_masked` keys of every row), 5 random keep-mask with keep probability `keep`
+//             `first_masked` keys of every row), 5 random keep-mask with keep probability `keep`; integer in
+//             [0, 5]. pad, first_masked >= 0 (n_k or more acts as n_k - 1); window, masked_every >= 1;
+//             keep in [0, 1]
+// Generator-specific parameters and their domains: ties, ties_min >= 1 (more than n_k acts as n_k; near ties
+// at most 7); tie_sign in {-1, 0, 1}; tie_spread, near: flags; tie_level >= 0; gap, level > 0 (and, divided
+// by the scale, finite in the input format); sink_pos >= 0; rank >= 1 (above head_dim acts as head_dim);
+// eps in [0, 64]; log2_mag in [0, emax of the input format]; c finite in the input format.
 Params common() {
   return {{"quant", 7}, {"erange", 3}, {"v_sign", 0}, {"v_binade", 0}, {"v_exp", 0},
           {"do_sign", 0}, {"do_binade", 0}, {"do_exp", 0}, {"mask", 0}};

@@ -42,7 +42,8 @@ struct GeneratorInfo {
 const std::vector<GeneratorInfo>& generators();
 // The generator's default family at a default shape; throws Error for an unknown generator name.
 Family default_family(const std::string& generator);
-// Instance `index` of the family (with dO filled, for backward properties). Throws Error on a bad family.
+// Instance `index` of the family (with dO filled, for backward properties). Throws Error on a bad family,
+// including a parameter outside its domain (domains: family.cpp).
 Instance make_instance(const Family& f, std::uint64_t index);
 
 nlohmann::json family_to_json(const Family& f);

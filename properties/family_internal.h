@@ -24,7 +24,8 @@ struct LeadLayout {
 LeadLayout lead_layout(const Family& f);
 // Positions of the tied keys of (b, kv head) in instance `index` (empty when the family has none).
 std::vector<int> tie_positions(const Family& f, std::uint64_t index, int b, int hkv);
-// Throws Error for an unknown generator, a bad shape, negative tiles or non-finite parameters.
+// Throws Error for an unknown generator, a bad shape, negative tiles, non-finite parameters or a parameter
+// outside its domain (the domains are listed in family.cpp; the message names the parameter and its domain).
 void validate_family(const Family& f);
 
 }  // namespace attncheck

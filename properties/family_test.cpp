@@ -12,6 +12,7 @@
 
 #include "properties/family.h"
 #include "properties/family_internal.h"
+#include "properties/property.h"
 #include "reference/reference.h"
 
 namespace attncheck {
@@ -277,6 +278,56 @@ RC_GTEST_PROP(FamilyProp, RandomShapesGenerateValidDeterministicInstances, ()) {
       for (int j : tied) RC_ASSERT(row[j] == mx);
     }
   }
+}
+
+}  // namespace
+}  // namespace attncheck
+
+namespace attncheck {
+namespace {
+
+// Regression (fuzzing, 2026-11-30): nonsensical parameters (tie_sign = 87, ties = −10, mask = 111,
+// do_exp = 111, ...) were silently clamped or misread, so the fuzzer reported garbage families as findings.
+// Out-of-domain parameters throw attncheck::Error naming the parameter and its domain.
+TEST(Family, OutOfDomainParametersThrowAClearError) {
+  struct Bad {
+    const char* generator;
+    const char* key;
+    double value;
+  };
+  for (const Bad& b : {Bad{"tied_max", "tie_sign", 87}, Bad{"tied_max", "ties", -10}, Bad{"normal", "mask", 111},
+                       Bad{"normal", "do_exp", 111}, Bad{"normal", "v_exp", -40}, Bad{"normal", "quant", 111},
+                       Bad{"normal", "erange", -1}, Bad{"normal", "v_sign", 2}, Bad{"normal", "v_binade", 0.5},
+                       Bad{"random_mask", "keep", 1.5}, Bad{"sliding_window", "window", 0}, Bad{"padding", "pad", -3},
+                       Bad{"near_duplicate", "eps", 65}, Bad{"max_zero", "tie_level", -2}, Bad{"tied_max", "gap", 0},
+                       Bad{"near_tie", "near", 2}, Bad{"low_rank", "rank", 0}, Bad{"large_logits", "log2_mag", 200},
+                       Bad{"sink", "sink_pos", -1}, Bad{"negative_rows", "level", -8}}) {
+    Family f = default_family(b.generator);
+    f.params[b.key] = b.value;
+    try {
+      make_instance(f, 0);
+      ADD_FAILURE() << b.generator << " " << b.key << "=" << b.value << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + b.key + "'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("domain"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(validate_family(f), Error);
+  }
+  // In the domain: edge values, integer parameters read rounded (as the generators read them), shape-dependent
+  // limits clamped (so shrinking the shape keeps a family valid); and every default family of every generator.
+  Family f = default_family("tied_max");
+  f.params["ties"] = 4.2;
+  f.params["tie_sign"] = -1;
+  f.params["do_exp"] = 32;
+  f.params["v_exp"] = -32;
+  f.params["quant"] = 0;
+  EXPECT_NO_THROW(make_instance(f, 0));
+  Family p = default_family("padding");
+  p.params["pad"] = 1000;
+  EXPECT_NO_THROW(make_instance(p, 0));
+  for (const auto& g : generators()) EXPECT_NO_THROW(make_instance(default_family(g.name), 0)) << g.name;
+  for (const char* s : {"default", "bias", "quick"})
+    for (const auto& e : suite(s)) EXPECT_NO_THROW(validate_family(e.family)) << s << " " << e.family.describe();
 }
 
 }  // namespace
