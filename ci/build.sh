@@ -2,7 +2,8 @@
 # build.sh [build-dir] [build-type] — configure and build attncheck with Ninja.
 #   ci/build.sh                 -> build/       Release
 #   ci/build.sh build-asan Asan -> build-asan/  ASan + UBSan
-# Extra CMake arguments come from $ATTNCHECK_CMAKE_ARGS (e.g. -DATTNCHECK_CUDA=OFF).
+# Extra CMake arguments come from $ATTNCHECK_CMAKE_ARGS (e.g. -DATTNCHECK_CUDA=OFF); $ATTNCHECK_TARGET builds
+# one target only (ci/test.sh: unit_tests under ASan).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}
@@ -10,4 +11,4 @@ type=${2:-Release}
 jobs=${ATTNCHECK_JOBS:-$(nproc)}
 # shellcheck disable=SC2086
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" ${ATTNCHECK_CMAKE_ARGS:-} >/dev/null
-cmake --build "$dir" -j "$jobs"
+cmake --build "$dir" -j "$jobs" ${ATTNCHECK_TARGET:+--target "$ATTNCHECK_TARGET"}

@@ -9,7 +9,7 @@ bash ci/build.sh build Release
 (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)
 # The sanitizer build covers the unit tests (property and corpus suites run Release above); the CUDA
 # kernels are not rebuilt there (-DATTNCHECK_CUDA=OFF): host sanitizers cannot see device code.
-ATTNCHECK_CMAKE_ARGS="-DATTNCHECK_CUDA=OFF ${ATTNCHECK_CMAKE_ARGS:-}" bash ci/build.sh build-asan Asan
+ATTNCHECK_CMAKE_ARGS="-DATTNCHECK_CUDA=OFF ${ATTNCHECK_CMAKE_ARGS:-}" ATTNCHECK_TARGET=unit_tests bash ci/build.sh build-asan Asan
 (cd build-asan && UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j "$(nproc)" -L unit --timeout 900)
 # ---- fuzzing (harness/fuzz/, ci/fuzz_smoke.sh) -------------------------------------------------------------
 # The default build above uses gcc, where the fuzz targets are replay programs (ctest -L corpus replays the
