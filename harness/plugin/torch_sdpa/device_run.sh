@@ -5,7 +5,8 @@
 # Everything lands in $OUT/r/ and is packed into $OUT/results.tgz (the device tool returns at most 8 files).
 # Usage, from the repo root, with attncheck already built in build-gpu/:
 #   OUT=/tmp/o bash harness/plugin/torch_sdpa/device_run.sh
-# Overrides (for a dry run elsewhere): SO=path/to/plugin.so KERNELS="a b" SKIP_BUILD=1 SUITE_TIMEOUT=seconds
+# Overrides: RUNS="bias default bias_s7" (suites, _sN = --seed N); for a dry run elsewhere: SO=path/to/plugin.so
+# KERNELS="a b" SKIP_BUILD=1 SUITE_TIMEOUT=seconds
 set -u
 OUT=${OUT:-out/torch_sdpa}
 R=$OUT/r
@@ -48,16 +49,17 @@ if [ -f "$SO" ]; then
   export ATTNCHECK_PLUGIN_ISOLATION=0  # attncheck initialises CUDA; CUDA does not survive fork
   for k in $KERNELS; do
     (
-      for suite in bias default; do
-        timeout $T build-gpu/harness/attncheck check --plugin "$SO" -k plugin:$k --suite $suite -q \
-          --json "$R/${k}_$suite.json" --findings "$R/f_${k}_$suite" > "$R/${k}_$suite.txt" 2>&1
-        echo "exit $?" >> "$R/${k}_$suite.txt"
+      for run in ${RUNS:-bias default}; do  # a run is SUITE or SUITE_sSEED (e.g. bias_s7: --suite bias --seed 7)
+        suite=${run%%_s*}; seed=(); [ "$suite" != "$run" ] && seed=(--seed "${run##*_s}")
+        timeout $T build-gpu/harness/attncheck check --plugin "$SO" -k plugin:$k --suite $suite "${seed[@]}" -q \
+          --json "$R/${k}_$run.json" --findings "$R/f_${k}_$run" > "$R/${k}_$run.txt" 2>&1
+        echo "exit $?" >> "$R/${k}_$run.txt"
       done
     ) &
   done
   wait
   stamp "suites done"
-  for f in "$R"/*_bias.txt "$R"/*_default.txt; do echo "== $f"; grep -v '^\s*$' "$f" | tail -n 25; done
+  for f in "$R"/*.txt; do echo "== $f"; grep -a "note\|^FAIL\|checks:\|^exit" "$f"; done
 fi
 tar -C "$OUT" -czf "$OUT/results.tgz" r && rm -rf "$R"
 stamp "packed $(ls -la "$OUT/results.tgz")"

@@ -16,7 +16,7 @@
 //      kernel"), the call returns ATTNCHECK_ERR_UNSUPPORTED (a skip) with SDPA's reasons; other errors are
 //      reported as ATTNCHECK_ERR_INTERNAL (a finding). O is this call's output: the path users take.
 //   2. LSE: the backend's private op on the same inputs (it returns logsumexp); its O is compared bit for bit
-//      with step 1's (a note on stderr if they differ). If the private op throws, or its LSE has an unexpected
+//      with step 1's (a note on stderr, at most 3 per kernel, if they differ). If the private op throws, or its LSE has an unexpected
 //      shape, LSE falls back to the fp64 computation and a note goes to stderr (once per kernel).
 // Causal: attncheck's causal is bottom-right aligned (FlashAttention); SDPA's is_causal is top-left. For
 // n_q == n_k they coincide and is_causal=true is passed. For n_q != n_k: torch_math and torch_efficient get an
@@ -60,7 +60,7 @@ struct KernelSelf {
   Backend backend;
   const char* name;
   bool warned_lse_fallback = false;
-  bool warned_o_mismatch = false;
+  int o_mismatch_notes = 0;
 };
 
 KernelSelf g_flash{Backend::kFlash, "torch_flash"};
@@ -233,10 +233,19 @@ int sdpa_forward(void* self_ptr, const attncheck_forward_args* a, char* msg, siz
         lse = at::Tensor();
         lse_note = e.what_without_backtrace();
       }
-      if (o_private.defined() && !self.warned_o_mismatch &&
-          !(o_private.sizes() == o.sizes() && at::equal(o_private, o))) {
-        self.warned_o_mismatch = true;
-        std::fprintf(stderr, "[%s] note: the private op's O differs from SDPA's O (reported: SDPA's)\n", self.name);
+      // Bit for bit (as int16, so NaN == NaN); a few notes per kernel, with the problem's shape.
+      if (o_private.defined() && self.o_mismatch_notes < 3) {
+        const bool same_shape = o_private.sizes() == o.sizes();
+        const int64_t differ =
+            same_shape ? o_private.view(at::kShort).ne(o.view(at::kShort)).sum().item<int64_t>() : -1;
+        if (differ != 0) {
+          ++self.o_mismatch_notes;
+          std::fprintf(stderr,
+                       "[%s] note: the private op's O differs from SDPA's in %lld elements (-1: shape) on b%d hq%d "
+                       "hkv%d nq%d nk%d d%d causal=%d (reported: SDPA's)\n",
+                       self.name, static_cast<long long>(differ), p.batch, p.heads_q, p.heads_kv, p.n_q, p.n_k,
+                       p.head_dim, p.causal);
+        }
       }
     }
     if (!lse.defined()) {
