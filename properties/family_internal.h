@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "properties/family.h"
@@ -22,6 +24,21 @@ struct LeadLayout {
 };
 
 LeadLayout lead_layout(const Family& f);
+
+// The domain of a generator parameter (family.cpp lists them with their meaning). Integer parameters are
+// read rounded to the nearest integer, so an integer domain accepts any value that rounds into [lo, hi];
+// a flag must be exactly 0 or 1; a real lies in [lo, hi] ((lo, hi] when lo_open). The fuzzer's decoder can
+// map its bytes into these, so that no input is wasted on a family make_instance rejects.
+struct ParamDomain {
+  enum class Kind { kInteger, kFlag, kReal } kind;
+  double lo, hi;
+  bool lo_open;
+  std::string meaning;
+};
+// std::nullopt for a name without a domain (names no generator reads are ignored by make_instance, not rejected).
+std::optional<ParamDomain> param_domain(const std::string& key, Format input_format);
+bool in_domain(const ParamDomain& d, double value);
+std::string describe_domain(const ParamDomain& d);
 // Positions of the tied keys of (b, kv head) in instance `index` (empty when the family has none).
 std::vector<int> tie_positions(const Family& f, std::uint64_t index, int b, int hkv);
 // Throws Error for an unknown generator, a bad shape, negative tiles, non-finite parameters or a parameter

@@ -16,7 +16,8 @@
 // Run the tests: ctest -R family_test
 #include <algorithm>
 #include <cmath>
-#include <limits>
+#include <map>
+#include <optional>
 #include <numeric>
 #include <sstream>
 
@@ -287,32 +288,85 @@ std::string num(double v) {
   return s.str();
 }
 
-void check_int(const Family& f, const char* key, long lo, long hi, const char* meaning) {
-  auto it = f.params.find(key);
-  if (it == f.params.end()) return;
-  const long v = std::lround(it->second);
-  if (v < lo || v > hi)
-    throw Error("family " + f.generator + ": parameter '" + key + "' = " + num(it->second) + " is outside its domain: " +
-                "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (" + meaning + ")");
-}
-
-void check_flag(const Family& f, const char* key, const char* meaning) {
-  auto it = f.params.find(key);
-  if (it == f.params.end() || it->second == 0.0 || it->second == 1.0) return;
-  throw Error("family " + f.generator + ": parameter '" + key + "' = " + num(it->second) +
-              " is outside its domain: 0 or 1 (" + meaning + ")");
-}
-
-void check_real(const Family& f, const char* key, double lo, bool lo_open, double hi, const char* meaning) {
-  auto it = f.params.find(key);
-  if (it == f.params.end()) return;
-  const double v = it->second;
-  if ((lo_open ? v > lo : v >= lo) && v <= hi) return;
-  throw Error("family " + f.generator + ": parameter '" + key + "' = " + num(v) + " is outside its domain: " +
-              (lo_open ? "(" : "[") + num(lo) + ", " + num(hi) + "] (" + meaning + ")");
-}
+constexpr double kNoLimit = 2147483647.0;  // INT_MAX: counts have no upper limit of their own (clamped to the shape)
 
 }  // namespace
+
+std::optional<ParamDomain> param_domain(const std::string& key, Format input_format) {
+  const FormatInfo fi = format_info(input_format);
+  using K = ParamDomain::Kind;
+  auto integer = [](double lo, double hi, const char* m) { return ParamDomain{K::kInteger, lo, hi, false, m}; };
+  auto flag = [](const char* m) { return ParamDomain{K::kFlag, 0, 1, false, m}; };
+  auto real = [](double lo, bool open, double hi, const char* m) { return ParamDomain{K::kReal, lo, hi, open, m}; };
+  // Binade exponents within ±32 (and the input format's normal range: fp16 [-14, 15]): a V value times a dO
+  // value is then below 2^66 in magnitude, so the backward pass's dP = dO·Vᵀ and the gradients stay far inside
+  // fp32's and bf16's range (2^128) for any head_dim and length below 2^30, and above 2^-66 (no underflow).
+  // Larger exponents make the exact gradients overflow the output format: that exercises the reference's and
+  // the rule's overflow handling (accuracy.h), not a kernel's softmax, and is reached by explicit inputs.
+  const double e_lo = std::max(-32, fi.emin), e_hi = std::min(32, fi.emax);
+  static const std::map<std::string, int> kIndex = {
+      {"quant", 0},   {"erange", 1},     {"v_sign", 2},     {"do_sign", 3},       {"v_binade", 4},
+      {"do_binade", 5}, {"v_exp", 6},    {"do_exp", 7},     {"mask", 8},          {"pad", 9},
+      {"window", 10}, {"masked_every", 11}, {"first_masked", 12}, {"keep", 13},  {"rank", 14},
+      {"eps", 15},    {"ties", 16},      {"ties_min", 17},  {"tie_sign", 18},     {"tie_spread", 19},
+      {"near", 20},   {"tie_level", 21}, {"gap", 22},       {"level", 23},        {"sink_pos", 24},
+      {"log2_mag", 25}, {"c", 26}};
+  const auto it = kIndex.find(key);
+  if (it == kIndex.end()) return std::nullopt;
+  switch (it->second) {
+    case 0: return integer(0, fi.precision - 1, "mantissa bits kept, at most the input format's");
+    case 1: return integer(0, -fi.emin, "noise exponents in [-erange, 0], normal numbers of the input format");
+    case 2: return integer(-1, 1, "0 mixed, +1/-1 one sign");
+    case 3: return integer(-1, 1, "0 mixed, +1/-1 one sign");
+    case 4: return flag("1 = every V element in the binade [2^v_exp, 2^(v_exp+1))");
+    case 5: return flag("1 = every dO element in the binade [2^do_exp, 2^(do_exp+1))");
+    case 6: return integer(e_lo, e_hi, "the V binade's exponent; |e| <= 32 keeps products of V and dO inside fp32");
+    case 7: return integer(e_lo, e_hi, "the dO binade's exponent; |e| <= 32 keeps products of V and dO inside fp32");
+    case 8: return integer(0, 5, "0 none, 1 padding, 2 sliding window, 3 masked rows, 4 first keys, 5 random");
+    case 9: return integer(0, kNoLimit, "masked keys at the end; n_k or more acts as n_k - 1");
+    case 10: return integer(1, kNoLimit, "visible keys per row");
+    case 11: return integer(1, kNoLimit, "every masked_every-th row fully masked");
+    case 12: return integer(0, kNoLimit, "masked keys at the start; n_k or more acts as n_k - 1");
+    case 13: return real(0.0, false, 1.0, "keep probability");
+    case 14: return integer(1, kNoLimit, "rank; above head_dim acts as head_dim");
+    case 15: return integer(0, 64, "ulps of perturbation");
+    case 16: return integer(1, kNoLimit, "tied keys; above n_k (near ties: 7) acts as that");
+    case 17: return integer(1, kNoLimit, "fewest tied keys; above ties acts as ties");
+    case 18: return integer(-1, 1, "sign of the tied maximum: +1, -1, or 0 for a maximum of exactly 0");
+    case 19: return flag("1 = tied keys at random positions, 0 = contiguous");
+    case 20: return flag("1 = near ties instead of exact ties");
+    case 21: return real(0.0, false, fi.max_finite, "magnitude of the tied raw score; tie_sign gives its sign");
+    case 22: return real(0.0, true, fi.max_finite, "scaled distance below the tied maximum");
+    case 23: return real(0.0, true, fi.max_finite, "every scaled score about -level");
+    case 24: return integer(0, kNoLimit, "the sink key; past the end acts as the last start");
+    case 25: return integer(0, fi.emax, "|Q|, |K| about 2^log2_mag, finite in the input format");
+    default: return real(-fi.max_finite, false, fi.max_finite, "the constant V value, finite in the input format");
+  }
+}
+
+bool in_domain(const ParamDomain& d, double v) {
+  if (!std::isfinite(v)) return false;
+  switch (d.kind) {
+    case ParamDomain::Kind::kFlag: return v == 0.0 || v == 1.0;
+    case ParamDomain::Kind::kInteger: {
+      const double r = std::round(v);  // as iparam reads it (lround: halves away from zero)
+      return r >= d.lo && r <= d.hi;
+    }
+    case ParamDomain::Kind::kReal: return (d.lo_open ? v > d.lo : v >= d.lo) && v <= d.hi;
+  }
+  return false;
+}
+
+std::string describe_domain(const ParamDomain& d) {
+  switch (d.kind) {
+    case ParamDomain::Kind::kFlag: return "0 or 1 (" + d.meaning + ")";
+    case ParamDomain::Kind::kInteger:
+      return "an integer in [" + num(d.lo) + ", " + num(d.hi) + "] (" + d.meaning + ")";
+    case ParamDomain::Kind::kReal:
+      return std::string(d.lo_open ? "(" : "[") + num(d.lo) + ", " + num(d.hi) + "] (" + d.meaning + ")";
+  }
+  return "";
+}
 
 void validate_family(const Family& f) {
   default_family(f.generator);  // throws for an unknown generator
@@ -322,41 +376,12 @@ void validate_family(const Family& f) {
     if (!std::isfinite(v)) throw Error("family: parameter '" + k + "' is not finite");
   if (f.problem.input_format != Format::kBF16 && f.problem.input_format != Format::kF16)
     throw Error("family: generators produce bf16 or fp16 inputs only");
-  const FormatInfo fi = format_info(f.problem.input_format);
-  // Values: mantissa bits and exponents that exist in the input format (bf16: quant 0..7, erange 0..126).
-  check_int(f, "quant", 0, fi.precision - 1, "mantissa bits kept, at most the input format's");
-  check_int(f, "erange", 0, -fi.emin, "noise exponents in [-erange, 0], normal numbers of the input format");
-  check_int(f, "v_sign", -1, 1, "0 mixed, +1/-1 one sign");
-  check_int(f, "do_sign", -1, 1, "0 mixed, +1/-1 one sign");
-  check_flag(f, "v_binade", "1 = every V element in the binade [2^v_exp, 2^(v_exp+1))");
-  check_flag(f, "do_binade", "1 = every dO element in the binade [2^do_exp, 2^(do_exp+1))");
-  // Binade exponents within ±32 (and the input format's normal range: fp16 [-14, 15]): a V value times a dO
-  // value is then below 2^66 in magnitude, so the backward pass's dP = dO·Vᵀ and the gradients stay far inside
-  // fp32's and bf16's range (2^128) for any head_dim and length below 2^30, and above 2^-66 (no underflow).
-  // Larger exponents make the exact gradients overflow the output format: that exercises the reference's and
-  // the rule's overflow handling (accuracy.h), not a kernel's softmax, and is reached by explicit inputs.
-  const int e_lo = std::max(-32, fi.emin), e_hi = std::min(32, fi.emax);
-  check_int(f, "v_exp", e_lo, e_hi, "the V binade's exponent; |e| <= 32 keeps products of V and dO inside fp32");
-  check_int(f, "do_exp", e_lo, e_hi, "the dO binade's exponent; |e| <= 32 keeps products of V and dO inside fp32");
-  check_int(f, "mask", 0, 5, "0 none, 1 padding, 2 sliding window, 3 masked rows, 4 first keys, 5 random");
-  check_int(f, "pad", 0, std::numeric_limits<int>::max(), "masked keys at the end; n_k or more acts as n_k - 1");
-  check_int(f, "window", 1, std::numeric_limits<int>::max(), "visible keys per row");
-  check_int(f, "masked_every", 1, std::numeric_limits<int>::max(), "every masked_every-th row fully masked");
-  check_int(f, "first_masked", 0, std::numeric_limits<int>::max(), "masked keys at the start; n_k or more acts as n_k - 1");
-  check_real(f, "keep", 0.0, false, 1.0, "keep probability");
-  check_int(f, "rank", 1, std::numeric_limits<int>::max(), "rank; above head_dim acts as head_dim");
-  check_int(f, "eps", 0, 64, "ulps of perturbation");
-  check_int(f, "ties", 1, std::numeric_limits<int>::max(), "tied keys; above n_k (near ties: 7) acts as that");
-  check_int(f, "ties_min", 1, std::numeric_limits<int>::max(), "fewest tied keys; above ties acts as ties");
-  check_int(f, "tie_sign", -1, 1, "sign of the tied maximum: +1, -1, or 0 for a maximum of exactly 0");
-  check_flag(f, "tie_spread", "1 = tied keys at random positions, 0 = contiguous");
-  check_flag(f, "near", "1 = near ties instead of exact ties");
-  check_real(f, "tie_level", 0.0, false, fi.max_finite, "magnitude of the tied raw score; tie_sign gives its sign");
-  check_real(f, "gap", 0.0, true, fi.max_finite, "scaled distance below the tied maximum");
-  check_real(f, "level", 0.0, true, fi.max_finite, "every scaled score about -level");
-  check_int(f, "sink_pos", 0, std::numeric_limits<int>::max(), "the sink key; past the end acts as the last start");
-  check_int(f, "log2_mag", 0, fi.emax, "|Q|, |K| about 2^log2_mag, finite in the input format");
-  check_real(f, "c", -fi.max_finite, false, fi.max_finite, "the constant V value, finite in the input format");
+  for (const auto& [k, v] : f.params) {
+    const std::optional<ParamDomain> d = param_domain(k, f.problem.input_format);
+    if (d && !in_domain(*d, v))
+      throw Error("family " + f.generator + ": parameter '" + k + "' = " + num(v) + " is outside its domain: " +
+                  describe_domain(*d));
+  }
   // The lead construction's raw values must be finite in the input format (a huge gap or level divided by a
   // small scale can overflow fp16).
   const LeadLayout L = lead_layout(f);
