@@ -230,7 +230,7 @@ std::vector<Property> basic_properties() {
   return {
       per_instance("accurate",
                    "O and LSE (and dQ, dK, dV with a backward pass) err at most 2x the plain bf16 attention's error "
-                   "plus an fp32 noise floor",
+                   "plus an fp32 noise floor, or one ulp of their format per element; ±inf only where it rounds the exact value",
                    false, check_accurate),
       per_instance("finite", "Finite inputs give finite outputs unless the exact result overflows", false,
                    check_finite),

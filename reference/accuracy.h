@@ -3,7 +3,8 @@
 // plus an fp32 noise floor. Used by the CPU-model unit tests and by the property suite's accuracy property,
 // once per tensor (O, LSE, dQ, dK, dV).
 //
-//   ok  ⇔  max_i |kernel_i − exact_i|  ≤  factor · max_i |plain_i − exact_i|  +  floor,
+//   ok  ⇔  max_i |kernel_i − exact_i|  ≤  factor · max_i |plain_i − exact_i|  +  floor   (the bound),
+//   (with the output format given: per element, the bound or one ulp of the format, whichever is larger; below)
 //   floor = floor_scale · 2^-24 · max_i |exact_i|   (2^-24: fp32's unit roundoff; max over finite entries).
 //
 // Where this comes from: FlashAttention's tests (tests/test_flash_attn.py) assert
