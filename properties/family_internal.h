@@ -39,6 +39,10 @@ struct ParamDomain {
 std::optional<ParamDomain> param_domain(const std::string& key, Format input_format);
 bool in_domain(const ParamDomain& d, double value);
 std::string describe_domain(const ParamDomain& d);
+// The nearest value of the domain (flags: nonzero -> 1; integers: rounded, then clamped; reals: clamped, an
+// open lower end moved to the smallest double above it; NaN -> lo). For decoders that must always produce a
+// valid family: in_domain(d, clamp_to_domain(d, v)) holds for every v.
+double clamp_to_domain(const ParamDomain& d, double value);
 // Positions of the tied keys of (b, kv head) in instance `index` (empty when the family has none).
 std::vector<int> tie_positions(const Family& f, std::uint64_t index, int b, int hkv);
 // Throws Error for an unknown generator, a bad shape, negative tiles, non-finite parameters or a parameter

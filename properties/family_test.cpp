@@ -326,6 +326,14 @@ TEST(Family, OutOfDomainParametersThrowAClearError) {
   p.params["pad"] = 1000;
   EXPECT_NO_THROW(make_instance(p, 0));
   for (const auto& g : generators()) EXPECT_NO_THROW(make_instance(default_family(g.name), 0)) << g.name;
+  // clamp_to_domain (for decoders) always lands inside, and keeps values already inside.
+  for (const char* key : {"quant", "erange", "v_sign", "v_binade", "do_exp", "mask", "keep", "ties", "gap", "c"}) {
+    const ParamDomain d = *param_domain(key, Format::kBF16);
+    for (double v : {-1e300, -111.0, -1.0, -0.4, 0.0, 0.3, 0.5, 1.0, 4.2, 87.0, 111.0, 1e300, HUGE_VAL, -HUGE_VAL, std::nan("")})
+      EXPECT_TRUE(in_domain(d, clamp_to_domain(d, v))) << key << " " << v << " -> " << clamp_to_domain(d, v);
+    for (double v : {0.0, 1.0}) if (in_domain(d, v)) EXPECT_EQ(clamp_to_domain(d, v), d.kind == ParamDomain::Kind::kInteger ? std::round(v) : v) << key;
+  }
+  EXPECT_FALSE(param_domain("no_such_parameter", Format::kBF16).has_value());
   for (const char* s : {"default", "bias", "quick"})
     for (const auto& e : suite(s)) EXPECT_NO_THROW(validate_family(e.family)) << s << " " << e.family.describe();
 }

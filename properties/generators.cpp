@@ -357,6 +357,17 @@ bool in_domain(const ParamDomain& d, double v) {
   return false;
 }
 
+double clamp_to_domain(const ParamDomain& d, double v) {
+  const double lo = d.lo_open ? std::nextafter(d.lo, HUGE_VAL) : d.lo;
+  if (std::isnan(v)) return d.kind == ParamDomain::Kind::kFlag ? 0.0 : lo;
+  switch (d.kind) {
+    case ParamDomain::Kind::kFlag: return v != 0.0 ? 1.0 : 0.0;
+    case ParamDomain::Kind::kInteger: return std::clamp(std::round(std::clamp(v, -1e18, 1e18)), d.lo, d.hi);
+    case ParamDomain::Kind::kReal: return std::clamp(v, lo, d.hi);
+  }
+  return lo;
+}
+
 std::string describe_domain(const ParamDomain& d) {
   switch (d.kind) {
     case ParamDomain::Kind::kFlag: return "0 or 1 (" + d.meaning + ")";
