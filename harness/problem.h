@@ -26,6 +26,12 @@ struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A kernel declining a problem at run time (a plugin's supports() or ATTNCHECK_ERR_UNSUPPORTED): the check is
+// skipped, exactly as when the kernel's capabilities exclude the problem up front. Not a finding.
+struct Unsupported : Error {
+  using Error::Error;
+};
+
 const char* format_name(Format f);     // "bf16", "fp16", "fp32", "fp64", "e4m3", "e5m2"
 Format parse_format(const std::string& name);  // throws Error on an unknown name
 

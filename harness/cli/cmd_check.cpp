@@ -116,6 +116,16 @@ Outcome check_one(const Property& p, const Kernel& k, const Family& f, const Bud
     Outcome o = p.check(k, f, b);
     if (o.status == Status::kFail && o.report.empty()) o.report = failure_report(p, k, o);
     return o;
+  } catch (const Unsupported& e) {
+    // The kernel declined the problem at run time (harness/problem.h): a skip, as for capabilities.
+    Outcome o;
+    o.property = p.name;
+    o.kernel = k.name();
+    o.family = f;
+    o.status = Status::kSkip;
+    o.message = e.what();
+    o.seconds = since(t0);
+    return o;
   } catch (const std::exception& e) {
     // A check that throws (a kernel fault, a generator bug) is a failure to report, not a reason to stop.
     Outcome o;

@@ -66,6 +66,13 @@ TEST(PluginCli, SkipRescaleFailsFarOutsideTheBoundAndIsShrunk) {
   EXPECT_LE(std::stoi(m[2]), 4) << r.output;
 }
 
+TEST(PluginCli, ARunTimeDeclineIsASkipNotAFailure) {
+  const CliRun r = attncheck("", std::string("check --plugin ") + ATTNCHECK_FAULTY_PLUGIN +
+                                  " -k plugin:unsupported --suite quick --property accurate --no-shrink");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("0 FAIL, 1 skip"), std::string::npos) << r.output;
+}
+
 TEST(PluginCli, ACrashingPluginIsAFailureNotACrash) {
   const CliRun r = attncheck("", std::string("check --plugin ") + ATTNCHECK_FAULTY_PLUGIN +
                                   " -k plugin:crash --suite quick --property accurate --no-shrink");

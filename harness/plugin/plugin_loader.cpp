@@ -210,7 +210,7 @@ class PluginKernel : public Kernel {
     const std::string oob = a.check();
     if (!oob.empty()) throw PluginFault(FaultKind::kOutOfBounds, name(), oob);
     if (st == ATTNCHECK_ERR_UNSUPPORTED)
-      throw Error(name() + ": unsupported: " + (msg.empty() ? "the kernel declined the problem" : msg));
+      throw Unsupported(name() + ": unsupported: " + (msg.empty() ? "the kernel declined the problem" : msg));
     if (st != ATTNCHECK_OK)
       throw PluginFault(FaultKind::kError, name(), status_text(st) + (msg.empty() ? "" : ": " + msg));
   }

@@ -160,9 +160,10 @@ TEST(PluginIsolation, EveryFaultIsReportedAndTheHarnessSurvives) {
   EXPECT_EQ(input.kind(), FaultKind::kOutOfBounds);
   EXPECT_NE(input.detail().find("in input K at element 0"), std::string::npos) << input.what();
 
-  // Declining a problem is a skip, not a finding.
+  // Declining a problem is a skip, not a finding: the loader says so with the Unsupported error type.
   EXPECT_NE(error_of([&] { r.get("plugin:unsupported").forward(in); }).find("unsupported: only head_dim 64 (got 4)"),
             std::string::npos);
+  EXPECT_THROW(r.get("plugin:unsupported").forward(in), Unsupported);
 
   // Still alive: the example gives finite results after all of the above.
   load_plugin(ATTNCHECK_EXAMPLE_PLUGIN, r, isolated());
