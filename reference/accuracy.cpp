@@ -77,6 +77,7 @@ AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector
     if (!std::isfinite(k) || !std::isfinite(e)) continue;
     const double allowance = known_format ? std::fmax(r.bound, ulp(e, out_format)) : r.bound;
     const double err = std::fabs(k - e);
+    r.ratio = std::fmax(r.ratio, allowance > 0 ? std::fmin(err / allowance, 1e30) : (err > 0 ? 1e30 : 0.0));
     if (err > allowance && (!over || err - allowance > worst_excess))
       over = true, worst_excess = err - allowance, over_at = i;
   }

@@ -165,11 +165,15 @@ TEST(accuracy, one_ulp_of_the_format_per_element) {
   const V2 plain = exact;                   // the baseline happens to be exact: bound = floor only
   const V2 up{1.0 + 0x1p-7, 100.0};         // the upper neighbour: err 2^-9 < ulp 2^-7
   EXPECT_FALSE(accuracy_rule(up, plain, exact).ok) << "legacy form: the 2x bound alone";
-  EXPECT_TRUE(accuracy_rule(up, plain, exact, 2.0, kDefaultFloorScale, Format::kBF16).ok);
+  const AccuracyCheck ok = accuracy_rule(up, plain, exact, 2.0, kDefaultFloorScale, Format::kBF16);
+  EXPECT_TRUE(ok.ok);
+  EXPECT_GT(ok.kernel_err, ok.bound);  // past the 2x bound, within the ulp: the ratio is against the allowance
+  EXPECT_LE(ok.ratio, 1.0);
   EXPECT_TRUE(accuracy_rule(V2{1.0, 100.5}, plain, exact, 2.0, kDefaultFloorScale, Format::kBF16).ok);
   // Past one ulp at that element: fails, although it is below the ulp of the larger entry (0.5 at 100).
   const AccuracyCheck r = accuracy_rule(V2{1.25, 100.0}, plain, exact, 2.0, kDefaultFloorScale, Format::kBF16);
   EXPECT_FALSE(r.ok);
+  EXPECT_GT(r.ratio, 1.0);
   EXPECT_EQ(r.worst, 0u);
   EXPECT_FALSE(accuracy_rule(V2{1.0 + 0x1p-6, 100.0}, plain, exact, 2.0, kDefaultFloorScale, Format::kBF16).ok);
   // fp32 for LSE: one fp32 ulp passes, a bf16-sized error does not.
