@@ -3,6 +3,7 @@
 // Invariant: decode_input is total (any bytes, any length) and deterministic; it reads generators() only to
 // name the generator and order its parameters. Every decoded Problem passes Problem::validate().
 #include "harness/fuzz/fuzz_input.h"
+#include "properties/family_internal.h"
 
 #include <algorithm>
 #include <cmath>
@@ -28,6 +29,14 @@ double decode_param(std::uint8_t b, double def) {
     return def != 0 ? def * std::exp2(step) : step;
   }
   return static_cast<double>(static_cast<int>(b) - 144);
+}
+
+// decode_param, clamped into the parameter's domain (properties/family.cpp): every byte string decodes to a valid
+// family, so libFuzzer spends no executions on inputs make_instance would reject.
+double decode_param_in_domain(const std::string& key, std::uint8_t b, double def, Format input_format) {
+  const double v = decode_param(b, def);
+  const auto d = param_domain(key, input_format);
+  return d ? clamp_to_domain(*d, v) : v;
 }
 
 std::uint8_t encode_param(double v, double def) {
@@ -94,7 +103,11 @@ FuzzInput decode_input(const std::uint8_t* data, std::size_t size) {
 
   std::size_t pos = kHeaderBytes;
   if (gen) {
-    for (const auto& [key, def] : gen->defaults) f.params[key] = decode_param(byte_at(data, size, pos++), def);
+    for (const auto& [key, def] : gen->defaults) {
+      // Clamp into the parameter's domain (properties/family.cpp): every byte string still decodes to a valid
+      // family, so libFuzzer spends no executions on inputs make_instance would reject.
+      f.params[key] = decode_param_in_domain(key, byte_at(data, size, pos++), def, p.input_format);
+    }
   }
   if ((flags & kFlagMask) && f.param("mask", 0) == 0 && f.params.count("mask")) f.params["mask"] = 5;
   p.has_mask = f.param("mask", 0) != 0;
@@ -138,7 +151,15 @@ std::vector<std::uint8_t> encode_input(const FuzzInput& in) {
   out[16] = static_cast<std::uint8_t>((p.heads_q - 1) % kMaxHeads);
   out[17] = static_cast<std::uint8_t>((p.batch - 1) % 2);
   if (!gens.empty()) {
-    for (const auto& [key, def] : gens[gi].defaults) out.push_back(encode_param(f.param(key, def), def));
+    for (const auto& [key, def] : gens[gi].defaults) {
+      const double v = f.param(key, def);
+      std::uint8_t b = encode_param(v, def);
+      // Clamping (integer parameters round) can move the formula's byte off v: then take any byte that decodes
+      // to v exactly, so decode(encode(x)) == x for everything decode makes.
+      for (int c = 0; c < 256 && decode_param_in_domain(key, b, def, p.input_format) != v; ++c)
+        b = static_cast<std::uint8_t>(c);
+      out.push_back(b);
+    }
   }
   for (const Edit& e : in.edits) {
     out.push_back(static_cast<std::uint8_t>((static_cast<int>(e.op) << 4) | (e.tensor & 3)));
