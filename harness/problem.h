@@ -32,6 +32,12 @@ struct Unsupported : Error {
   using Error::Error;
 };
 
+// A kernel under test misbehaved (a plugin crashed, hung, returned an error code, wrote outside its outputs):
+// a finding about the kernel, saved and replayable like a failed property, not a usage error.
+struct KernelFault : Error {
+  using Error::Error;
+};
+
 const char* format_name(Format f);     // "bf16", "fp16", "fp32", "fp64", "e4m3", "e5m2"
 Format parse_format(const std::string& name);  // throws Error on an unknown name
 

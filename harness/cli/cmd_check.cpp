@@ -126,8 +126,21 @@ Outcome check_one(const Property& p, const Kernel& k, const Family& f, const Bud
     o.message = e.what();
     o.seconds = since(t0);
     return o;
+  } catch (const KernelFault& e) {
+    // The kernel crashed, hung, returned an error or wrote outside its outputs: a finding, saved and
+    // replayable (the family reproduces it), unshrunk.
+    Outcome o;
+    o.property = p.name;
+    o.kernel = k.name();
+    o.family = f;
+    o.status = Status::kFail;
+    o.message = std::string("kernel fault: ") + e.what();
+    o.report = "kernel:   " + k.name() + "\nproperty: " + p.name + "\nverdict:  " + o.message +
+               "\nfamily:   " + f.describe() + "\n";
+    o.seconds = since(t0);
+    return o;
   } catch (const std::exception& e) {
-    // A check that throws (a kernel fault, a generator bug) is a failure to report, not a reason to stop.
+    // A check that throws (a generator bug, a harness error) is a failure to report, not a reason to stop.
     Outcome o;
     o.property = p.name;
     o.kernel = k.name();
@@ -179,7 +192,8 @@ int run_check(const CheckOptions& opt) {
           std::cout << "  " << o.message << "\n  family: " << o.family.describe() << "\n  stats: " << o.stats.dump() << "\n";
         else
           std::cout << o.report << (o.report.back() == '\n' ? "" : "\n");
-        if (!entry.finding.empty()) std::cout << "replay: " << replay_command(entry.finding) << "\n";
+        if (!entry.finding.empty())
+          std::cout << "replay: " << replay_command(entry.finding) << plugin_replay_args() << "\n";
         if (!save_error.empty()) std::cout << "(could not save the finding: " << save_error << ")\n";
         std::cout << std::flush;
       }

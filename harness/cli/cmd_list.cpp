@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "harness/cli/commands.h"
+#include "harness/plugin/plugin_cli.h"
 #include "harness/kernel.h"
 #include "properties/property.h"
 
@@ -53,6 +54,7 @@ void add_list(CLI::App& app, Runner& run) {
   auto what = std::make_shared<std::string>();
   CLI::App* sub = app.add_subcommand("list", "List kernels, properties, generators and suites");
   sub->add_option("what", *what, "Only one section")->check(CLI::IsMember({"kernels", "properties", "generators", "suites"}));
+  add_plugin_option(*sub);  // list a plugin's kernels with their capabilities
   sub->callback([&run, what] { run = [what] { return run_list(*what); }; });
 }
 

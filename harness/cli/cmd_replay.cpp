@@ -7,6 +7,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/corpus.h"
+#include "harness/plugin/plugin_cli.h"
 
 namespace attncheck::cli {
 
@@ -25,6 +26,11 @@ int run_replay(const ReplayOptions& opt) {
       Outcome o;
       try {
         o = replay_case(c, default_registry());
+      } catch (const KernelFault& e) {  // the kernel crashed / hung / wrote out of bounds again: a failure
+        o.kernel = c.kernel;
+        o.property = c.property;
+        o.status = Status::kFail;
+        o.message = std::string("kernel fault: ") + e.what();
       } catch (const Error& e) {
         throw Error(path + ": " + e.what());  // drift, unknown kernel or property: still name the file
       }
@@ -58,6 +64,7 @@ void add_replay(CLI::App& app, Runner& run) {
   CLI::App* sub = app.add_subcommand("replay", "Re-run saved cases (corpus/findings, corpus/regression) and compare verdicts");
   sub->add_option("files", opt->files, "Case files (JSON, corpus/README.md)")->required();
   sub->add_flag("-q,--quiet", opt->quiet, "Only the verdict lines");
+  add_plugin_option(*sub);  // cases found on plugin kernels need their library loaded again
   sub->callback([&run, opt] { run = [opt] { return run_replay(*opt); }; });
 }
 

@@ -8,6 +8,19 @@
 
 namespace attncheck::cli {
 
+namespace {
+std::vector<std::string>& loaded_paths() {
+  static std::vector<std::string> paths;
+  return paths;
+}
+}  // namespace
+
+std::string plugin_replay_args() {
+  std::string out;
+  for (const std::string& p : loaded_paths()) out += " --plugin " + p;
+  return out;
+}
+
 void add_plugin_option(CLI::App& sub) {
   sub.add_option_function<std::vector<std::string>>(
          "--plugin",
@@ -15,6 +28,7 @@ void add_plugin_option(CLI::App& sub) {
            for (const std::string& p : paths) {
              try {
                load_plugin(p, default_registry());
+               loaded_paths().push_back(p);
              } catch (const Error& e) {
                throw CLI::ValidationError("--plugin", e.what());
              }

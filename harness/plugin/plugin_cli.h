@@ -7,10 +7,14 @@
 // Example: attncheck check --plugin build/harness/plugin/libattncheck_example_plugin.so -k plugin:example
 #pragma once
 
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 namespace attncheck::cli {
 
 void add_plugin_option(CLI::App& sub);
+// " --plugin PATH" for every plugin loaded so far (empty when none): appended to printed replay commands.
+std::string plugin_replay_args();
 
 }  // namespace attncheck::cli

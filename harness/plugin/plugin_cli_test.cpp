@@ -78,6 +78,20 @@ TEST(PluginCli, ACrashingPluginIsAFailureNotACrash) {
                                   " -k plugin:crash --suite quick --property accurate --no-shrink");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("plugin:crash: crash: killed by SIGSEGV"), std::string::npos) << r.output;
+  // The fault is a finding: saved, with a replay command that loads the plugin again, and the replay
+  // reproduces the verdict (the crash) without crashing attncheck.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("replay: attncheck replay (\\S+) --plugin (\\S+)"))) << r.output;
+  const std::string cmd = std::string(ATTNCHECK_EXE) + " replay " + m[1].str() + " --plugin " + m[2].str() + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int st = pclose(p);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << out;
+  EXPECT_NE(out.find("expected fail, got fail"), std::string::npos) << out;
 }
 
 TEST(PluginCli, ANonPluginLibraryIsAUsageError) {

@@ -27,10 +27,10 @@ enum class FaultKind {
 
 const char* fault_kind_name(FaultKind k);  // "crash", "timeout", "error", "out_of_bounds"
 
-class PluginFault : public Error {
+class PluginFault : public KernelFault {
  public:
   PluginFault(FaultKind kind, const std::string& kernel, const std::string& detail)
-      : Error(kernel + ": " + fault_kind_name(kind) + ": " + detail), kind_(kind), kernel_(kernel), detail_(detail) {}
+      : KernelFault(kernel + ": " + fault_kind_name(kind) + ": " + detail), kind_(kind), kernel_(kernel), detail_(detail) {}
   FaultKind kind() const { return kind_; }
   const std::string& kernel() const { return kernel_; }
   const std::string& detail() const { return detail_; }
