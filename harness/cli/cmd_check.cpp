@@ -111,6 +111,17 @@ std::vector<SuiteEntry> pick_entries(const CheckOptions& opt) {
 
 Outcome check_one(const Property& p, const Kernel& k, const Family& f, const Budget& b, bool shrink) {
   const auto t0 = Clock::now();
+  // The outcome of a check that ended in an exception.
+  auto ended = [&](Status status, const std::string& message) {
+    Outcome o;
+    o.property = p.name;
+    o.kernel = k.name();
+    o.family = f;
+    o.status = status;
+    o.message = message;
+    o.seconds = since(t0);
+    return o;
+  };
   try {
     if (shrink) return check_and_shrink(p, k, f, b);
     Outcome o = p.check(k, f, b);
@@ -118,37 +129,17 @@ Outcome check_one(const Property& p, const Kernel& k, const Family& f, const Bud
     return o;
   } catch (const Unsupported& e) {
     // The kernel declined the problem at run time (harness/problem.h): a skip, as for capabilities.
-    Outcome o;
-    o.property = p.name;
-    o.kernel = k.name();
-    o.family = f;
-    o.status = Status::kSkip;
-    o.message = e.what();
-    o.seconds = since(t0);
-    return o;
+    return ended(Status::kSkip, e.what());
   } catch (const KernelFault& e) {
     // The kernel crashed, hung, returned an error or wrote outside its outputs: a finding, saved and
     // replayable (the family reproduces it), unshrunk.
-    Outcome o;
-    o.property = p.name;
-    o.kernel = k.name();
-    o.family = f;
-    o.status = Status::kFail;
-    o.message = std::string("kernel fault: ") + e.what();
+    Outcome o = ended(Status::kFail, std::string("kernel fault: ") + e.what());
     o.report = "kernel:   " + k.name() + "\nproperty: " + p.name + "\nverdict:  " + o.message +
                "\nfamily:   " + f.describe() + "\n";
-    o.seconds = since(t0);
     return o;
   } catch (const std::exception& e) {
     // A check that throws (a generator bug, a harness error) is a failure to report, not a reason to stop.
-    Outcome o;
-    o.property = p.name;
-    o.kernel = k.name();
-    o.family = f;
-    o.status = Status::kFail;
-    o.message = std::string("error: ") + e.what();
-    o.seconds = since(t0);
-    return o;
+    return ended(Status::kFail, std::string("error: ") + e.what());
   }
 }
 
