@@ -10,6 +10,19 @@ double Problem::default_scale(int head_dim) {
   return static_cast<double>(static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim))));
 }
 
+Problem Problem::of_shape(int batch, int heads_q, int heads_kv, int n_q, int n_k, int head_dim, bool causal) {
+  Problem p;
+  p.batch = batch;
+  p.heads_q = heads_q;
+  p.heads_kv = heads_kv;
+  p.n_q = n_q;
+  p.n_k = n_k;
+  p.head_dim = head_dim;
+  p.scale = default_scale(head_dim);
+  p.causal = causal;
+  return p;
+}
+
 void Problem::validate() const {
   auto positive = [](const char* what, int v) {
     if (v <= 0) throw Error(std::string("problem: ") + what + " must be positive, got " + std::to_string(v));

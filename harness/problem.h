@@ -68,6 +68,8 @@ struct Problem {
 
   // The default scale for a head dimension: 1/sqrt(d) rounded to fp32.
   static double default_scale(int head_dim);
+  // A problem of this shape with the default scale, no mask, no bias, bf16 inputs.
+  static Problem of_shape(int batch, int heads_q, int heads_kv, int n_q, int n_k, int head_dim, bool causal = false);
   // Throws Error when shapes are non-positive, heads_kv does not divide heads_q, scale is not a finite fp32.
   void validate() const;
   std::string describe() const;  // one line: "b1 hq2 hkv1 nq5 nk7 d8 scale=0.353553 causal bf16"

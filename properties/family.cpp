@@ -57,16 +57,7 @@ struct Entry {
 };
 
 Problem shape(int b, int hq, int hkv, int nq, int nk, int d, bool causal = false) {
-  Problem p;
-  p.batch = b;
-  p.heads_q = hq;
-  p.heads_kv = hkv;
-  p.n_q = nq;
-  p.n_k = nk;
-  p.head_dim = d;
-  p.scale = Problem::default_scale(d);
-  p.causal = causal;
-  return p;
+  return Problem::of_shape(b, hq, hkv, nq, nk, d, causal);
 }
 
 const std::vector<Entry>& entries() {

@@ -26,18 +26,9 @@ std::vector<double> draw(std::size_t n, std::uint64_t seed, std::uint64_t stream
 
 Problem make_problem(int batch, int heads_q, int heads_kv, int n_q, int n_k, int head_dim, bool causal, bool mask,
                      bool bias) {
-  Problem p;
-  p.batch = batch;
-  p.heads_q = heads_q;
-  p.heads_kv = heads_kv;
-  p.n_q = n_q;
-  p.n_k = n_k;
-  p.head_dim = head_dim;
-  p.scale = Problem::default_scale(head_dim);
-  p.causal = causal;
+  Problem p = Problem::of_shape(batch, heads_q, heads_kv, n_q, n_k, head_dim, causal);
   p.has_mask = mask;
   p.has_bias = bias;
-  p.input_format = Format::kBF16;
   return p;
 }
 

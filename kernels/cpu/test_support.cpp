@@ -6,16 +6,7 @@
 namespace attncheck::test {
 
 Problem make_problem(int batch, int heads_q, int heads_kv, int n_q, int n_k, int d, bool causal) {
-  Problem p;
-  p.batch = batch;
-  p.heads_q = heads_q;
-  p.heads_kv = heads_kv;
-  p.n_q = n_q;
-  p.n_k = n_k;
-  p.head_dim = d;
-  p.causal = causal;
-  p.scale = Problem::default_scale(d);
-  return p;
+  return Problem::of_shape(batch, heads_q, heads_kv, n_q, n_k, d, causal);
 }
 
 double normal(std::uint64_t seed, std::uint64_t counter) {
