@@ -53,6 +53,27 @@ run_step "mma_probe_test" "$out/probe.log" timeout 120 "$bin/mma_probe_test"
   echo '```'
 } >>"$report"
 
+echo "## Property suites: CUDA kernels vs their CPU models (same binary, same seeds)" >>"$report"
+# attncheck check exits 1 when a kernel fails a property (paper must): the verdict comparison is the step's result.
+cli="$build/harness/attncheck"
+pairs="-k fa2 -k fa2-fixed -k paper -k paper-fixed -k cuda:fa2 -k cuda:fa2-fixed -k cuda:paper -k cuda:paper-fixed"
+for suite in default bias; do
+  timeout 600 "$cli" check -q --suite $suite $pairs --findings "$out/findings-$suite" --json "$out/suite-$suite.json" \
+    >"$out/suite-$suite.log" 2>&1
+done
+run_step "verdicts: cuda:K == K on the default and bias suites" "$out/verdicts.log" \
+  python3 ci/compare_verdicts.py "$out/suite-default.json" "$out/suite-bias.json"
+{ echo '```'; cat "$out/verdicts.log"; echo '```'; } >>"$report"
+# The vendor kernel through the same properties (registered when the build found cuDNN).
+if "$cli" list 2>/dev/null | grep -q 'cuda:cudnn'; then
+  for suite in default bias; do
+    timeout 600 "$cli" check --suite $suite -k cuda:cudnn --findings "$out/findings-cudnn" \
+      --json "$out/cudnn-$suite.json" >"$out/cudnn-$suite.log" 2>&1
+  done
+  { echo "cuda:cudnn (cuDNN fused SDPA) through the property suites:"; echo '```';
+    grep -hE 'FAIL|^ *[0-9]+ checks|summary' "$out/cudnn-default.log" "$out/cudnn-bias.log" | head -60; echo '```'; } >>"$report"
+fi
+
 if [ "${ATTNCHECK_GPU_NO_SANITIZER:-0}" != 1 ]; then
   echo "## compute-sanitizer" >>"$report"
   # A subset: every kernel (fwd, bwd, both head dims, tails, causal, GQA) runs inside these tests; the full
@@ -71,6 +92,9 @@ if [ "${ATTNCHECK_GPU_NO_BENCH:-0}" != 1 ]; then
   echo "command: $bin/bench_attention --benchmark_filter='$filter'" >>"$report"
   timeout 600 "$bin/bench_attention" --benchmark_filter="$filter" >"$out/bench.log" 2>&1 || echo "(bench_attention exited $?)" >>"$report"
   { echo '```'; sed -n '/^config (TFLOP\/s)/,$p' "$out/bench.log"; echo '```'; } >>"$report"
+  echo "forward_many throughput (small instances, host packing and checks included): $bin/bench_forward_many" >>"$report"
+  timeout 300 "$bin/bench_forward_many" >"$out/bench_forward_many.log" 2>&1 || echo "(bench_forward_many exited $?)" >>"$report"
+  { echo '```'; grep -E 'bm_forward_many' "$out/bench_forward_many.log"; echo '```'; } >>"$report"
   if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     echo "cuDNN (PyTorch SDPA, CUDNN_ATTENTION backend): python3 kernels/cuda/bench_cudnn.py" >>"$report"
     timeout 300 python3 kernels/cuda/bench_cudnn.py ${ATTNCHECK_GPU_CUDNN_SEQS:-} >"$out/cudnn.log" 2>&1

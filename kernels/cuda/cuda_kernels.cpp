@@ -9,7 +9,10 @@
 // Run the GPU tests: ctest -L gpu (they skip without a device).
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <thread>
 #include <tuple>
 
@@ -50,6 +53,7 @@ void unpack_rows(const std::uint16_t* src, std::size_t rows, int d, int kd, std:
 }
 
 // Runs fn(i) for i in [0, n) on up to hardware_concurrency threads (host-side conversion of big batches).
+// The first exception a worker throws (e.g. a non-bf16 input) is rethrown here after all workers joined.
 template <class Fn>
 void parallel_for(std::size_t n, Fn fn) {
   const std::size_t threads = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), 16);
@@ -57,13 +61,36 @@ void parallel_for(std::size_t n, Fn fn) {
     for (std::size_t i = 0; i < n; ++i) fn(i);
     return;
   }
+  std::mutex mu;
+  std::exception_ptr first;
   std::vector<std::thread> pool;
   for (std::size_t w = 0; w < threads; ++w)
     pool.emplace_back([&, w] {
-      for (std::size_t i = w; i < n; i += threads) fn(i);
+      try {
+        for (std::size_t i = w; i < n; i += threads) fn(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!first) first = std::current_exception();
+      }
     });
   for (auto& th : pool) th.join();
+  if (first) std::rethrow_exception(first);
 }
+
+// forward_many's buffers, kept between calls (fuzzing calls it thousands of times): page-locked staging on the
+// host, device inputs, poisoned outputs re-armed before every launch, one stream. Grown to the largest batch seen.
+struct FwdWorkspace {
+  explicit FwdWorkspace(const std::string& name) : o(name + " forward O"), lse(name + " forward LSE") {
+    ATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  }
+  ~FwdWorkspace() { cudaStreamDestroy(stream); }
+  cudaStream_t stream = nullptr;
+  PinnedHost<std::uint16_t> hq, hk, hv, ho;
+  PinnedHost<float> hl;
+  DeviceBuffer<std::uint16_t> dq, dk, dv;
+  PoisonedOutput<std::uint16_t> o;
+  PoisonedOutput<float> lse;
+};
 
 float scale_log2e_of(float scale) { return static_cast<float>(static_cast<double>(scale) * 1.4426950408889634); }
 
@@ -122,6 +149,8 @@ class CudaFlashKernel final : public Kernel {
   Variant v_;
   float beta_, tol_;
   std::string name_;
+  mutable std::mutex ws_mu_;                  // one forward_many at a time per kernel object
+  mutable std::unique_ptr<FwdWorkspace> ws_;  // made on first use
 };
 
 std::vector<ForwardOutput> CudaFlashKernel::forward_many(const std::vector<const Instance*>& ins) const {
@@ -134,6 +163,10 @@ std::vector<ForwardOutput> CudaFlashKernel::forward_many(const std::vector<const
     check_supported(*ins[i], false);
     groups[Key{p.heads_q, p.heads_kv, p.n_q, p.n_k, p.head_dim, p.scale, p.causal}].push_back(i);
   }
+  // One call at a time per kernel object: the workspace is shared (results never depend on it).
+  std::lock_guard<std::mutex> lock(ws_mu_);
+  if (!ws_) ws_ = std::make_unique<FwdWorkspace>(name_);
+  FwdWorkspace& w = *ws_;
   for (const auto& [key, idx] : groups) {
     const Problem& p0 = ins[idx[0]]->problem;
     const int d = p0.head_dim, kd = padded_dim(d);
@@ -141,30 +174,34 @@ std::vector<ForwardOutput> CudaFlashKernel::forward_many(const std::vector<const
     for (std::size_t g = 0; g < idx.size(); ++g) batch_at[g + 1] = batch_at[g] + ins[idx[g]]->problem.batch;
     const std::size_t total_batch = batch_at.back();
     const std::size_t q_per_b = std::size_t(p0.heads_q) * p0.n_q, kv_per_b = std::size_t(p0.heads_kv) * p0.n_k;
-    std::vector<std::uint16_t> hq(total_batch * q_per_b * kd), hk(total_batch * kv_per_b * kd),
-        hv(total_batch * kv_per_b * kd);
+    const std::size_t q_elems = total_batch * q_per_b * kd, kv_elems = total_batch * kv_per_b * kd;
+    std::uint16_t* hq = w.hq.ensure(q_elems);
+    std::uint16_t* hk = w.hk.ensure(kv_elems);
+    std::uint16_t* hv = w.hv.ensure(kv_elems);
     parallel_for(idx.size(), [&](std::size_t g) {
       const Instance& in = *ins[idx[g]];
-      pack_rows(in.q, d, kd, &hq[batch_at[g] * q_per_b * kd], "Q");
-      pack_rows(in.k, d, kd, &hk[batch_at[g] * kv_per_b * kd], "K");
-      pack_rows(in.v, d, kd, &hv[batch_at[g] * kv_per_b * kd], "V");
+      pack_rows(in.q, d, kd, hq + batch_at[g] * q_per_b * kd, "Q");
+      pack_rows(in.k, d, kd, hk + batch_at[g] * kv_per_b * kd, "K");
+      pack_rows(in.v, d, kd, hv + batch_at[g] * kv_per_b * kd, "V");
     });
-    DeviceBuffer<std::uint16_t> dq(hq.size()), dk(hk.size()), dv(hv.size());
-    dq.upload(hq), dk.upload(hk), dv.upload(hv);
-    PoisonedOutput<std::uint16_t> o(hq.size(), name_ + " forward O");
-    PoisonedOutput<float> lse(total_batch * q_per_b, name_ + " forward LSE");
+    w.dq.ensure(q_elems), w.dk.ensure(kv_elems), w.dv.ensure(kv_elems);
+    const cudaStream_t stream = w.stream;
+    ATTN_CUDA_CHECK(cudaMemcpyAsync(w.dq.get(), hq, q_elems * 2, cudaMemcpyHostToDevice, stream));
+    ATTN_CUDA_CHECK(cudaMemcpyAsync(w.dk.get(), hk, kv_elems * 2, cudaMemcpyHostToDevice, stream));
+    ATTN_CUDA_CHECK(cudaMemcpyAsync(w.dv.get(), hv, kv_elems * 2, cudaMemcpyHostToDevice, stream));
+    w.o.arm(q_elems, stream);
+    w.lse.arm(total_batch * q_per_b, stream);
     FwdParams f = base_params(p0);
-    f.q = dq.get(), f.k = dk.get(), f.v = dv.get(), f.o = o.get(), f.lse = lse.get();
+    f.q = w.dq.get(), f.k = w.dk.get(), f.v = w.dv.get(), f.o = w.o.get(), f.lse = w.lse.get();
     f.batch = static_cast<int>(total_batch);
-    launch_flash_fwd(v_, kd, f, nullptr);
-    ATTN_CUDA_CHECK(cudaDeviceSynchronize());
-    const std::vector<std::uint16_t> ho = o.fetch_checked();
-    const std::vector<float> hl = lse.fetch_checked();
+    launch_flash_fwd(v_, kd, f, stream);
+    const std::uint16_t* ho = w.o.fetch_checked(w.ho, stream);
+    const float* hl = w.lse.fetch_checked(w.hl, stream);
     parallel_for(idx.size(), [&](std::size_t g) {
       ForwardOutput& r = out[idx[g]];
       const std::size_t nb = ins[idx[g]]->problem.batch;
-      unpack_rows(&ho[batch_at[g] * q_per_b * kd], nb * q_per_b, d, kd, r.o);
-      r.lse.assign(hl.begin() + batch_at[g] * q_per_b, hl.begin() + (batch_at[g] + nb) * q_per_b);
+      unpack_rows(ho + batch_at[g] * q_per_b * kd, nb * q_per_b, d, kd, r.o);
+      r.lse.assign(hl + batch_at[g] * q_per_b, hl + (batch_at[g] + nb) * q_per_b);
     });
   }
   return out;

@@ -4,7 +4,6 @@
 // The agreement numbers are printed and recorded as gtest properties (ci/gpu.sh collects them).
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -207,27 +206,7 @@ INSTANTIATE_TEST_SUITE_P(Variants, CudaKernel,
                            return n;
                          });
 
-// Fuzzing throughput: forward_many on many small instances of one shape (n <= 128, d = 64).
-TEST(CudaThroughput, SmallInstancesPerSecond) {
-  ATTN_SKIP_WITHOUT_GPU();
-  auto k = cuda::make_cuda_kernel(Variant::kFa2);
-  for (int n : {16, 64, 128}) {
-    const Problem p = make_problem(1, 1, 1, n, n, 64, false);
-    // One random instance repeated: the values do not matter for throughput, generating them would.
-    const int count = n <= 16 ? 20000 : 5000;
-    const std::vector<Instance> ins(count, random_instance(p, 7000 + n));
-    std::vector<const Instance*> ptrs;
-    for (const Instance& in : ins) ptrs.push_back(&in);
-    (void)k->forward_many(ptrs);  // warm-up: context, allocations
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::vector<ForwardOutput> out = k->forward_many(ptrs);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("[throughput] cuda:fa2 forward_many n_q=n_k=%d d=64: %d instances in %.3f s = %.0f instances/s\n", n,
-                count, s, count / s);
-    RecordProperty("instances_per_s_n" + std::to_string(n), std::to_string(count / s));
-    EXPECT_EQ(out.size(), ins.size());
-  }
-}
+// forward_many's throughput is a benchmark, not a test: kernels/cuda/bench_forward_many.cpp.
 
 // The poison check itself: an untouched payload element and a write into the guard are both reported.
 TEST(CudaPoison, DetectsUntouchedAndGuardWrites) {
