@@ -37,19 +37,40 @@ std::uint16_t to_bf16_bits(double x, const char* what) {
   return static_cast<std::uint16_t>(u >> 16);
 }
 
-// Copies rows of width d (doubles) into rows of width kd (bf16 bits, zero-padded), starting at dst.
+// Copies rows of width d (doubles) into rows of width kd (bf16 bits, zero-padded), starting at dst. The loop
+// has no branch (it vectorises): a row's non-bf16 values are noticed after the row and named by to_bf16_bits.
 void pack_rows(const std::vector<double>& src, int d, int kd, std::uint16_t* dst, const char* what) {
   const std::size_t rows = src.size() / std::size_t(d);
   for (std::size_t r = 0; r < rows; ++r) {
-    for (int c = 0; c < d; ++c) dst[r * kd + c] = to_bf16_bits(src[r * d + c], what);
-    std::fill(dst + r * kd + d, dst + (r + 1) * kd, std::uint16_t(0));
+    const double* s = &src[r * d];
+    std::uint16_t* o = dst + r * kd;
+    std::uint32_t bad = 0;
+    for (int c = 0; c < d; ++c) {
+      const float f = static_cast<float>(s[c]);
+      const std::uint32_t u = float_to_bits(f);
+      bad |= (u & 0xffffu) | std::uint32_t(static_cast<double>(f) != s[c]);
+      o[c] = static_cast<std::uint16_t>(u >> 16);
+    }
+    if (bad)
+      for (int c = 0; c < d; ++c) (void)to_bf16_bits(s[c], what);  // throws, naming the value
+    std::fill(o + d, o + kd, std::uint16_t(0));
   }
 }
 
-void unpack_rows(const std::uint16_t* src, std::size_t rows, int d, int kd, std::vector<double>& out) {
+// bf16 rows of width kd (the first d columns used) -> doubles. `poisoned`: set when an element still holds the
+// output poison 0xFFFF (the kernel never wrote it; device_buffer.h) — checked here, in the parallel unpack,
+// instead of in a serial pass over the whole download.
+void unpack_rows(const std::uint16_t* src, std::size_t rows, int d, int kd, std::vector<double>& out,
+                 bool* poisoned = nullptr) {
   out.resize(rows * d);
+  std::uint32_t poison = 0;
   for (std::size_t r = 0; r < rows; ++r)
-    for (int c = 0; c < d; ++c) out[r * d + c] = bits_to_float(std::uint32_t(src[r * kd + c]) << 16);
+    for (int c = 0; c < d; ++c) {
+      const std::uint16_t b = src[r * kd + c];
+      poison |= std::uint32_t(b == 0xffffu);
+      out[r * d + c] = bits_to_float(std::uint32_t(b) << 16);
+    }
+  if (poisoned) *poisoned = poison != 0;
 }
 
 // Runs fn(i) for i in [0, n) on up to hardware_concurrency threads (host-side conversion of big batches).
@@ -195,14 +216,22 @@ std::vector<ForwardOutput> CudaFlashKernel::forward_many(const std::vector<const
     f.q = w.dq.get(), f.k = w.dk.get(), f.v = w.dv.get(), f.o = w.o.get(), f.lse = w.lse.get();
     f.batch = static_cast<int>(total_batch);
     launch_flash_fwd(v_, kd, f, stream);
-    const std::uint16_t* ho = w.o.fetch_checked(w.ho, stream);
+    // Guards checked here; O's payload poison during the unpack (one parallel pass instead of two).
+    const std::uint16_t* ho = w.o.fetch_checked(w.ho, stream, /*check_payload=*/false);
     const float* hl = w.lse.fetch_checked(w.hl, stream);
+    std::vector<char> untouched(idx.size(), 0);
     parallel_for(idx.size(), [&](std::size_t g) {
       ForwardOutput& r = out[idx[g]];
       const std::size_t nb = ins[idx[g]]->problem.batch;
-      unpack_rows(ho + batch_at[g] * q_per_b * kd, nb * q_per_b, d, kd, r.o);
+      bool poisoned = false;
+      unpack_rows(ho + batch_at[g] * q_per_b * kd, nb * q_per_b, d, kd, r.o, &poisoned);
+      untouched[g] = poisoned;
       r.lse.assign(hl + batch_at[g] * q_per_b, hl + (batch_at[g] + nb) * q_per_b);
     });
+    for (std::size_t g = 0; g < idx.size(); ++g)
+      if (untouched[g])
+        throw Error(name_ + " forward O: kernel left elements of batch instance " + std::to_string(g) +
+                    " untouched (still the NaN poison)");
   }
   return out;
 }
