@@ -1,0 +1,190 @@
+// cudnn_kernel.cpp — cuDNN's fused SDPA (cudnn_sdpa.h) as the attncheck Kernel `cuda:cudnn`, forward and
+// backward, and register_cudnn_kernels(), which registers it only when a CUDA device is present and libcudnn 9
+// loads (a build without cuDNN headers compiles this file to a registrar that registers nothing).
+//
+// Host side, as in cuda_kernels.cpp: inputs (doubles holding bf16 values) are converted to bf16 bits and
+// zero-padded to head dim 64 or 128 (zeros change no dot product and give zero output columns, so results
+// equal the unpadded problem's; the scale is the problem's own); outputs go to NaN-poisoned buffers with guard
+// margins, checked after every call (device_buffer.h). forward_many concatenates instances of one shape along
+// the batch. δ is cuDNN's own rowsum(dO∘O), which its backward graph writes to memory.
+// Causal masking is bottom-right aligned, as attncheck defines it, including n_q > n_k (rows that see no key).
+// Run the GPU tests: ctest -L gpu -R cudnn   (they skip without a device or without libcudnn).
+#include "kernels/cuda/cudnn_kernel.h"
+
+#if defined(ATTNCHECK_HAVE_CUDNN)
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cudnn_sdpa.h"
+#include "kernels/cuda/device_buffer.h"
+#include "kernels/formats.h"
+
+namespace attncheck::cuda {
+namespace {
+
+int padded_dim(int d) { return d <= 64 ? 64 : 128; }
+
+std::uint16_t to_bf16_bits(double x, const char* what) {
+  const float f = static_cast<float>(x);
+  const std::uint32_t u = float_to_bits(f);
+  if ((u & 0xffffu) != 0 || static_cast<double>(f) != x)
+    throw Error(std::string("cuda:cudnn: ") + what + " value " + std::to_string(x) + " is not a bf16 value");
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+// Rows of width d (doubles) into rows of width kd (bf16 bits, zero-padded), starting at dst.
+void pack_rows(const std::vector<double>& src, int d, int kd, std::uint16_t* dst, const char* what) {
+  const std::size_t rows = src.size() / std::size_t(d);
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (int c = 0; c < d; ++c) dst[r * kd + c] = to_bf16_bits(src[r * d + c], what);
+    std::fill(dst + r * kd + d, dst + (r + 1) * kd, std::uint16_t(0));
+  }
+}
+
+void unpack_rows(const std::uint16_t* src, std::size_t rows, int d, int kd, std::vector<double>& out) {
+  out.resize(rows * d);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (int c = 0; c < d; ++c) out[r * d + c] = bits_to_float(std::uint32_t(src[r * kd + c]) << 16);
+}
+
+cudnn::SdpaShape shape_of(const Problem& p, int batch) {
+  cudnn::SdpaShape s;
+  s.batch = batch, s.heads_q = p.heads_q, s.heads_kv = p.heads_kv, s.n_q = p.n_q, s.n_k = p.n_k;
+  s.head_dim = padded_dim(p.head_dim), s.causal = p.causal, s.scale = static_cast<float>(p.scale);
+  return s;
+}
+
+class CudnnKernel final : public Kernel {
+ public:
+  std::string name() const override { return "cuda:cudnn"; }
+  std::string summary() const override {
+    return "cuDNN " + std::to_string(cudnn::version()) +
+           " fused flash attention (backend graph API, kernels/cuda/cudnn_sdpa.cpp): the vendor anchor";
+  }
+  KernelCaps caps() const override {
+    KernelCaps c;
+    c.backward = true;
+    c.causal = true;
+    c.gqa = true;
+    c.device = "cuda:0";
+    c.max_head_dim = 128;  // head dims up to 128 run zero-padded as d = 64 or d = 128
+    return c;
+  }
+  ForwardOutput forward(const Instance& in) const override { return std::move(forward_many({&in})[0]); }
+  std::vector<ForwardOutput> forward_many(const std::vector<const Instance*>& ins) const override;
+  BackwardOutput backward(const Instance& in, const ForwardOutput& fwd) const override;
+
+ private:
+  void check_supported(const Instance& in, bool need_backward) const {
+    const std::string why = caps().unsupported_reason(in.problem, need_backward);
+    if (!why.empty()) throw Error("kernel cuda:cudnn cannot run " + in.problem.describe() + ": " + why);
+    in.problem.validate();
+    if (in.q.size() != in.problem.q_size() || in.k.size() != in.problem.kv_size() ||
+        in.v.size() != in.problem.kv_size())
+      throw Error("kernel cuda:cudnn: Q, K, V sizes do not match " + in.problem.describe());
+  }
+};
+
+std::vector<ForwardOutput> CudnnKernel::forward_many(const std::vector<const Instance*>& ins) const {
+  std::vector<ForwardOutput> out(ins.size());
+  using Key = std::tuple<int, int, int, int, int, double, bool>;  // everything a launch depends on but batch
+  std::map<Key, std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < ins.size(); ++i) {
+    const Problem& p = ins[i]->problem;
+    check_supported(*ins[i], false);
+    groups[Key{p.heads_q, p.heads_kv, p.n_q, p.n_k, p.head_dim, p.scale, p.causal}].push_back(i);
+  }
+  for (const auto& [key, idx] : groups) {
+    const Problem& p0 = ins[idx[0]]->problem;
+    const int d = p0.head_dim, kd = padded_dim(d);
+    std::vector<std::size_t> batch_at(idx.size() + 1, 0);  // first batch entry of each instance
+    for (std::size_t g = 0; g < idx.size(); ++g) batch_at[g + 1] = batch_at[g] + ins[idx[g]]->problem.batch;
+    const std::size_t total = batch_at.back();
+    const std::size_t q_per_b = std::size_t(p0.heads_q) * p0.n_q, kv_per_b = std::size_t(p0.heads_kv) * p0.n_k;
+    std::vector<std::uint16_t> hq(total * q_per_b * kd), hk(total * kv_per_b * kd), hv(total * kv_per_b * kd);
+    for (std::size_t g = 0; g < idx.size(); ++g) {
+      const Instance& in = *ins[idx[g]];
+      pack_rows(in.q, d, kd, &hq[batch_at[g] * q_per_b * kd], "Q");
+      pack_rows(in.k, d, kd, &hk[batch_at[g] * kv_per_b * kd], "K");
+      pack_rows(in.v, d, kd, &hv[batch_at[g] * kv_per_b * kd], "V");
+    }
+    DeviceBuffer<std::uint16_t> dq(hq.size()), dk(hk.size()), dv(hv.size());
+    dq.upload(hq), dk.upload(hk), dv.upload(hv);
+    PoisonedOutput<std::uint16_t> o(hq.size(), "cuda:cudnn forward O");
+    PoisonedOutput<float> lse(total * q_per_b, "cuda:cudnn forward LSE");
+    cudnn::sdpa_forward(shape_of(p0, static_cast<int>(total)), dq.get(), dk.get(), dv.get(), o.get(), lse.get(),
+                        nullptr);
+    ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+    const std::vector<std::uint16_t> ho = o.fetch_checked();
+    const std::vector<float> hl = lse.fetch_checked();
+    for (std::size_t g = 0; g < idx.size(); ++g) {
+      ForwardOutput& r = out[idx[g]];
+      const std::size_t nb = ins[idx[g]]->problem.batch;
+      unpack_rows(&ho[batch_at[g] * q_per_b * kd], nb * q_per_b, d, kd, r.o);
+      r.lse.assign(hl.begin() + batch_at[g] * q_per_b, hl.begin() + (batch_at[g] + nb) * q_per_b);
+    }
+  }
+  return out;
+}
+
+BackwardOutput CudnnKernel::backward(const Instance& in, const ForwardOutput& fwd) const {
+  check_supported(in, true);
+  const Problem& p = in.problem;
+  if (in.d_o.size() != p.q_size()) throw Error("kernel cuda:cudnn: backward needs dO of the Q size");
+  if (fwd.o.size() != p.q_size() || fwd.lse.size() != p.rows())
+    throw Error("kernel cuda:cudnn: forward outputs do not match " + p.describe());
+  const int d = p.head_dim, kd = padded_dim(d);
+  const std::size_t q_rows = p.rows(), kv_rows = std::size_t(p.batch) * p.heads_kv * p.n_k;
+  std::vector<std::uint16_t> hq(q_rows * kd), hk(kv_rows * kd), hv(kv_rows * kd), ho(q_rows * kd), hdo(q_rows * kd);
+  pack_rows(in.q, d, kd, hq.data(), "Q");
+  pack_rows(in.k, d, kd, hk.data(), "K");
+  pack_rows(in.v, d, kd, hv.data(), "V");
+  pack_rows(fwd.o, d, kd, ho.data(), "O");
+  pack_rows(in.d_o, d, kd, hdo.data(), "dO");
+  const std::vector<float> hl(fwd.lse.begin(), fwd.lse.end());
+  DeviceBuffer<std::uint16_t> bq(hq.size()), bk(hk.size()), bv(hv.size()), bo(ho.size()), bdo(hdo.size());
+  DeviceBuffer<float> bl(hl.size());
+  bq.upload(hq), bk.upload(hk), bv.upload(hv), bo.upload(ho), bdo.upload(hdo), bl.upload(hl);
+  PoisonedOutput<float> delta(q_rows, "cuda:cudnn backward delta");
+  PoisonedOutput<std::uint16_t> dq(q_rows * kd, "cuda:cudnn backward dQ"), dk(kv_rows * kd, "cuda:cudnn backward dK"),
+      dv(kv_rows * kd, "cuda:cudnn backward dV");
+  cudnn::sdpa_backward(shape_of(p, p.batch), bq.get(), bk.get(), bv.get(), bo.get(), bdo.get(), bl.get(), dq.get(),
+                       dk.get(), dv.get(), delta.get(), nullptr);
+  ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  BackwardOutput r;
+  const std::vector<float> hdelta = delta.fetch_checked();
+  r.delta.assign(hdelta.begin(), hdelta.end());
+  unpack_rows(dq.fetch_checked().data(), q_rows, d, kd, r.dq);
+  unpack_rows(dk.fetch_checked().data(), kv_rows, d, kd, r.dk);
+  unpack_rows(dv.fetch_checked().data(), kv_rows, d, kd, r.dv);
+  return r;
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_cudnn_kernel() { return std::make_unique<CudnnKernel>(); }
+
+}  // namespace attncheck::cuda
+
+namespace attncheck {
+
+int register_cudnn_kernels(Registry& r) {
+  if (cuda_device_count() == 0 || !cuda::cudnn::available()) return 0;
+  r.add(cuda::make_cudnn_kernel());
+  return 1;
+}
+
+}  // namespace attncheck
+
+#else  // built without cuDNN's headers (CMake said so at configure time)
+
+namespace attncheck {
+namespace cuda {
+std::unique_ptr<Kernel> make_cudnn_kernel() { return nullptr; }
+}  // namespace cuda
+int register_cudnn_kernels(Registry&) { return 0; }
+}  // namespace attncheck
+
+#endif
