@@ -69,13 +69,13 @@ void run(benchmark::State& state, bool backward, int d, int seq, bool causal) {
   DeviceBuffer<std::uint16_t> o(kElements), dq(kElements), dk(kElements), dv(kElements);
   DeviceBuffer<float> stats(std::size_t(b) * h * seq), delta(std::size_t(b) * h * seq);
   try {
-    cudnn::sdpa_forward(s, in.q.get(), in.k.get(), in.v.get(), o.get(), stats.get(), nullptr);  // O, stats
+    cudnn::sdpa_forward(s, in.q.get(), in.k.get(), in.v.get(), nullptr, o.get(), stats.get(), nullptr);  // O, stats
     auto once = [&] {
       if (backward)
-        cudnn::sdpa_backward(s, in.q.get(), in.k.get(), in.v.get(), o.get(), in.d_o.get(), stats.get(), dq.get(),
-                             dk.get(), dv.get(), delta.get(), nullptr);
+        cudnn::sdpa_backward(s, in.q.get(), in.k.get(), in.v.get(), nullptr, o.get(), in.d_o.get(), stats.get(),
+                             dq.get(), dk.get(), dv.get(), delta.get(), nullptr);
       else
-        cudnn::sdpa_forward(s, in.q.get(), in.k.get(), in.v.get(), o.get(), stats.get(), nullptr);
+        cudnn::sdpa_forward(s, in.q.get(), in.k.get(), in.v.get(), nullptr, o.get(), stats.get(), nullptr);
     };
     once(), once();  // warm-up (the first builds the plan)
     ATTN_CUDA_CHECK(cudaDeviceSynchronize());

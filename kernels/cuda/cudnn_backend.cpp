@@ -35,18 +35,20 @@ const Api* load_api(std::string* why) {
       if (!p && failure.empty()) failure = std::string("libcudnn has no symbol ") + n;
       return p;
     };
-    table.get_version = reinterpret_cast<decltype(table.get_version)>(sym("cudnnGetVersion"));
-    table.get_error_string = reinterpret_cast<decltype(table.get_error_string)>(sym("cudnnGetErrorString"));
-    table.get_last_error_string = reinterpret_cast<decltype(table.get_last_error_string)>(sym("cudnnGetLastErrorString"));
-    table.create = reinterpret_cast<decltype(table.create)>(sym("cudnnCreate"));
-    table.destroy = reinterpret_cast<decltype(table.destroy)>(sym("cudnnDestroy"));
-    table.set_stream = reinterpret_cast<decltype(table.set_stream)>(sym("cudnnSetStream"));
-    table.create_descriptor = reinterpret_cast<decltype(table.create_descriptor)>(sym("cudnnBackendCreateDescriptor"));
-    table.destroy_descriptor = reinterpret_cast<decltype(table.destroy_descriptor)>(sym("cudnnBackendDestroyDescriptor"));
-    table.finalize = reinterpret_cast<decltype(table.finalize)>(sym("cudnnBackendFinalize"));
-    table.set_attribute = reinterpret_cast<decltype(table.set_attribute)>(sym("cudnnBackendSetAttribute"));
-    table.get_attribute = reinterpret_cast<decltype(table.get_attribute)>(sym("cudnnBackendGetAttribute"));
-    table.execute = reinterpret_cast<decltype(table.execute)>(sym("cudnnBackendExecute"));
+#define ATTN_RESOLVE(field, name) table.field = reinterpret_cast<decltype(table.field)>(sym(name))
+    ATTN_RESOLVE(get_version, "cudnnGetVersion");
+    ATTN_RESOLVE(get_error_string, "cudnnGetErrorString");
+    ATTN_RESOLVE(get_last_error_string, "cudnnGetLastErrorString");
+    ATTN_RESOLVE(create, "cudnnCreate");
+    ATTN_RESOLVE(destroy, "cudnnDestroy");
+    ATTN_RESOLVE(set_stream, "cudnnSetStream");
+    ATTN_RESOLVE(create_descriptor, "cudnnBackendCreateDescriptor");
+    ATTN_RESOLVE(destroy_descriptor, "cudnnBackendDestroyDescriptor");
+    ATTN_RESOLVE(finalize, "cudnnBackendFinalize");
+    ATTN_RESOLVE(set_attribute, "cudnnBackendSetAttribute");
+    ATTN_RESOLVE(get_attribute, "cudnnBackendGetAttribute");
+    ATTN_RESOLVE(execute, "cudnnBackendExecute");
+#undef ATTN_RESOLVE
     if (failure.empty()) loaded = &table;
   });
   if (!loaded && why) *why = failure;

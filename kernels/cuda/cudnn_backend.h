@@ -92,7 +92,7 @@ class GraphBuilder {
   cudnnBackendDescriptor_t scalar(const std::string& name, int64_t uid, cudnnDataType_t type);
   void matmul(const std::string& name, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b,
               cudnnBackendDescriptor_t c);
-  // y = mode(x[, b][, t]); math precision `prec`; axis only for modes that take one (GEN_INDEX), else -1.
+  // y = mode(x[, b][, t]); math precision `prec`; axis (GEN_INDEX, the causal offsets) or -1 for none.
   void pointwise(const std::string& name, cudnnPointwiseMode_t mode, cudnnDataType_t prec, cudnnBackendDescriptor_t x,
                  cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y, cudnnBackendDescriptor_t t = nullptr,
                  int64_t axis = -1);

@@ -8,6 +8,9 @@
 // margins, checked after every call (device_buffer.h). forward_many concatenates instances of one shape along
 // the batch. δ is cuDNN's own rowsum(dO∘O), which its backward graph writes to memory.
 // Causal masking is bottom-right aligned, as attncheck defines it, including n_q > n_k (rows that see no key).
+// An explicit keep-mask and an additive bias go in as cuDNN's bias tensor, which has the input type (bf16):
+// bias value (0 without one) where kept, −inf where masked. A bias value that is not a bf16 value cannot be
+// given to cuDNN exactly: such a problem is declined (attncheck::Unsupported, the check is skipped).
 // Run the GPU tests: ctest -L gpu -R cudnn   (they skip without a device or without libcudnn).
 #include "kernels/cuda/cudnn_kernel.h"
 
@@ -53,7 +56,26 @@ cudnn::SdpaShape shape_of(const Problem& p, int batch) {
   cudnn::SdpaShape s;
   s.batch = batch, s.heads_q = p.heads_q, s.heads_kv = p.heads_kv, s.n_q = p.n_q, s.n_k = p.n_k;
   s.head_dim = padded_dim(p.head_dim), s.causal = p.causal, s.scale = static_cast<float>(p.scale);
+  s.bias = p.has_mask || p.has_bias;
   return s;
+}
+
+// cuDNN's bias tensor for one instance ([batch][heads_q][n_q][n_k] bf16 bits) at dst: bias + (−inf if masked).
+void pack_bias(const Instance& in, std::uint16_t* dst) {
+  const Problem& p = in.problem;
+  constexpr std::uint16_t kNegInf = 0xff80;  // bf16 −inf
+  for (std::size_t e = 0; e < p.scores_size(); ++e) {
+    if (p.has_mask && !in.mask[e]) {
+      dst[e] = kNegInf;
+      continue;
+    }
+    const double b = p.has_bias ? in.bias[e] : 0.0;
+    const float f = static_cast<float>(b);
+    if ((float_to_bits(f) & 0xffffu) != 0 || static_cast<double>(f) != b)
+      throw Unsupported("cuda:cudnn: bias value " + std::to_string(b) +
+                        " is not a bf16 value (cuDNN's bias tensor has the input type)");
+    dst[e] = static_cast<std::uint16_t>(float_to_bits(f) >> 16);
+  }
 }
 
 class CudnnKernel final : public Kernel {
@@ -67,6 +89,8 @@ class CudnnKernel final : public Kernel {
     KernelCaps c;
     c.backward = true;
     c.causal = true;
+    c.mask = true;  // through the bias tensor (−inf)
+    c.bias = true;  // bf16 values only (others are declined at run time)
     c.gqa = true;
     c.device = "cuda:0";
     c.max_head_dim = 128;  // head dims up to 128 run zero-padded as d = 64 or d = 128
@@ -89,12 +113,13 @@ class CudnnKernel final : public Kernel {
 
 std::vector<ForwardOutput> CudnnKernel::forward_many(const std::vector<const Instance*>& ins) const {
   std::vector<ForwardOutput> out(ins.size());
-  using Key = std::tuple<int, int, int, int, int, double, bool>;  // everything a launch depends on but batch
+  using Key = std::tuple<int, int, int, int, int, double, bool, bool>;  // what a launch depends on, but batch
   std::map<Key, std::vector<std::size_t>> groups;
   for (std::size_t i = 0; i < ins.size(); ++i) {
     const Problem& p = ins[i]->problem;
     check_supported(*ins[i], false);
-    groups[Key{p.heads_q, p.heads_kv, p.n_q, p.n_k, p.head_dim, p.scale, p.causal}].push_back(i);
+    groups[Key{p.heads_q, p.heads_kv, p.n_q, p.n_k, p.head_dim, p.scale, p.causal, p.has_mask || p.has_bias}]
+        .push_back(i);
   }
   for (const auto& [key, idx] : groups) {
     const Problem& p0 = ins[idx[0]]->problem;
@@ -103,18 +128,22 @@ std::vector<ForwardOutput> CudnnKernel::forward_many(const std::vector<const Ins
     for (std::size_t g = 0; g < idx.size(); ++g) batch_at[g + 1] = batch_at[g] + ins[idx[g]]->problem.batch;
     const std::size_t total = batch_at.back();
     const std::size_t q_per_b = std::size_t(p0.heads_q) * p0.n_q, kv_per_b = std::size_t(p0.heads_kv) * p0.n_k;
-    std::vector<std::uint16_t> hq(total * q_per_b * kd), hk(total * kv_per_b * kd), hv(total * kv_per_b * kd);
+    const cudnn::SdpaShape shape = shape_of(p0, static_cast<int>(total));
+    const std::size_t bias_per_b = shape.bias ? q_per_b * p0.n_k : 0;
+    std::vector<std::uint16_t> hq(total * q_per_b * kd), hk(total * kv_per_b * kd), hv(total * kv_per_b * kd),
+        hb(total * bias_per_b);
     for (std::size_t g = 0; g < idx.size(); ++g) {
       const Instance& in = *ins[idx[g]];
       pack_rows(in.q, d, kd, &hq[batch_at[g] * q_per_b * kd], "Q");
       pack_rows(in.k, d, kd, &hk[batch_at[g] * kv_per_b * kd], "K");
       pack_rows(in.v, d, kd, &hv[batch_at[g] * kv_per_b * kd], "V");
+      if (shape.bias) pack_bias(in, &hb[batch_at[g] * bias_per_b]);
     }
-    DeviceBuffer<std::uint16_t> dq(hq.size()), dk(hk.size()), dv(hv.size());
-    dq.upload(hq), dk.upload(hk), dv.upload(hv);
+    DeviceBuffer<std::uint16_t> dq(hq.size()), dk(hk.size()), dv(hv.size()), db(hb.size());
+    dq.upload(hq), dk.upload(hk), dv.upload(hv), db.upload(hb);
     PoisonedOutput<std::uint16_t> o(hq.size(), "cuda:cudnn forward O");
     PoisonedOutput<float> lse(total * q_per_b, "cuda:cudnn forward LSE");
-    cudnn::sdpa_forward(shape_of(p0, static_cast<int>(total)), dq.get(), dk.get(), dv.get(), o.get(), lse.get(),
+    cudnn::sdpa_forward(shape, dq.get(), dk.get(), dv.get(), shape.bias ? db.get() : nullptr, o.get(), lse.get(),
                         nullptr);
     ATTN_CUDA_CHECK(cudaDeviceSynchronize());
     const std::vector<std::uint16_t> ho = o.fetch_checked();
@@ -144,14 +173,18 @@ BackwardOutput CudnnKernel::backward(const Instance& in, const ForwardOutput& fw
   pack_rows(fwd.o, d, kd, ho.data(), "O");
   pack_rows(in.d_o, d, kd, hdo.data(), "dO");
   const std::vector<float> hl(fwd.lse.begin(), fwd.lse.end());
-  DeviceBuffer<std::uint16_t> bq(hq.size()), bk(hk.size()), bv(hv.size()), bo(ho.size()), bdo(hdo.size());
+  const cudnn::SdpaShape shape = shape_of(p, p.batch);
+  std::vector<std::uint16_t> hb(shape.bias ? p.scores_size() : 0);
+  if (shape.bias) pack_bias(in, hb.data());
+  DeviceBuffer<std::uint16_t> bq(hq.size()), bk(hk.size()), bv(hv.size()), bo(ho.size()), bdo(hdo.size()),
+      bb(hb.size());
   DeviceBuffer<float> bl(hl.size());
-  bq.upload(hq), bk.upload(hk), bv.upload(hv), bo.upload(ho), bdo.upload(hdo), bl.upload(hl);
+  bq.upload(hq), bk.upload(hk), bv.upload(hv), bo.upload(ho), bdo.upload(hdo), bl.upload(hl), bb.upload(hb);
   PoisonedOutput<float> delta(q_rows, "cuda:cudnn backward delta");
   PoisonedOutput<std::uint16_t> dq(q_rows * kd, "cuda:cudnn backward dQ"), dk(kv_rows * kd, "cuda:cudnn backward dK"),
       dv(kv_rows * kd, "cuda:cudnn backward dV");
-  cudnn::sdpa_backward(shape_of(p, p.batch), bq.get(), bk.get(), bv.get(), bo.get(), bdo.get(), bl.get(), dq.get(),
-                       dk.get(), dv.get(), delta.get(), nullptr);
+  cudnn::sdpa_backward(shape, bq.get(), bk.get(), bv.get(), shape.bias ? bb.get() : nullptr, bo.get(), bdo.get(),
+                       bl.get(), dq.get(), dk.get(), dv.get(), delta.get(), nullptr);
   ATTN_CUDA_CHECK(cudaDeviceSynchronize());
   BackwardOutput r;
   const std::vector<float> hdelta = delta.fetch_checked();

@@ -5,10 +5,12 @@
 //   forward:  S = Q·Kᵀ (fp32; Kᵀ a strided view [b,hkv,d,nk] of K) → ·scale (by value) → [causal mask] →
 //             M = max_j S, E = exp(S − M), L = Σ_j E, stats = M + log L (fp32, non-virtual), P = E / L (bf16
 //             virtual) → O = P·V (bf16).
+//   bias:     S = S + bias (bf16 [b,hq,nq,nk], non-virtual) after the scale, before the causal mask.
 //   causal:   row = GEN_INDEX(axis 2), col = GEN_INDEX(axis 3) (int32); bottom-right alignment adds n_k and
 //             subtracts n_q from row (by-value int32 scalars); keep = row ≥ col; S = keep ? S : −inf.
 //   backward: δ = Σ_c dO∘O (fp32, non-virtual: cuDNN writes it, we return it as δ); S = Q·Kᵀ·scale − stats,
-//             [causal mask], P = exp(S); dV = Pᵀ·dO (Pᵀ a bf16 reshape); dP = dO·Vᵀ; dS = P∘(dP − δ)·scale;
+//             [bias, causal mask], P = exp(S); dV = Pᵀ·dO (Pᵀ a bf16 reshape); dP = dO·Vᵀ;
+//             dS = P∘(dP − δ)·scale;
 //             dK = dSᵀ·Q; dQ = dS·K accumulated in an fp32 buffer (non-virtual), then cast to bf16. With GQA,
 //             dK and dV are computed per query head (virtual) and summed over each group by a reduction.
 // Tensor ids are fixed (kUid*); virtual intermediates get ids from 1000. Intermediates are fp32.
@@ -31,7 +33,7 @@ namespace {
 
 enum : int64_t {
   kUidQ = 1, kUidK, kUidV, kUidO, kUidStats, kUidScale, kUidDO, kUidDQ, kUidDK, kUidDV,
-  kUidDelta, kUidDQAccum, kUidNegInf, kUidOne, kUidNk, kUidNq,
+  kUidDelta, kUidDQAccum, kUidNegInf, kUidOne, kUidNk, kUidNq, kUidBias,
 };
 
 constexpr cudnnDataType_t kF32 = CUDNN_DATA_FLOAT, kBF16 = CUDNN_DATA_BFLOAT16, kI32 = CUDNN_DATA_INT32,
@@ -51,8 +53,10 @@ cudnnBackendDescriptor_t causal_mask(GraphBuilder& g, const SdpaShape& s, cudnnB
   g.pointwise("gen_col_index", CUDNN_POINTWISE_GEN_INDEX, kF32, scores, nullptr, col, nullptr, 3);
   if (s.n_q != s.n_k) {  // bottom-right: query i sees key j iff j <= i + n_k − n_q
     auto row_plus = g.virt("row+nk", kI32, score_dims), row_shift = g.virt("row+nk-nq", kI32, score_dims);
-    g.pointwise("row_add_nk", CUDNN_POINTWISE_ADD, kI32, row, g.scalar("n_k", kUidNk, kI32), row_plus);
-    g.pointwise("row_sub_nq", CUDNN_POINTWISE_SUB, kI32, row_plus, g.scalar("n_q", kUidNq, kI32), row_shift);
+    // (axis 3 on these, as cuDNN's own lowering of the bottom-right diagonal sets it)
+    g.pointwise("row_add_nk", CUDNN_POINTWISE_ADD, kI32, row, g.scalar("n_k", kUidNk, kI32), row_plus, nullptr, 3);
+    g.pointwise("row_sub_nq", CUDNN_POINTWISE_SUB, kI32, row_plus, g.scalar("n_q", kUidNq, kI32), row_shift, nullptr,
+                3);
     row = row_shift;
   }
   auto keep = g.virt("causal_keep", kBool, score_dims);
@@ -61,6 +65,13 @@ cudnnBackendDescriptor_t causal_mask(GraphBuilder& g, const SdpaShape& s, cudnnB
   g.pointwise("causal_select", CUDNN_POINTWISE_BINARY_SELECT, kF32, scores, g.scalar("-inf", kUidNegInf, kF32),
               masked, keep);
   return masked;
+}
+
+cudnnBackendDescriptor_t add_bias(GraphBuilder& g, cudnnBackendDescriptor_t scores, const Dims& score_dims) {
+  auto out = g.virt("S+bias", kF32, score_dims);
+  g.pointwise("bias_add", CUDNN_POINTWISE_ADD, kF32, scores,
+              g.tensor("bias", kUidBias, kBF16, score_dims, packed_strides(score_dims)), out);
+  return out;
 }
 
 Plan build_forward(cudnnHandle_t handle, const SdpaShape& s) {
@@ -77,6 +88,7 @@ Plan build_forward(cudnnHandle_t handle, const SdpaShape& s) {
   g.matmul("bmm1 Q.K^T", tq, tkt, s0);
   auto s1 = g.virt("S_scaled", kF32, sd);
   g.pointwise("attn_scale", CUDNN_POINTWISE_MUL, kF32, s0, g.scalar("scale", kUidScale, kF32), s1);
+  if (s.bias) s1 = add_bias(g, s1, sd);
   if (s.causal) s1 = causal_mask(g, s, s1, sd);
   auto m = g.virt("row_max", kF32, rd), sub = g.virt("S-max", kF32, sd), e = g.virt("exp", kF32, sd);
   auto l = g.virt("row_sum", kF32, rd), logl = g.virt("log_sum", kF32, rd), p = g.virt("P", kBF16, sd);
@@ -118,6 +130,7 @@ Plan build_backward(cudnnHandle_t handle, const SdpaShape& s) {
   auto s0 = g.virt("S", kF32, sd), s1 = g.virt("S_scaled", kF32, sd), s2 = g.virt("S-stats", kF32, sd);
   g.matmul("matmul Q.K^T", tq, tkt, s0);
   g.pointwise("mul_scale", CUDNN_POINTWISE_MUL, kF32, s0, scale, s1);
+  if (s.bias) s1 = add_bias(g, s1, sd);
   g.pointwise("sub_stats", CUDNN_POINTWISE_SUB, kF32, s1, tstats, s2);
   if (s.causal) s2 = causal_mask(g, s, s2, sd);
   auto p = g.virt("P", kF32, sd);
@@ -172,8 +185,8 @@ struct State {
   cudnnHandle_t handle = nullptr;
   std::string why_unavailable;
   bool tried = false;
-  // (backward, batch, heads_q, heads_kv, n_q, n_k, head_dim, causal)
-  std::map<std::tuple<bool, int, int, int, int, int, int, bool>, std::unique_ptr<CachedPlan>> plans;
+  // (backward, batch, heads_q, heads_kv, n_q, n_k, head_dim, causal, bias)
+  std::map<std::tuple<bool, int, int, int, int, int, int, bool, bool>, std::unique_ptr<CachedPlan>> plans;
 };
 
 State& state() {
@@ -205,7 +218,8 @@ CachedPlan& plan_for(State& st, bool backward, const SdpaShape& s) {
   if (s.batch < 1 || s.heads_q < 1 || s.heads_kv < 1 || s.heads_q % s.heads_kv != 0 || s.n_q < 1 || s.n_k < 1 ||
       s.head_dim < 8 || s.head_dim % 8 != 0 || !std::isfinite(s.scale))
     throw Error("cuDNN SDPA: bad shape " + s.describe());
-  const auto key = std::make_tuple(backward, s.batch, s.heads_q, s.heads_kv, s.n_q, s.n_k, s.head_dim, s.causal);
+  const auto key =
+      std::make_tuple(backward, s.batch, s.heads_q, s.heads_kv, s.n_q, s.n_k, s.head_dim, s.causal, s.bias);
   auto it = st.plans.find(key);
   if (it != st.plans.end()) return *it->second;
   auto c = std::make_unique<CachedPlan>(backward ? build_backward(st.handle, s) : build_forward(st.handle, s),
@@ -217,8 +231,8 @@ CachedPlan& plan_for(State& st, bool backward, const SdpaShape& s) {
 
 std::string SdpaShape::describe() const {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "b%d hq%d hkv%d nq%d nk%d d%d%s", batch, heads_q, heads_kv, n_q, n_k, head_dim,
-                causal ? " causal" : "");
+  std::snprintf(buf, sizeof buf, "b%d hq%d hkv%d nq%d nk%d d%d%s%s", batch, heads_q, heads_kv, n_q, n_k, head_dim,
+                causal ? " causal" : "", bias ? " bias" : "");
   return buf;
 }
 
@@ -243,8 +257,8 @@ void clear_plan_cache() {
   st.plans.clear();
 }
 
-void sdpa_forward(const SdpaShape& s, const void* q, const void* k, const void* v, void* o, float* stats,
-                  cudaStream_t stream) {
+void sdpa_forward(const SdpaShape& s, const void* q, const void* k, const void* v, const void* bias, void* o,
+                  float* stats, cudaStream_t stream) {
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mu);
   CachedPlan& c = plan_for(st, false, s);
@@ -252,6 +266,8 @@ void sdpa_forward(const SdpaShape& s, const void* q, const void* k, const void* 
   std::int32_t nk = s.n_k, nq = s.n_q;
   std::vector<int64_t> uids{kUidQ, kUidK, kUidV, kUidO, kUidStats, kUidScale};
   std::vector<void*> ptrs{const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), o, stats, &scale};
+  if (s.bias != (bias != nullptr)) throw Error("cuDNN SDPA: bias pointer and shape.bias disagree");
+  if (s.bias) uids.push_back(kUidBias), ptrs.push_back(const_cast<void*>(bias));
   if (s.causal) {
     uids.push_back(kUidNegInf), ptrs.push_back(&neg_inf);
     if (s.n_q != s.n_k) uids.insert(uids.end(), {kUidNk, kUidNq}), ptrs.insert(ptrs.end(), {&nk, &nq});
@@ -260,8 +276,9 @@ void sdpa_forward(const SdpaShape& s, const void* q, const void* k, const void* 
   execute(st.handle, c.plan, uids, ptrs, c.workspace.get());
 }
 
-void sdpa_backward(const SdpaShape& s, const void* q, const void* k, const void* v, const void* o, const void* d_o,
-                   const float* stats, void* dq, void* dk, void* dv, float* delta, cudaStream_t stream) {
+void sdpa_backward(const SdpaShape& s, const void* q, const void* k, const void* v, const void* bias, const void* o,
+                   const void* d_o, const float* stats, void* dq, void* dk, void* dv, float* delta,
+                   cudaStream_t stream) {
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mu);
   CachedPlan& c = plan_for(st, true, s);
@@ -272,6 +289,8 @@ void sdpa_backward(const SdpaShape& s, const void* q, const void* k, const void*
   std::vector<void*> ptrs{const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), const_cast<void*>(o),
                           const_cast<void*>(d_o), const_cast<float*>(stats), dq, dk, dv, delta, c.dq_accum.get(),
                           &scale, &one};
+  if (s.bias != (bias != nullptr)) throw Error("cuDNN SDPA: bias pointer and shape.bias disagree");
+  if (s.bias) uids.push_back(kUidBias), ptrs.push_back(const_cast<void*>(bias));
   if (s.causal) {
     uids.push_back(kUidNegInf), ptrs.push_back(&neg_inf);
     if (s.n_q != s.n_k) uids.insert(uids.end(), {kUidNk, kUidNq}), ptrs.insert(ptrs.end(), {&nk, &nq});

@@ -27,6 +27,7 @@ struct SdpaShape {
   int batch = 1, heads_q = 1, heads_kv = 1, n_q = 1, n_k = 1, head_dim = 64;
   bool causal = false;
   float scale = 1.0f;
+  bool bias = false;  // an additive bf16 bias [batch][heads_q][n_q][n_k] on the scaled scores (−inf masks)
   std::string describe() const;
 };
 
@@ -39,15 +40,15 @@ long version();
 // (nullptr: quiet, the default). For the diagnostic test.
 void set_trace(std::FILE* out);
 
-// O = softmax(scale·QKᵀ (+causal mask))·V, stats = LSE (natural log) per row. Device pointers; o and stats
-// must not alias inputs. Runs on `stream`; returns without synchronising.
-void sdpa_forward(const SdpaShape& s, const void* q, const void* k, const void* v, void* o, float* stats,
-                  cudaStream_t stream);
+// O = softmax(scale·QKᵀ (+bias) (+causal mask))·V, stats = LSE (natural log) per row. Device pointers (bias:
+// nullptr unless s.bias); o and stats must not alias inputs. Runs on `stream`; returns without synchronising.
+void sdpa_forward(const SdpaShape& s, const void* q, const void* k, const void* v, const void* bias, void* o,
+                  float* stats, cudaStream_t stream);
 
 // dQ, dK, dV from Q, K, V, O, dO and the forward's stats; delta receives cuDNN's δ = rowsum(dO∘O) (fp32,
 // [batch][heads_q][n_q]). Runs on `stream`; returns without synchronising.
-void sdpa_backward(const SdpaShape& s, const void* q, const void* k, const void* v, const void* o,
-                   const void* d_o, const float* stats, void* dq, void* dk, void* dv, float* delta,
+void sdpa_backward(const SdpaShape& s, const void* q, const void* k, const void* v, const void* bias,
+                   const void* o, const void* d_o, const float* stats, void* dq, void* dk, void* dv, float* delta,
                    cudaStream_t stream);
 
 // Drops every cached plan (and its workspace). Tests use it to time plan building.

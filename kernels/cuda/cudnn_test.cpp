@@ -40,7 +40,8 @@ struct Shape {
   bool causal;
 };
 // Tails (n not a multiple of 64), n = 1, GQA, bottom-right causal with n_q < n_k and n_q > n_k (rows that see
-// no key), a padded head dim (40 -> 64), both native head dims: the shapes of cuda_kernels_test.
+// no key), a padded head dim (40 -> 64), both native head dims: the shapes of cuda_kernels_test; plus a
+// keep-mask and a bias (instances()).
 const Shape kShapes[] = {
     {1, 1, 1, 1, 1, 64, false},     {1, 1, 1, 64, 64, 64, false},    {2, 4, 2, 37, 100, 64, true},
     {1, 2, 1, 130, 67, 128, false}, {1, 2, 2, 200, 130, 128, true},  {1, 1, 1, 77, 33, 128, true},
@@ -52,10 +53,20 @@ std::vector<Instance> instances(bool with_d_o) {
   std::uint64_t seed = 2000;
   for (const Shape& s : kShapes) {
     Instance in = random_instance(make_problem(s.b, s.hq, s.hkv, s.nq, s.nk, s.d, s.causal), ++seed);
-    if (!with_d_o) in.d_o.clear();
     out.push_back(in);
     out.push_back(with_tied_keys(in, 3));  // exact ties at the row max
   }
+  // A keep-mask (keep probability 0.8), and a bf16 bias with a mask and causal: both reach cuDNN as its bias.
+  Problem pm = make_problem(1, 2, 1, 70, 90, 64, false);
+  pm.has_mask = true;
+  out.push_back(random_instance(pm, ++seed));
+  Problem pb = make_problem(1, 2, 2, 64, 80, 128, true);
+  pb.has_mask = pb.has_bias = true;
+  Instance ib = random_instance(pb, ++seed);
+  for (double& x : ib.bias) x = round_to(x, Format::kBF16);  // cuDNN's bias tensor is bf16 (others declined)
+  out.push_back(ib);
+  for (Instance& in : out)
+    if (!with_d_o) in.d_o.clear();
   return out;
 }
 
@@ -71,6 +82,7 @@ TEST(CudnnDiagnostic, BuildsAndRunsForwardAndBackwardGraphsStepByStep) {
   const cuda::cudnn::SdpaShape shapes[] = {
       {1, 1, 1, 128, 128, 64, false, 0.125f},  {1, 2, 1, 96, 160, 128, true, 0.088388f},
       {2, 4, 2, 64, 64, 128, false, 0.088388f}, {3, 1, 1, 128, 128, 64, false, 0.125f},  // another batch: a new plan
+      {1, 2, 1, 80, 100, 64, true, 0.125f, true},  // with a bias tensor (keep-mask and bias go in through it)
   };
   int failures = 0;
   for (const auto& s : shapes) {
@@ -80,14 +92,17 @@ TEST(CudnnDiagnostic, BuildsAndRunsForwardAndBackwardGraphsStepByStep) {
       cuda::DeviceBuffer<std::uint16_t> q(nq * s.head_dim), k(nk * s.head_dim), v(nk * s.head_dim), o(nq * s.head_dim),
           d_o(nq * s.head_dim), dq(nq * s.head_dim), dk(nk * s.head_dim), dv(nk * s.head_dim);
       cuda::DeviceBuffer<float> stats(nq), delta(nq);
+      cuda::DeviceBuffer<std::uint16_t> bias(s.bias ? nq * s.n_k : 0);  // zeros: +0 in bf16
+      if (s.bias) ATTN_CUDA_CHECK(cudaMemset(bias.get(), 0, bias.size() * 2));
+      const void* bias_ptr = s.bias ? bias.get() : nullptr;
       for (auto* b : {&q, &k, &v, &d_o}) ATTN_CUDA_CHECK(cudaMemset(b->get(), 0x3c, b->size() * 2));  // 0.0115
       cuda::cudnn::set_trace(stdout);
       try {
         const auto t0 = std::chrono::steady_clock::now();
-        cuda::cudnn::sdpa_forward(s, q.get(), k.get(), v.get(), o.get(), stats.get(), nullptr);
+        cuda::cudnn::sdpa_forward(s, q.get(), k.get(), v.get(), bias_ptr, o.get(), stats.get(), nullptr);
         if (bwd)
-          cuda::cudnn::sdpa_backward(s, q.get(), k.get(), v.get(), o.get(), d_o.get(), stats.get(), dq.get(), dk.get(),
-                                     dv.get(), delta.get(), nullptr);
+          cuda::cudnn::sdpa_backward(s, q.get(), k.get(), v.get(), bias_ptr, o.get(), d_o.get(), stats.get(), dq.get(),
+                                     dk.get(), dv.get(), delta.get(), nullptr);
         ATTN_CUDA_CHECK(cudaDeviceSynchronize());
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         std::printf("==== ok: plan(s) built and run in %.1f ms\n", ms);
@@ -202,6 +217,16 @@ TEST(CudnnKernel, ForwardManyEqualsForward) {
     EXPECT_EQ(many[i].o, one.o) << ins[i].problem.describe();
     EXPECT_EQ(many[i].lse, one.lse) << ins[i].problem.describe();
   }
+}
+
+// A bias that is not a bf16 value cannot be handed to cuDNN exactly: the kernel declines (the check skips).
+TEST(CudnnKernel, DeclinesANonBf16Bias) {
+  ATTN_SKIP_WITHOUT_CUDNN();
+  Problem p = make_problem(1, 1, 1, 8, 8, 64, false);
+  p.has_bias = true;
+  Instance in = random_instance(p, 7);
+  in.bias[3] = 0.1;  // not a bf16 value
+  EXPECT_THROW(cudnn_kernel()->forward(in), Unsupported);
 }
 
 TEST(CudnnKernel, RegistersWithADeviceAndCudnn) {
