@@ -122,25 +122,41 @@ BiasStatistic bias_statistic(const Kernel& k, const Family& f, const Budget& b) 
   const Problem& p = f.problem;
   Acc acc[5];
   const auto t0 = std::chrono::steady_clock::now();
-  for (int idx = 0; idx < std::max(2, b.instances); ++idx) {
-    if (b.seconds > 0 && idx >= 2 &&
+  // GPU kernels get their forwards in chunks through forward_many (one batched launch per chunk); CPU models and
+  // plugins one at a time, so the time budget is checked between instances as before. Same instances, same order.
+  const int chunk = kt.caps().device.rfind("cuda", 0) == 0 ? 64 : 1;
+  const int total = std::max(2, b.instances);
+  for (int first = 0; first < total;) {
+    if (b.seconds > 0 && first >= 2 &&
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > b.seconds)
       break;
-    const Instance in = make_instance(f, static_cast<std::uint64_t>(idx));
-    const ForwardOutput fw = kt.forward(in);
-    if (!bwd) {
+    const int count = std::min(chunk, total - first);
+    std::vector<Instance> ins;
+    std::vector<const Instance*> ptrs;
+    ins.reserve(count);
+    for (int j = 0; j < count; ++j) ins.push_back(make_instance(f, static_cast<std::uint64_t>(first + j)));
+    for (const Instance& in : ins) ptrs.push_back(&in);
+    const std::vector<ForwardOutput> fws = count == 1 ? std::vector<ForwardOutput>{kt.forward(ins[0])}
+                                                      : kt.forward_many(ptrs);
+    for (int j = 0; j < count; ++j) {
+      const int idx = first + j;
+      const Instance& in = ins[j];
+      const ForwardOutput& fw = fws[j];
+      if (!bwd) {
+        const ReferenceForward rf = reference_forward(in);
+        add_instance(acc[0], idx, fw.o, rf.o, elementwise_ulps(rf.o, of));
+        continue;
+      }
+      const ReferenceBackward rb = reference_backward(in);
       const ReferenceForward rf = reference_forward(in);
       add_instance(acc[0], idx, fw.o, rf.o, elementwise_ulps(rf.o, of));
-      continue;
+      const BackwardOutput kb = kt.backward(in, fw);
+      add_instance(acc[1], idx, kb.delta, rb.delta, rms_ulps(rb.delta, std::size_t(p.n_q), of));
+      add_instance(acc[2], idx, kb.dq, rb.dq, rms_ulps(rb.dq, std::size_t(p.n_q) * p.head_dim, of));
+      add_instance(acc[3], idx, kb.dk, rb.dk, rms_ulps(rb.dk, std::size_t(p.n_k) * p.head_dim, of));
+      add_instance(acc[4], idx, kb.dv, rb.dv, rms_ulps(rb.dv, std::size_t(p.n_k) * p.head_dim, of));
     }
-    const ReferenceBackward rb = reference_backward(in);
-    const ReferenceForward rf = reference_forward(in);
-    add_instance(acc[0], idx, fw.o, rf.o, elementwise_ulps(rf.o, of));
-    const BackwardOutput kb = kt.backward(in, fw);
-    add_instance(acc[1], idx, kb.delta, rb.delta, rms_ulps(rb.delta, std::size_t(p.n_q), of));
-    add_instance(acc[2], idx, kb.dq, rb.dq, rms_ulps(rb.dq, std::size_t(p.n_q) * p.head_dim, of));
-    add_instance(acc[3], idx, kb.dk, rb.dk, rms_ulps(rb.dk, std::size_t(p.n_k) * p.head_dim, of));
-    add_instance(acc[4], idx, kb.dv, rb.dv, rms_ulps(rb.dv, std::size_t(p.n_k) * p.head_dim, of));
+    first += count;
   }
   const int m = bwd ? 5 : 1;
   out.z_crit = sidak_z(b.z_crit, m);
