@@ -16,6 +16,7 @@
 // Run the tests: ctest -R family_test
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <numeric>
@@ -23,6 +24,7 @@
 
 #include "properties/family.h"
 #include "properties/family_internal.h"
+#include "reference/memo.h"
 
 namespace attncheck {
 
@@ -136,7 +138,8 @@ LeadLayout lead_layout(const Family& f) {
   return L;
 }
 
-Instance make_instance(const Family& f, std::uint64_t index) {
+namespace {
+Instance make_instance_uncached(const Family& f, std::uint64_t index) {
   validate_family(f);
   Instance in;
   in.problem = f.problem;
@@ -247,7 +250,45 @@ Instance make_instance(const Family& f, std::uint64_t index) {
     const int quant = iparam(f, "quant", 7);
     for (double& x : in.bias) x = value(r, Format::kBF16, -3, 0, 0, quant);  // bf16 values are fp32 values
   }
-  in.validate();
+  memo::validate_once(in);  // = in.validate(); the reference then skips validating the same instance again
+  return in;
+}
+}  // namespace
+
+// A one-entry memo per thread (reference/memo.h): the fuzz target checks ten properties on instance 0 of one
+// family, and each asks make_instance for it. Same family (every field, compared exactly) and index give the
+// same instance, so it is built once. Errors are not memoised; large instances are not kept.
+struct FamilyFields {  // Family's fields as compared below: a new field changes the size, and the build says so
+  std::string generator;
+  Problem problem;
+  int tile_q, tile_k;
+  std::map<std::string, double> params;
+  std::uint64_t seed;
+};
+static_assert(sizeof(Family) == sizeof(FamilyFields), "Family changed: update make_instance's memo key");
+
+Instance make_instance(const Family& f, std::uint64_t index) {
+  thread_local bool valid = false;
+  thread_local Family key;
+  thread_local std::uint64_t key_index = 0;
+  thread_local Instance value;
+  auto same_family = [&] {
+    return key_index == index && key.seed == f.seed && key.tile_q == f.tile_q && key.tile_k == f.tile_k &&
+           key.generator == f.generator && memo::same_problem(key.problem, f.problem) &&
+           key.params.size() == f.params.size() &&
+           std::equal(key.params.begin(), key.params.end(), f.params.begin(), [](const auto& a, const auto& b) {
+             return a.first == b.first && std::memcmp(&a.second, &b.second, sizeof(double)) == 0;
+           });
+  };
+  if (valid && same_family()) return value;
+  Instance in = make_instance_uncached(f, index);
+  if (memo::small(in)) {
+    valid = false;
+    value = in;
+    key = f;
+    key_index = index;
+    valid = true;
+  }
   return in;
 }
 

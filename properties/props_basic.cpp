@@ -133,19 +133,27 @@ std::string check_within_v_range(const Kernel& k, const Instance& in, const Fami
   const Problem& p = in.problem;
   const double g = envelope_gamma(f);
   double worst = 0;
+  std::vector<double> lo_c(p.head_dim), hi_c(p.head_dim), m_c(p.head_dim);
   for (int b = 0; b < p.batch; ++b)
     for (int h = 0; h < p.heads_q; ++h)
       for (int i = 0; i < p.n_q; ++i) {
         if (any_masked_row(in, b, h, i)) continue;
-        for (int c = 0; c < p.head_dim; ++c) {
-          double lo = HUGE_VAL, hi = -HUGE_VAL, m = 0;
-          for (int j = 0; j < p.n_k; ++j) {
-            if (!in.visible(b, h, i, j)) continue;
-            const double v = in.v[p.kv_at(b, h / p.group(), j, c)];
-            lo = std::min(lo, v);
-            hi = std::max(hi, v);
-            m = std::max(m, std::fabs(v));
+        // Column ranges over the visible keys in one pass over V's rows: for each column the values are taken
+        // in the same key order as a per-column loop would, so min/max (and their choice between ±0) agree.
+        std::fill(lo_c.begin(), lo_c.end(), HUGE_VAL);
+        std::fill(hi_c.begin(), hi_c.end(), -HUGE_VAL);
+        std::fill(m_c.begin(), m_c.end(), 0.0);
+        for (int j = 0; j < p.n_k; ++j) {
+          if (!in.visible(b, h, i, j)) continue;
+          const double* vj = &in.v[p.kv_at(b, h / p.group(), j, 0)];
+          for (int c = 0; c < p.head_dim; ++c) {
+            lo_c[c] = std::min(lo_c[c], vj[c]);
+            hi_c[c] = std::max(hi_c[c], vj[c]);
+            m_c[c] = std::max(m_c[c], std::fabs(vj[c]));
           }
+        }
+        for (int c = 0; c < p.head_dim; ++c) {
+          const double lo = lo_c[c], hi = hi_c[c], m = m_c[c];
           const double dev = 2 * g / (1 - std::min(g, 0.5)) * m;
           const double slack = dev + ulp(std::max(std::fabs(lo), std::fabs(hi)) + dev, Format::kBF16);
           const double o = fw.o[p.q_at(b, h, i, c)];
