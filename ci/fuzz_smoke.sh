@@ -3,7 +3,8 @@
 # smoke fuzzing (ctest label `fuzz`: one run per CPU kernel, the parser target, the feedback A/B test).
 # ci/test.sh calls it after the gcc test run. Sanitizers: $ATTNCHECK_FUZZ_SANITIZE (default address,undefined;
 # "none" for fast campaign builds). Skips (exit 0, with a message) when clang++ or libFuzzer is missing.
-#   ci/fuzz_smoke.sh               build + ctest -L fuzz          (about 3 minutes on 2 cores)
+#   ci/fuzz_smoke.sh               build + ctest -L fuzz          (about 6 minutes on 2 cores: 7 smoke runs of
+#                                  60 s with -j2, the feedback A/B test)
 #   ci/fuzz_smoke.sh --build-only  build only (then: ./build/harness/attncheck fuzz --kernel paper --time 120)
 # ATTNCHECK_FUZZ_SMOKE=0 skips everything (the clang build costs ~5-10 minutes on 2 cores when cold).
 set -euo pipefail

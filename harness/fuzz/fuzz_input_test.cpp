@@ -4,6 +4,7 @@
 // Run: ctest -R fuzz_input
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -13,6 +14,7 @@
 #include "harness/fuzz/fuzz_input.h"
 #include "harness/fuzz/kernel_target.h"
 #include "harness/fuzz/mutator.h"
+#include "reference/reference.h"
 
 namespace attncheck::fuzz {
 namespace {
@@ -79,7 +81,9 @@ TEST(FuzzMutator, KeepsInputsDecodableAndWithinMaxSize) {
     ASSERT_LE(n, max_size);
     ASSERT_GE(n, static_cast<std::size_t>(kHeaderBytes));
     const std::size_t edits_at = edits_offset(buf.data(), n);
-    if (n >= edits_at) ASSERT_EQ((n - edits_at) % kEditBytes, 0u) << "edits stay aligned";
+    if (n >= edits_at) {
+      ASSERT_EQ((n - edits_at) % kEditBytes, 0u) << "edits stay aligned";
+    }
     ASSERT_NO_THROW(decode_input(buf.data(), n).family.problem.validate());
     changed += !(n == size && std::equal(b.begin(), b.end(), buf.begin()));
   }
@@ -179,12 +183,120 @@ TEST(FuzzTarget, NullControlPassesAndPaperKernelGivesAReplayableFinding) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(FuzzTarget, PlantedKernelThrowsOnlyPastItsThreshold) {
-  const Kernel& base = default_registry().get("paper");
-  Family f = default_family("tied_max");
+// The memos behind the target's speed (reference/memo.h, memo_kernel.h) return what a fresh call returns.
+TEST(FuzzMemo, ReferenceAndInstanceMemosAnswerOnlyBitIdenticalInputs) {
+  Family f = default_family("normal");
+  f.problem = Problem::of_shape(1, 1, 1, 6, 6, 4);
+  const Instance a = make_instance(f, 0);
+  Family g = f;
+  g.seed += 1;
+  const Instance b = make_instance(g, 0);
+  EXPECT_NE(a.q, b.q);  // the memo did not hand back f's instance for g
+  EXPECT_EQ(make_instance(f, 0).q, a.q);
+  const ReferenceForward ra = reference_forward(a);
+  Instance a2 = a;
+  a2.v[0] = -a2.v[0] == 0 ? 1.0 : -a2.v[0];  // one value changed
+  const ReferenceForward r2 = reference_forward(a2);
+  EXPECT_NE(r2.o, ra.o);
+  const ReferenceForward again = reference_forward(a);
+  EXPECT_EQ(again.o, ra.o);
+  EXPECT_EQ(again.lse, ra.lse);
+  Instance z = a;  // -0 and +0 are different keys (a kernel may tell them apart; the reference must be asked)
+  z.q[0] = 0.0;
+  Instance nz = z;
+  nz.q[0] = -0.0;
+  EXPECT_EQ(reference_forward(z).o, reference_forward(nz).o);  // same exact answer, computed twice
+}
+
+class CountingKernel : public Kernel {
+ public:
+  explicit CountingKernel(const Kernel& b) : base_(b) {}
+  std::string name() const override { return base_.name(); }
+  std::string summary() const override { return ""; }
+  KernelCaps caps() const override { return base_.caps(); }
+  ForwardOutput forward(const Instance& in) const override { return ++forwards, base_.forward(in); }
+  BackwardOutput backward(const Instance& in, const ForwardOutput& f) const override {
+    return ++backwards, base_.backward(in, f);
+  }
+  mutable int forwards = 0, backwards = 0;
+
+ private:
+  const Kernel& base_;
+};
+
+TEST(FuzzMemo, MemoKernelRunsOncePerInstanceAndLendsOnlyOnceToDeterminism) {
+  CountingKernel k(default_registry().get("fa2"));
+  MemoKernel m(k);
+  const Instance a = make_instance(default_family("tied_max"), 0);
+  const ForwardOutput x = m.forward(a), y = m.forward(a);
+  EXPECT_EQ(k.forwards, 1);
+  EXPECT_EQ(x.o, y.o);
+  EXPECT_EQ(m.trace_of(a), nullptr);  // not a CPU model (the counting wrapper): no trace
+  MemoKernel direct(default_registry().get("fa2"));
+  EXPECT_EQ(direct.forward(a).o, x.o);
+  EXPECT_NE(direct.trace_of(a), nullptr);  // fa2 is: its trace is kept, its outputs are the kernel's
+  m.backward(a, x);
+  m.backward(a, x);
+  EXPECT_EQ(k.backwards, 1);
+  Instance b = a;
+  b.seed += 1;  // the seed is part of the key (stochastic kernels read it)
+  m.forward(b);
+  EXPECT_EQ(k.forwards, 2);
+  m.set_lend_once(true);  // `deterministic`: the first call may be the memo, every later one runs afresh
+  m.forward(a);
+  m.forward(a);
+  m.forward(a);
+  EXPECT_EQ(k.forwards, 4);
+  m.backward(a, x);
+  m.backward(a, x);
+  EXPECT_EQ(k.backwards, 2);
+  m.clear();
+  m.forward(a);
+  EXPECT_EQ(k.forwards, 5);
+}
+
+// The planted ladder (planted_kernel.h): each feature present adds one error level, all K at once throw.
+TEST(FuzzTarget, PlantedKernelClimbsOneLevelPerFeature) {
+  const Kernel& base = default_registry().get("fa2");
+  Family f = default_family("normal");
+  f.problem = Problem::of_shape(1, 2, 2, 8, 8, 8);  // no feature: short rows, even d, no GQA, no mask
+  f.problem.causal = false;
+  const Instance plain = make_instance(f, 0);
+  ASSERT_EQ(planted_features(plain) & 0b1111000u, 0u);
+  const unsigned have = planted_features(plain);
+  const int c0 = std::popcount(have);
+  const double base_err = o_error(base.forward(plain).o, reference_forward(plain).o, Format::kBF16, 8).max_ulp;
+  const double err0 = o_error(make_planted_kernel(base, kPlantedFeatures)->forward(plain).o, reference_forward(plain).o,
+                              Format::kBF16, 8).max_ulp;
+  if (c0 == 0) {
+    EXPECT_EQ(err0, base_err);
+  }
+  // Odd head dim and long rows: two more features, two more levels (2^(c+2) ulps, +-2 ulps of rounding and
+  // of the base kernel's own error).
+  Family g = f;
+  g.problem = Problem::of_shape(1, 2, 2, 8, 30, 7);
+  const Instance two = make_instance(g, 0);
+  const unsigned have2 = planted_features(two);
+  EXPECT_EQ(have2 & 0b011000u, 0b011000u);
+  const int c2 = std::popcount(have2);
+  const double err2 = o_error(make_planted_kernel(base, kPlantedFeatures)->forward(two).o, reference_forward(two).o,
+                              Format::kBF16, 7).max_ulp;
+  ASSERT_LT(c2, kPlantedFeatures);
+  EXPECT_GT(c2, c0);
+  EXPECT_NEAR(err2, std::ldexp(1.0, c2 + 2), 3.0) << "features " << have2;
+  EXPECT_NO_THROW(make_planted_kernel(base, kPlantedFeatures)->forward(two));
+}
+
+TEST(FuzzTarget, PlantedKernelThrowsExactlyWhenAllFeaturesArePresent) {
+  const Kernel& base = default_registry().get("fa2");
+  Family f = default_family("tied_max");  // ties: feature 0
+  f.problem = Problem::of_shape(2, 2, 1, 8, 30, 7, /*causal=*/true);  // batch 2, gqa, long, odd d, masked
+  f.problem.scale = 8;  // large scores
   const Instance in = make_instance(f, 0);
-  EXPECT_NO_THROW(make_planted_kernel(base, 1e9)->forward(in));
-  EXPECT_THROW(make_planted_kernel(base, 0)->forward(in), std::logic_error);
+  const unsigned have = planted_features(in);
+  ASSERT_EQ(have, 0b1111111u) << "features of the test instance";
+  for (int k = 1; k <= kPlantedFeatures; ++k) EXPECT_THROW(make_planted_kernel(base, k)->forward(in), std::logic_error);
+  EXPECT_THROW(make_planted_kernel(base, 0), Error);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "harness/corpus.h"
 #include "harness/fuzz/feedback.h"
 #include "kernels/cpu/flash_model.h"
+#include "properties/property_util.h"  // tiled(): the tiles exactly as the properties apply them
 #include "reference/reference.h"
 
 namespace attncheck::fuzz {
@@ -43,31 +44,6 @@ void print_stats() {
   std::fprintf(stderr, "attncheck-fuzz: stats runs=%llu max_o_error_ulps=%g error_cells=%zu\n",
                static_cast<unsigned long long>(g_runs), g_max_err, g_cells.size());
 }
-
-// The planted defect: see make_planted_kernel.
-class PlantedKernel : public Kernel {
- public:
-  PlantedKernel(const Kernel& base, double ulp, double max_ulp) : base_(base), ulp_(ulp), max_(max_ulp) {}
-  std::string name() const override { return "planted"; }
-  std::string summary() const override { return "test only: " + base_.name() + " that crashes past an error level"; }
-  KernelCaps caps() const override { return base_.caps(); }
-  ForwardOutput forward(const Instance& in) const override {
-    ForwardOutput out = base_.forward(in);
-    const ErrorSummary e = o_error(out.o, reference_forward(in).o, base_.caps().output_format, in.problem.head_dim);
-    if (e.max_ulp >= ulp_ && e.max_ulp < max_) {
-      std::ostringstream s;
-      s << "planted deep defect: O error " << e.max_ulp << " ulps >= " << ulp_ << " at execution " << g_runs;
-      std::fprintf(stderr, "attncheck-fuzz: planted defect reached at execution %llu\n",
-                   static_cast<unsigned long long>(g_runs));
-      throw std::logic_error(s.str());
-    }
-    return out;
-  }
-
- private:
-  const Kernel& base_;
-  double ulp_, max_;
-};
 
 int generator_slot(const std::string& name) {
   const auto& gens = generators();
@@ -181,10 +157,6 @@ ErrorSummary o_error(const std::vector<double>& got, const std::vector<double>& 
   return e;
 }
 
-std::unique_ptr<Kernel> make_planted_kernel(const Kernel& base, double ulp, double max_ulp) {
-  return std::make_unique<PlantedKernel>(base, ulp, max_ulp);
-}
-
 TargetConfig config_from_env() {
   TargetConfig c;
 #if defined(ATTNCHECK_FUZZ_DEFAULT_KERNEL)
@@ -200,9 +172,7 @@ TargetConfig config_from_env() {
   c.quiet = env_or("ATTNCHECK_FUZZ_QUIET", "0") == "1";
   c.keep_going = env_or("ATTNCHECK_FUZZ_CONTINUE", "0") == "1";
   c.planted_base = env_or("ATTNCHECK_FUZZ_PLANTED_BASE", c.planted_base);
-  c.planted_ulp = std::atof(env_or("ATTNCHECK_FUZZ_PLANTED_ULP", "8").c_str());
-  c.planted_max = std::atof(env_or("ATTNCHECK_FUZZ_PLANTED_MAX", "64").c_str());
-  c.planted_generator = env_or("ATTNCHECK_FUZZ_PLANTED_GENERATOR", "");
+  c.planted_features = std::atoi(env_or("ATTNCHECK_FUZZ_PLANTED_FEATURES", "7").c_str());
   if (c.instances < 1) c.instances = 1;
   if (c.bias_instances < 2) c.bias_instances = 2;
   return c;
@@ -211,12 +181,12 @@ TargetConfig config_from_env() {
 KernelTarget::KernelTarget(TargetConfig cfg) : cfg_(std::move(cfg)) {
   Registry& r = default_registry();
   if (cfg_.kernel == "planted") {
-    planted_base_ = &r.get(cfg_.planted_base);
-    planted_ = make_planted_kernel(*planted_base_, cfg_.planted_ulp, cfg_.planted_max);
+    planted_ = make_planted_kernel(r.get(cfg_.planted_base), cfg_.planted_features, &g_runs);
     kernel_ = planted_.get();
   } else {
     kernel_ = &r.get(cfg_.kernel);
   }
+  memo_ = std::make_unique<MemoKernel>(*kernel_);
   if (env_or("ATTNCHECK_FUZZ_STATS", "0") == "1") std::atexit(print_stats);
   set_enabled(cfg_.feedback);
   set_error_only(cfg_.feedback_error_only);
@@ -262,27 +232,14 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
   };
   try {
     const Instance inst = make_instance(fam, 0);
-    // Step 2: the observed error of instance 0, with the model's own event trace when it is a built-in model.
-    ForwardOutput got;
-    ModelTrace trace;
-    bool traced = false;
-    if (!planted_) {
-      try {
-        NumericsSpec spec = builtin_spec(cfg_.kernel);
-        if (fam.tile_q > 0) spec.tile_q = fam.tile_q;
-        if (fam.tile_k > 0) spec.tile_k = fam.tile_k;
-        got = model_forward(spec, inst, &trace);
-        traced = true;
-      } catch (const Error&) {
-        // not a plain model name (oracle, stochastic, parameterised): run the registry kernel below
-      }
-    }
-    if (!traced) {
-      std::unique_ptr<Kernel> tiled;
-      if (fam.tile_q > 0 || fam.tile_k > 0) tiled = kernel_->with_tiles(fam.tile_q, fam.tile_k);
-      const bool armed = !planted_ || cfg_.planted_generator.empty() || cfg_.planted_generator == fam.generator;
-      got = (tiled ? *tiled : armed ? *kernel_ : *planted_base_).forward(inst);
-    }
+    // Step 2: the observed error of instance 0, with the model's own event trace when it is a CPU model. The
+    // kernel runs through the memo with the family's tiles applied exactly as the properties apply them
+    // (tiled(), property_util.h), so the properties of step 4 reuse this run instead of repeating it.
+    memo_->clear();
+    std::unique_ptr<Kernel> holder;
+    const Kernel& observed = tiled(*memo_, fam, holder);
+    const ForwardOutput got = observed.forward(inst);
+    const ModelTrace* trace = static_cast<const MemoKernel&>(observed).trace_of(inst);
     const ReferenceForward ref = reference_forward(inst);
     const ErrorSummary eo = o_error(got.o, ref.o, kernel_->caps().output_format, fam.problem.head_dim);
     const ErrorSummary el = o_error(got.lse, ref.lse, Format::kF32, 1);
@@ -297,7 +254,7 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
     record(ob);
     if (std::isfinite(eo.max_ulp)) g_max_err = std::max(g_max_err, eo.max_ulp);
     g_cells.insert({ob.generator, ulp_bucket(eo.max_ulp)});
-    if (traced) record_trace(trace);
+    if (trace) record_trace(*trace);
     record_score_events(inst);
     bool nan_out = false, inf_out = false;
     for (double x : got.o) nan_out |= std::isnan(x), inf_out |= std::isinf(x);
@@ -322,7 +279,8 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
     b.instances = cfg_.instances;
     for (std::size_t i = 0; i < per_instance_.size(); ++i) {
       const Property& p = *per_instance_[i];
-      const Outcome o = p.check(*kernel_, fam, b);
+      memo_->set_lend_once(p.name == "deterministic");
+      const Outcome o = p.check(*memo_, fam, b);
       record_property(property_index_[i], static_cast<int>(o.status));
       if (o.status == Status::kFail) finding(p, o, b);
       if (res.finding && !cfg_.keep_going) return res;  // keep-going: the bias step still runs

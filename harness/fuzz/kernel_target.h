@@ -5,7 +5,8 @@
 //   1. applies the kernel's capabilities to the family (drops mask/bias/GQA the kernel lacks),
 //   2. runs the kernel on instance 0 and the fp64 reference, records the error and events as feedback,
 //   3. runs the kernel on the probe instance (instance 0 + value edits) for sanitizer-visible faults,
-//   4. checks every per-instance property on the family (Budget::instances = ATTNCHECK_FUZZ_INSTANCES),
+//   4. checks every per-instance property on the family (Budget::instances = ATTNCHECK_FUZZ_INSTANCES), through
+//      a MemoKernel (memo_kernel.h: the kernel runs once per distinct instance; `deterministic` gets the kernel),
 //   5. when the input's bias flag is set, checks the across-instance (bias) properties on a small batch.
 // A property failure is a finding: the case is written FIRST (write_finding into the findings dir), its
 // path and replay command printed, and then the process abort()s so libFuzzer keeps the input as an artifact.
@@ -13,7 +14,8 @@
 // Any other exception escapes, which libFuzzer reports as a crash (bad input must give an Error, never that).
 //
 // Environment (read once):
-//   ATTNCHECK_FUZZ_KERNEL     kernel under test (default "paper"); "planted" = the test-only kernel below
+//   ATTNCHECK_FUZZ_KERNEL     kernel under test (default "paper"); "planted" = the test-only kernel of
+//                             planted_kernel.h (a deep defect for the feedback A/B test)
 //   ATTNCHECK_FUZZ_FINDINGS   findings dir (default corpus/findings)
 //   ATTNCHECK_FUZZ_FEEDBACK   0 disables the error-guided extra counters (for A/B measurements);
 //                             "error" keeps only the per-generator O error ladder
@@ -24,9 +26,8 @@
 //   ATTNCHECK_FUZZ_CONTINUE   1 = keep fuzzing after a finding (no abort): the first finding of each
 //                             (property, generator) pair is written and printed, later ones only counted.
 //                             Used by the smoke tests and `attncheck fuzz`, so one run sees every kind.
-//   ATTNCHECK_FUZZ_PLANTED_BASE / _ULP / _MAX   the planted kernel's base kernel (default fa2) and the
-//                             error window [ULP, MAX) ulps (default [8, 64)) in which its defect fires
-//   ATTNCHECK_FUZZ_PLANTED_GENERATOR   only instances of this generator can fire it (default: any)
+//   ATTNCHECK_FUZZ_PLANTED_BASE      the planted kernel's base kernel (default fa2)
+//   ATTNCHECK_FUZZ_PLANTED_FEATURES  how many input features its defect needs at once (default 7; planted_kernel.h)
 #pragma once
 
 #include <cstddef>
@@ -37,6 +38,8 @@
 #include <vector>
 
 #include "harness/fuzz/fuzz_input.h"
+#include "harness/fuzz/memo_kernel.h"
+#include "harness/fuzz/planted_kernel.h"
 #include "harness/kernel.h"
 #include "properties/property.h"
 
@@ -53,9 +56,7 @@ struct TargetConfig {
   bool quiet = false;
   bool keep_going = false;
   std::string planted_base = "fa2";
-  double planted_ulp = 8;
-  double planted_max = 64;
-  std::string planted_generator;
+  int planted_features = 7;
 };
 
 TargetConfig config_from_env();
@@ -81,24 +82,17 @@ class KernelTarget {
   TargetConfig cfg_;
   const Kernel* kernel_ = nullptr;
   std::unique_ptr<Kernel> planted_;
-  const Kernel* planted_base_ = nullptr;
+  std::unique_ptr<MemoKernel> memo_;  // kernel_ behind a one-input memo, for every property but `deterministic`
   std::vector<const Property*> per_instance_, across_;
   std::vector<int> property_index_;  // index into all_properties() for the feedback slot
   std::set<std::pair<std::string, std::string>> reported_;  // keep_going: (property, generator) written
 };
 
-// The test-only planted kernel: the base kernel, except that it throws std::logic_error (a "crash") when
-// its own O error (row-scaled ulps, o_error) on the input lies in [ulp, max_ulp). Deep on purpose: reaching
-// it needs an input whose error climbs past a level random inputs rarely reach, which is what error-guided
-// feedback is for. The upper end keeps it a defect of the accumulation path: overflow (large_logits with a
-// huge magnitude: errors of hundreds of ulps, one mutation away) is a cliff, not a climb, and does not count.
-std::unique_ptr<Kernel> make_planted_kernel(const Kernel& base, double ulp, double max_ulp = 1e300);
-
 // The largest |kernel − exact| / ulp(scale, output format) (NaN when the kernel is non-finite where the
 // exact value is finite), and the mean signed value, where scale = max(|exact|, rms of the exact row of
 // `row_len` values). The row scale keeps the measure meaningful where O cancels to near zero (design.md:
 // a per-element ulp there reads 10^4 ulps of pure noise); with row_len = 1 it is the per-element ulp.
-// Used by the target (feedback) and by the planted kernel.
+// Used by the target (feedback).
 struct ErrorSummary {
   double max_ulp = 0, mean_signed_ulp = 0;
   int nonzero = 0, positive = 0;
