@@ -6,12 +6,16 @@
 // after two warm-up launches; the manual time per iteration is the mean launch time. FLOPs counted as
 // FlashAttention does: forward 4·b·h·n_q·n_k·d (halved when causal), backward 2.5× forward. Counter TFLOPs.
 // After the run a table with the fix overhead ((fixed − base) / base, in %) is printed.
+// With ATTNCHECK_BENCH_TILINGS=1, fwdtile/<tiling>/... also runs the forward with the other work splits of
+// FwdTiling (same numerics, bit for bit) on seq 4096, to compare them with the default one (off by default: the
+// full run already takes minutes).
 // Run: build-e/kernels/cuda/bench_attention [--benchmark_filter=fwd/.*/d128/.*seq4096]
 //      (ci/gpu.sh runs it and adds cuDNN's numbers through PyTorch)
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -24,6 +28,17 @@ namespace attncheck::cuda {
 namespace {
 
 constexpr int kReps = 10;
+
+std::string tiling_name(FwdTiling t) {
+  switch (t) {
+    case FwdTiling::kDefault: return "default";
+    case FwdTiling::kWarp16Q4: return "w16q4";
+    case FwdTiling::kWarp16Q8: return "w16q8";
+    case FwdTiling::kWarp32Smem: return "w32smem";
+    case FwdTiling::kWarp32Regs: return "w32regs";
+  }
+  return "?";
+}
 
 __global__ void fill_normal_bf16(std::uint16_t* x, std::size_t n, std::uint64_t seed) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
@@ -39,9 +54,10 @@ struct Config {
   Variant variant;
   int d, seq;
   bool causal;
+  FwdTiling tiling = FwdTiling::kDefault;
   std::string key() const {  // the row of the summary table
     return std::string(backward ? "bwd" : "fwd") + " d" + std::to_string(d) + (causal ? " causal " : " full   ") +
-           "seq" + std::to_string(seq);
+           "seq" + std::to_string(seq) + (tiling == FwdTiling::kDefault ? "" : " " + tiling_name(tiling));
   }
 };
 
@@ -70,7 +86,7 @@ void run(benchmark::State& state, Config c) {
   launch_flash_fwd(c.variant, c.d, f, nullptr);  // O and LSE for the backward
   auto once = [&] {
     if (c.backward) launch_flash_bwd(c.variant, c.d, g, nullptr);
-    else launch_flash_fwd(c.variant, c.d, f, nullptr);
+    else launch_flash_fwd(c.variant, c.d, f, nullptr, c.tiling);
   };
   once(), once();  // warm-up
   ATTN_CUDA_CHECK(cudaDeviceSynchronize());
@@ -97,14 +113,14 @@ void run(benchmark::State& state, Config c) {
 }
 
 void print_summary() {
-  std::printf("\n%-28s %9s %9s %9s %9s %10s %10s\n", "config (TFLOP/s)", "fa2", "fa2-fixed", "paper", "paper-fix",
+  std::printf("\n%-36s %9s %9s %9s %9s %10s %10s\n", "config (TFLOP/s)", "fa2", "fa2-fixed", "paper", "paper-fix",
               "fa2 ovh%", "paper ovh%");
   for (const auto& entry : g_tflops) {
     const std::string& row = entry.first;
     const std::map<std::string, double>& v = entry.second;
     auto at = [&](const char* n) { auto it = v.find(n); return it == v.end() ? 0.0 : it->second; };
     const double a = at("fa2"), af = at("fa2-fixed"), p = at("paper"), pf = at("paper-fixed");
-    std::printf("%-28s %9.1f %9.1f %9.1f %9.1f %10.2f %10.2f\n", row.c_str(), a, af, p, pf,
+    std::printf("%-36s %9.1f %9.1f %9.1f %9.1f %10.2f %10.2f\n", row.c_str(), a, af, p, pf,
                 a > 0 && af > 0 ? 100.0 * (a / af - 1.0) : 0.0, p > 0 && pf > 0 ? 100.0 * (p / pf - 1.0) : 0.0);
   }
 }
@@ -132,6 +148,21 @@ int main(int argc, char** argv) {
                 ->Iterations(5)
                 ->Unit(benchmark::kMillisecond);
           }
+  const bool tilings = std::getenv("ATTNCHECK_BENCH_TILINGS") != nullptr;
+  for (FwdTiling t : {FwdTiling::kWarp16Q4, FwdTiling::kWarp16Q8, FwdTiling::kWarp32Smem, FwdTiling::kWarp32Regs})
+    for (int d : {64, 128})
+      for (bool causal : {false, true})
+        for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
+          if (!tilings) break;
+          Config c{false, v, d, 4096, causal};
+          c.tiling = t;
+          const std::string name = "fwdtile/" + tiling_name(t) + "/" + variant_name(v) + "/d" + std::to_string(d) +
+                                   (causal ? "/causal" : "/full") + "/seq4096";
+          benchmark::RegisterBenchmark(name.c_str(), [c](benchmark::State& s) { run(s, c); })
+              ->UseManualTime()
+              ->Iterations(5)
+              ->Unit(benchmark::kMillisecond);
+        }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -2,17 +2,27 @@
 // one template over the numerics (device_spec.h) that reads step by step like the CPU model
 // (kernels/cpu/flash_model.*, kernels/numerics_spec.h): the same `// step N:` labels in the same order.
 //
-// Work split: one block = one query tile of kBlockM = 16·kNWarps rows of one (batch, head); each warp owns 16
-// query rows; a thread holds two rows (g and g+8, g = lane/4) and, per 8-key slice, keys 2t and 2t+1
-// (t = lane%4). Key tiles of tile_k = 64 keys stream through shared memory (cp.async, double buffered).
-// Q stays in registers as mma A fragments. fa2 numerics skip key tiles that no row of the block can see
-// (causal), as FlashAttention-2 does; the paper's numerics visit every tile, as its PyTorch code (and the CPU
-// model) does. Out-of-range keys (j >= n_k, tails) do not exist for any step. Interior tiles run a copy of the
-// steps compiled without per-element mask checks.
+// Work split (FwdTiling): a block holds kBlockM = 16·kMT·kNWarps query rows of one (batch, head); each warp owns
+// kMT m16 tiles (16·kMT consecutive rows), so every K/V fragment read by ldmatrix feeds kMT mmas. A thread
+// holds, per m16 tile, two rows (g and g+8, g = lane/4) and, per 8-key slice, keys 2t and 2t+1 (t = lane%4).
+// Key tiles of tile_k = 64 keys stream through shared memory (cp.async, double buffered). Q sits in registers
+// or is re-read from shared memory per k16 step (kQRegs). The per-row numerics do not depend on the split.
+// fa2 numerics skip key tiles that no row of a 64-row group (tile_q) can see (causal), as FlashAttention-2
+// does with 64-row blocks: each warp skips exactly the tiles the 64-row block holding its rows would skip, so the
+// tile set of every row stays the spec's. The paper's numerics visit every tile, as its PyTorch code (and the
+// CPU model) does. Out-of-range keys (j >= n_k, tails) do not exist for any step. Tiles that need no
+// per-element mask for a warp's rows run a copy of the steps compiled without the checks.
 // Rounding: every fp32 operation is an explicit __fadd_rn/__fmul_rn/__fmaf_rn (the file is also built with
-// -fmad=false), so nothing is contracted behind the spec's back. Each row reduction over the four lanes of a
-// quad runs in the fixed order ((t0+t1)+(t2+t3)); within a thread keys are summed in increasing order.
-// Inside one mma the tensor cores accumulate as TENSOR_CORES.md describes (not sequential fp32).
+// -fmad=false), so nothing is contracted behind the spec's back. Rounding to bf16 inside the tile loop uses
+// cvt.rn.bf16x2.f32 (two values per instruction), which equals round_bf16 on every non-NaN float (ties to even,
+// overflow to inf; checked exhaustively on the H200) and gives the canonical NaN for a NaN (every NaN here comes
+// out of arithmetic, so is canonical already). Each row reduction over the four lanes of a quad runs in the
+// fixed order ((t0+t1)+(t2+t3)); within a thread keys are summed in increasing order. Inside one mma the tensor
+// cores accumulate as TENSOR_CORES.md describes (not sequential fp32).
+// Exact shortcuts, each taken warp-uniformly and each equal bit for bit to the general code:
+//   - fa2's exp2f (ex2.approx.f32 without ftz) is MUFU.EX2 plus a subnormal fix-up for arguments below −126;
+//     when no argument of the warp's tile lies below −125, the bare ex2.approx.ftz.f32 gives the same bits.
+//   - α = 1 for every row of the warp: round(α·acc) = acc, so the rescale is skipped.
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -38,13 +48,23 @@ bool variant_is_fixed(Variant v) { return v == Variant::kFa2Fixed || v == Varian
 
 namespace {
 
-constexpr int kNWarps = 4;  // 64 query rows per block (= tile_q of the built-in specs)
+// Rounds a pair to format F in place (F is fp32: nothing to do; bf16: one cvt for both).
+template <Format F>
+__device__ __forceinline__ void round_pair(float& a, float& b) {
+  static_assert(F == Format::kF32 || F == Format::kBF16, "device formats are fp32 and bf16");
+  if constexpr (F == Format::kBF16) {
+    const std::uint32_t r = cvt_bf16x2(a, b);
+    a = __uint_as_float(r << 16);
+    b = __uint_as_float(r & 0xffff0000u);
+  }
+}
 
-template <int kD, class Spec>
+template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs>
 __global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams p) {
-  constexpr int kBlockM = 16 * kNWarps;
+  constexpr int kBlockM = 16 * kMT * kNWarps;
   constexpr int kBlockN = Spec::tile_k;
   static_assert(kBlockN == 64, "the fragment code below assumes 64-key tiles");
+  static_assert(Spec::tile_q % (16 * kMT) == 0, "a warp's rows lie in one tile_q group (fa2's causal skip)");
   constexpr int kThreads = kNWarps * 32;
   constexpr int kNT = kBlockN / 8;  // 8-key slices of a key tile
   constexpr int kDT = kD / 8;       // 8-column slices of the output
@@ -62,13 +82,18 @@ __global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams
   const std::uint16_t* gk = p.k + (std::size_t(b) * p.heads_kv + hk) * p.n_k * kD;
   const std::uint16_t* gv = p.v + (std::size_t(b) * p.heads_kv + hk) * p.n_k * kD;
   const int row0 = m_block * kBlockM;
+  const int wrow0 = row0 + warp * 16 * kMT;  // this warp's first row
   const int diag = p.n_k - p.n_q;  // query i sees key j iff j <= i + diag (bottom-right causal)
-  const int last_row = min(row0 + kBlockM, p.n_q) - 1;
-  // fa2 skips key tiles no row of the block can see (FA2's n_block_max): with mask −inf such a tile is an
+  // fa2 skips key tiles no row of a tile_q group can see (FA2's n_block_max): with mask −inf such a tile is an
   // exact no-op of steps 2-6. The paper's code visits every tile: its finite mask value ties every key of an
   // all-masked tile, so the fixed policy shifts the max to 0 there, and the model does the same.
-  const int n_end = (p.causal && !Spec::paper) ? min(p.n_k, last_row + diag + 1) : p.n_k;
-  const int n_blocks = n_end > 0 ? (n_end + kBlockN - 1) / kBlockN : 0;
+  auto tiles_for = [&](int last_row) {
+    const int n_end = (p.causal && !Spec::paper) ? min(p.n_k, last_row + diag + 1) : p.n_k;
+    return n_end > 0 ? (n_end + kBlockN - 1) / kBlockN : 0;
+  };
+  const int n_blocks = tiles_for(min(row0 + kBlockM, p.n_q) - 1);
+  const int group0 = wrow0 / Spec::tile_q * Spec::tile_q;
+  const int warp_blocks = tiles_for(min(group0 + Spec::tile_q, p.n_q) - 1);
 
   for (int c = threadIdx.x; c < kBlockM * kChunks; c += kThreads) {
     const int r = c / kChunks, col = (c % kChunks) * 8;
@@ -92,24 +117,29 @@ __global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams
   cp_async_wait<0>();
   __syncthreads();
 
-  // Q fragments for this warp's 16 rows (A operand, row-major [row][d]).
-  std::uint32_t qf[kKQ][4];
-  {
-    const int idx = lane / 8;
-    const int r = warp * 16 + (idx % 2) * 8 + lane % 8;
+  // Q fragments (A operand, row-major [row][d]) of m16 tile mt, k16 step kk: from registers or shared memory.
+  const int q_row = warp * 16 * kMT + ((lane / 8) % 2) * 8 + lane % 8, q_col = (lane / 16) * 8;
+  std::uint32_t qf[kQRegs ? kMT : 1][kQRegs ? kKQ : 1][4];
+  if constexpr (kQRegs) {
 #pragma unroll
-    for (int kk = 0; kk < kKQ; ++kk) ldsm_x4(qf[kk], &sQ[swz<kD>(r, kk * 16 + (idx / 2) * 8)]);
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int kk = 0; kk < kKQ; ++kk) ldsm_x4(qf[mt][kk], &sQ[swz<kD>(q_row + mt * 16, kk * 16 + q_col)]);
   }
 
-  // Per thread: rows ri = 0 (g) and ri = 1 (g + 8) of the warp's 16.
-  int row[2];
-  row[0] = row0 + warp * 16 + g;
-  row[1] = row[0] + 8;
-  float m_run[2] = {Spec::mask_value, Spec::mask_value};  // running max (the PyTorch code starts at its sentinel)
-  float l_run[2] = {0.f, 0.f};
-  float acc[kDT][4];
+  // Per thread: rows q = 2·mt + ri, ri = 0 (g) and ri = 1 (g + 8) of m16 tile mt.
+  constexpr int kRows = 2 * kMT;
+  int row[kRows];
 #pragma unroll
-  for (int n = 0; n < kDT; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+  for (int q = 0; q < kRows; ++q) row[q] = wrow0 + (q / 2) * 16 + (q % 2) * 8 + g;
+  float m_run[kRows], l_run[kRows];
+#pragma unroll
+  for (int q = 0; q < kRows; ++q) m_run[q] = Spec::mask_value, l_run[q] = 0.f;  // PyTorch starts at its sentinel
+  float acc[kMT][kDT][4];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int n = 0; n < kDT; ++n) acc[mt][n][0] = acc[mt][n][1] = acc[mt][n][2] = acc[mt][n][3] = 0.f;
 
   for (int nb = 0; nb < n_blocks; ++nb) {
     if (nb > 0) {
@@ -118,152 +148,251 @@ __global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams
     }
     if (nb + 1 < n_blocks) load_kv(nb + 1, (nb + 1) & 1);
     cp_async_commit();
+    if (nb >= warp_blocks) continue;  // fa2 causal: no row of this warp's tile_q group sees tile nb
     const std::uint16_t* tK = sK + (nb & 1) * kBlockN * kD;
     const std::uint16_t* tV = sV + (nb & 1) * kBlockN * kD;
     const int n0 = nb * kBlockN;
-    // Only the tail tile and tiles crossing the causal diagonal need per-element masks; the steps are
-    // compiled twice (with and without the checks) so interior tiles carry none of them.
-    const bool tile_needs_mask = (n0 + kBlockN > p.n_k) || (p.causal && n0 + kBlockN - 1 > row0 + diag);
+    // Only the tail tile and tiles crossing the causal diagonal of this warp's rows need per-element masks;
+    // the steps are compiled twice (with and without the checks) so other tiles carry none of them.
+    const bool tile_needs_mask = (n0 + kBlockN > p.n_k) || (p.causal && n0 + kBlockN - 1 > wrow0 + diag);
     auto tile_steps = [&](auto mask_tag) {
       constexpr bool need_mask = decltype(mask_tag)::value;
 
       // step 1: s_j = q·k_j on the tensor cores (fp32 accumulation, TENSOR_CORES.md), rounded to qk_fmt;
       //         scaled in s_fmt when the scale is not folded into the exponent; masked keys get mask_value.
-      float s[kNT][4];
-  #pragma unroll
-      for (int n = 0; n < kNT; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+      float s[kMT][kNT][4];
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int n = 0; n < kNT; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
       {
         const int idx = lane / 8;
-  #pragma unroll
+#pragma unroll
         for (int kk = 0; kk < kKQ; ++kk) {
-  #pragma unroll
+          std::uint32_t qs[kMT][4];
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt) {
+            if constexpr (kQRegs) {
+#pragma unroll
+              for (int e = 0; e < 4; ++e) qs[mt][e] = qf[mt][kk][e];
+            } else {
+              ldsm_x4(qs[mt], &sQ[swz<kD>(q_row + mt * 16, kk * 16 + q_col)]);
+            }
+          }
+#pragma unroll
           for (int np = 0; np < kNT / 2; ++np) {
             std::uint32_t kb[4];
             ldsm_x4(kb, &tK[swz<kD>(np * 16 + (idx / 2) * 8 + lane % 8, kk * 16 + (idx % 2) * 8)]);
-            mma_bf16_16816(s[2 * np], qf[kk], kb[0], kb[1], s[2 * np]);
-            mma_bf16_16816(s[2 * np + 1], qf[kk], kb[2], kb[3], s[2 * np + 1]);
+#pragma unroll
+            for (int mt = 0; mt < kMT; ++mt) {
+              mma_bf16_16816(s[mt][2 * np], qs[mt], kb[0], kb[1], s[mt][2 * np]);
+              mma_bf16_16816(s[mt][2 * np + 1], qs[mt], kb[2], kb[3], s[mt][2 * np + 1]);
+            }
           }
         }
       }
       // exists: key inside [0, n_k); visible: exists and not causally masked for this element's row.
       auto key_of = [&](int n, int i) { return n0 + n * 8 + 2 * t + (i & 1); };
       auto exists = [&](int n, int i) { return !need_mask || key_of(n, i) < p.n_k; };
-      auto visible = [&](int n, int i) {
+      auto visible = [&](int mt, int n, int i) {
         if (!need_mask) return true;
         const int j = key_of(n, i);
-        return j < p.n_k && (!p.causal || j <= row[i >> 1] + diag);
+        return j < p.n_k && (!p.causal || j <= row[2 * mt + (i >> 1)] + diag);
       };
-  #pragma unroll
-      for (int n = 0; n < kNT; ++n) {
-  #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          float x = round_float(s[n][i], Spec::qk_fmt);
-          if constexpr (!Spec::scale_in_exp) x = round_float(__fmul_rn(x, p.scale), Spec::s_fmt);
-          if (!visible(n, i)) x = exists(n, i) ? Spec::mask_value : -INFINITY;
-          s[n][i] = x;
-        }
-      }
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int n = 0; n < kNT; ++n)
+#pragma unroll
+          for (int i = 0; i < 4; i += 2) {
+            float& x0 = s[mt][n][i];
+            float& x1 = s[mt][n][i + 1];
+            round_pair<Spec::qk_fmt>(x0, x1);
+            if constexpr (!Spec::scale_in_exp) {
+              x0 = __fmul_rn(x0, p.scale), x1 = __fmul_rn(x1, p.scale);
+              round_pair<Spec::s_fmt>(x0, x1);
+            }
+            if (!visible(mt, n, i)) x0 = exists(n, i) ? Spec::mask_value : -INFINITY;
+            if (!visible(mt, n, i + 1)) x1 = exists(n, i + 1) ? Spec::mask_value : -INFINITY;
+          }
 
       // step 2: r = the tile's row max (exact); the fixed policy shifts it when c > 1 scores lie within the
       //         tolerance of r; m_new = round(max(m_old, r'), max_fmt). Reductions over the quad by shuffles.
-      float m_new[2], alpha[2];
-  #pragma unroll
-      for (int ri = 0; ri < 2; ++ri) {
-        float r = -INFINITY;
-  #pragma unroll
-        for (int n = 0; n < kNT; ++n) r = fmaxf(r, fmaxf(s[n][2 * ri], s[n][2 * ri + 1]));
-        r = quad_max(r);
-        if constexpr (Spec::fixed) {
-          // The public code counts `attn_weights >= block_row_maxes - 1e-3` on bf16 tensors: fp32 opmath, s_fmt.
-          // Every lane counts (the shuffles need the whole warp); only a finite r is shifted: fa2's all-masked
-          // tile (r = −inf) is left alone.
-          const float thr = round_float(__fsub_rn(r, p.tolerance), Spec::s_fmt);
-          int c = 0;
-  #pragma unroll
-          for (int n = 0; n < kNT; ++n)
-  #pragma unroll
-            for (int i = 2 * ri; i < 2 * ri + 2; ++i) c += (exists(n, i) && s[n][i] >= thr) ? 1 : 0;
-          c = quad_count(c);
-          if (c > 1 && isfinite(r)) r = r > 0.f ? round_float(__fmul_rn(p.beta, r), Spec::max_fmt) : (r < 0.f ? 0.f : r);
+      float r[kRows], lane_min[kRows], lane_max[kRows];
+#pragma unroll
+      for (int q = 0; q < kRows; ++q) {
+        const int mt = q / 2, ri = q % 2;
+        float hi = -INFINITY, lo = INFINITY;
+#pragma unroll
+        for (int n = 0; n < kNT; ++n) {
+          hi = fmaxf(hi, fmaxf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]));
+          if constexpr (Spec::exp2_folded && !need_mask) lo = fminf(lo, fminf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]));
         }
-        m_new[ri] = round_float(fmaxf(m_run[ri], r), Spec::max_fmt);
-        // step 6 (first half): α = exp(m_old − m_new) by exp_mode, rounded to rescale_fmt.
-        if constexpr (Spec::exp2_folded) {
-          const float m_cur = m_new[ri] == -INFINITY ? 0.f : m_new[ri];  // FA2: no (−inf) − (−inf)
-          alpha[ri] = round_float(exp2f(__fmul_rn(__fsub_rn(m_run[ri], m_cur), p.scale_log2e)), Spec::rescale_fmt);
-        } else {
-          const float d = round_float(__fsub_rn(m_run[ri], m_new[ri]), Spec::s_fmt);
-          alpha[ri] = round_float(expf(d), Spec::rescale_fmt);
+        lane_max[q] = hi, lane_min[q] = lo;
+        r[q] = quad_max(hi);
+      }
+      if constexpr (Spec::fixed) {
+        // The public code counts `attn_weights >= block_row_maxes - 1e-3` on bf16 tensors: fp32 opmath, s_fmt.
+        // Row q's count is kept in byte q of one int (at most 64 per row), so one pair of shuffles sums all
+        // rows over the quad. Only a finite r is shifted: fa2's all-masked tile (r = −inf) is left alone.
+        float thr[kRows];
+        int packed = 0;
+#pragma unroll
+        for (int q = 0; q < kRows; ++q) {
+          const int mt = q / 2, ri = q % 2;
+          thr[q] = round_float(__fsub_rn(r[q], p.tolerance), Spec::s_fmt);
+          int c = 0;  // minus the count: set.ge gives −1 per hit
+#pragma unroll
+          for (int n = 0; n < kNT; ++n)
+#pragma unroll
+            for (int i = 2 * ri; i < 2 * ri + 2; ++i)
+              if (exists(n, i)) c += ge_mask(s[mt][n][i], thr[q]);
+          packed += (-c) << (8 * q);
+        }
+        packed = quad_count(packed);
+#pragma unroll
+        for (int q = 0; q < kRows; ++q) {
+          const int c = (packed >> (8 * q)) & 0xff;
+          if (c > 1 && isfinite(r[q]))
+            r[q] = r[q] > 0.f ? round_float(__fmul_rn(p.beta, r[q]), Spec::max_fmt) : (r[q] < 0.f ? 0.f : r[q]);
         }
       }
+      float m_new[kRows], alpha[kRows];
+      bool alpha_one = true;
+#pragma unroll
+      for (int q = 0; q < kRows; ++q) {
+        m_new[q] = round_float(fmaxf(m_run[q], r[q]), Spec::max_fmt);
+        // step 6 (first half): α = exp(m_old − m_new) by exp_mode, rounded to rescale_fmt.
+        if constexpr (Spec::exp2_folded) {
+          const float m_cur = m_new[q] == -INFINITY ? 0.f : m_new[q];  // FA2: no (−inf) − (−inf)
+          alpha[q] = round_float(exp2f(__fmul_rn(__fsub_rn(m_run[q], m_cur), p.scale_log2e)), Spec::rescale_fmt);
+        } else {
+          const float d = round_float(__fsub_rn(m_run[q], m_new[q]), Spec::s_fmt);
+          alpha[q] = round_float(expf(d), Spec::rescale_fmt);
+        }
+        alpha_one = alpha_one && alpha[q] == 1.f;
+      }
+      alpha_one = __all_sync(0xffffffffu, alpha_one);
 
       // step 3: p̄_j = exp(s_j − m_new) by exp_mode, rounded to p_fmt; masked keys give 0.
-  #pragma unroll
-      for (int ri = 0; ri < 2; ++ri) {
-        const float m_scaled = m_new[ri] == -INFINITY ? 0.f : __fmul_rn(m_new[ri], p.scale_log2e);
-  #pragma unroll
-        for (int n = 0; n < kNT; ++n)
-  #pragma unroll
-          for (int i = 2 * ri; i < 2 * ri + 2; ++i) {
-            float e;
-            if constexpr (Spec::exp2_folded) {
-              e = exp2f(__fmaf_rn(s[n][i], p.scale_log2e, -m_scaled));
-            } else {
-              e = expf(round_float(__fsub_rn(s[n][i], m_new[ri]), Spec::s_fmt));
+      float m_scaled[kRows];
+      bool plain_ex2 = Spec::exp2_folded && !need_mask;  // see the file comment: bare ex2.approx.ftz is exact here
+#pragma unroll
+      for (int q = 0; q < kRows; ++q) {
+        m_scaled[q] = m_new[q] == -INFINITY ? 0.f : __fmul_rn(m_new[q], p.scale_log2e);
+        if constexpr (Spec::exp2_folded && !need_mask) {
+          // fma(s, L, −m) is monotone in s, so the extreme arguments come from the lane's extreme scores.
+          const float a0 = __fmaf_rn(lane_min[q], p.scale_log2e, -m_scaled[q]);
+          const float a1 = __fmaf_rn(lane_max[q], p.scale_log2e, -m_scaled[q]);
+          plain_ex2 = plain_ex2 && a0 >= -125.f && a1 >= -125.f;  // a NaN fails too: general path
+        }
+      }
+      auto exps = [&](auto plain_tag) {
+        constexpr bool plain = decltype(plain_tag)::value;
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int n = 0; n < kNT; ++n)
+#pragma unroll
+            for (int i = 0; i < 4; i += 2) {
+              const int q = 2 * mt + (i >> 1);
+              float e[2];
+              if constexpr (Spec::exp2_folded) {
+#pragma unroll
+                for (int u = 0; u < 2; ++u) {
+                  const float a = __fmaf_rn(s[mt][n][i + u], p.scale_log2e, -m_scaled[q]);
+                  e[u] = plain ? ex2_ftz(a) : exp2f(a);
+                }
+              } else {
+                float d0 = __fsub_rn(s[mt][n][i], m_new[q]), d1 = __fsub_rn(s[mt][n][i + 1], m_new[q]);
+                round_pair<Spec::s_fmt>(d0, d1);
+                e[0] = expf(d0), e[1] = expf(d1);
+              }
+              round_pair<Spec::p_fmt>(e[0], e[1]);
+              s[mt][n][i] = visible(mt, n, i) ? e[0] : 0.f;
+              s[mt][n][i + 1] = visible(mt, n, i + 1) ? e[1] : 0.f;
             }
-            s[n][i] = visible(n, i) ? round_float(e, Spec::p_fmt) : 0.f;
-          }
+      };
+      if constexpr (Spec::exp2_folded && !need_mask) {
+        if (__all_sync(0xffffffffu, plain_ex2)) exps(std::true_type{});
+        else exps(std::false_type{});
+      } else {
+        exps(std::false_type{});
       }
 
       // step 4: block row sum Σ_j p̄_j in fp32 (each thread in key order, then the quad), rounded to block_sum_fmt.
-      float block_sum[2];
-  #pragma unroll
-      for (int ri = 0; ri < 2; ++ri) {
+      float block_sum[kRows];
+#pragma unroll
+      for (int q = 0; q < kRows; ++q) {
+        const int mt = q / 2, ri = q % 2;
         float part = 0.f;
-  #pragma unroll
-        for (int n = 0; n < kNT; ++n) part = __fadd_rn(__fadd_rn(part, s[n][2 * ri]), s[n][2 * ri + 1]);
-        block_sum[ri] = round_float(quad_sum(part), Spec::block_sum_fmt);
-        if (block_sum[ri] < Spec::block_sum_min) block_sum[ri] = round_float(Spec::block_sum_min, Spec::block_sum_fmt);
+#pragma unroll
+        for (int n = 0; n < kNT; ++n) part = __fadd_rn(__fadd_rn(part, s[mt][n][2 * ri]), s[mt][n][2 * ri + 1]);
+        block_sum[q] = round_float(quad_sum(part), Spec::block_sum_fmt);
+        if (block_sum[q] < Spec::block_sum_min) block_sum[q] = round_float(Spec::block_sum_min, Spec::block_sum_fmt);
       }
 
       // step 5: block output Σ_j round(p̄_j, pv_in_fmt)·v_j on the tensor cores (fp32), rounded to block_out_fmt;
       // step 6: acc = round(round(α·acc, acc_fmt) + block output, acc_fmt), per 8-column slice as it is ready.
-      std::uint32_t pf[kNT / 2][4];
-  #pragma unroll
-      for (int js = 0; js < kNT / 2; ++js) {
-        pf[js][0] = pack_bf16(round_float(s[2 * js][0], Spec::pv_in_fmt), round_float(s[2 * js][1], Spec::pv_in_fmt));
-        pf[js][1] = pack_bf16(round_float(s[2 * js][2], Spec::pv_in_fmt), round_float(s[2 * js][3], Spec::pv_in_fmt));
-        pf[js][2] = pack_bf16(round_float(s[2 * js + 1][0], Spec::pv_in_fmt), round_float(s[2 * js + 1][1], Spec::pv_in_fmt));
-        pf[js][3] = pack_bf16(round_float(s[2 * js + 1][2], Spec::pv_in_fmt), round_float(s[2 * js + 1][3], Spec::pv_in_fmt));
-      }
-      {
+      std::uint32_t pf[kMT][kNT / 2][4];
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int js = 0; js < kNT / 2; ++js) {
+          pf[mt][js][0] = cvt_bf16x2(s[mt][2 * js][0], s[mt][2 * js][1]);
+          pf[mt][js][1] = cvt_bf16x2(s[mt][2 * js][2], s[mt][2 * js][3]);
+          pf[mt][js][2] = cvt_bf16x2(s[mt][2 * js + 1][0], s[mt][2 * js + 1][1]);
+          pf[mt][js][3] = cvt_bf16x2(s[mt][2 * js + 1][2], s[mt][2 * js + 1][3]);
+        }
+      auto pv = [&](auto one_tag) {
+        constexpr bool one = decltype(one_tag)::value;  // α = 1 in every row of the warp
         const int idx = lane / 8;
-  #pragma unroll
+#pragma unroll
         for (int dp = 0; dp < kDT / 2; ++dp) {
-          float blk[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-  #pragma unroll
+          float blk[kMT][2][4];
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+            for (int u = 0; u < 2; ++u) blk[mt][u][0] = blk[mt][u][1] = blk[mt][u][2] = blk[mt][u][3] = 0.f;
+#pragma unroll
           for (int js = 0; js < kNT / 2; ++js) {
             std::uint32_t vb[4];
             ldsm_x4_t(vb, &tV[swz<kD>(js * 16 + (idx % 2) * 8 + lane % 8, dp * 16 + (idx / 2) * 8)]);
-            mma_bf16_16816(blk[0], pf[js], vb[0], vb[1], blk[0]);
-            mma_bf16_16816(blk[1], pf[js], vb[2], vb[3], blk[1]);
-          }
-  #pragma unroll
-          for (int u = 0; u < 2; ++u)
-  #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              const float scaled = round_float(__fmul_rn(alpha[i >> 1], acc[2 * dp + u][i]), Spec::acc_fmt);
-              acc[2 * dp + u][i] =
-                  round_float(__fadd_rn(scaled, round_float(blk[u][i], Spec::block_out_fmt)), Spec::acc_fmt);
+#pragma unroll
+            for (int mt = 0; mt < kMT; ++mt) {
+              mma_bf16_16816(blk[mt][0], pf[mt][js], vb[0], vb[1], blk[mt][0]);
+              mma_bf16_16816(blk[mt][1], pf[mt][js], vb[2], vb[3], blk[mt][1]);
             }
+          }
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+            for (int u = 0; u < 2; ++u)
+#pragma unroll
+              for (int i = 0; i < 4; i += 2) {
+                float* a = &acc[mt][2 * dp + u][i];
+                float o0 = blk[mt][u][i], o1 = blk[mt][u][i + 1];
+                round_pair<Spec::block_out_fmt>(o0, o1);
+                float x0 = a[0], x1 = a[1];
+                if constexpr (!one) {
+                  const float al = alpha[2 * mt + (i >> 1)];
+                  x0 = __fmul_rn(al, x0), x1 = __fmul_rn(al, x1);
+                  round_pair<Spec::acc_fmt>(x0, x1);
+                }
+                x0 = __fadd_rn(x0, o0), x1 = __fadd_rn(x1, o1);
+                round_pair<Spec::acc_fmt>(x0, x1);
+                a[0] = x0, a[1] = x1;
+              }
         }
-      }
+      };
+      if (alpha_one) pv(std::true_type{});
+      else pv(std::false_type{});
       // step 6 (rest): l = round(round(α·l, rowsum_fmt) + block sum, rowsum_fmt); m_old = m_new.
-  #pragma unroll
-      for (int ri = 0; ri < 2; ++ri) {
-        l_run[ri] = round_float(__fadd_rn(round_float(__fmul_rn(alpha[ri], l_run[ri]), Spec::rowsum_fmt), block_sum[ri]),
-                                Spec::rowsum_fmt);
-        m_run[ri] = m_new[ri];
+#pragma unroll
+      for (int q = 0; q < kRows; ++q) {
+        l_run[q] = round_float(__fadd_rn(round_float(__fmul_rn(alpha[q], l_run[q]), Spec::rowsum_fmt), block_sum[q]),
+                               Spec::rowsum_fmt);
+        m_run[q] = m_new[q];
       }
     };
     if (tile_needs_mask) tile_steps(std::true_type{});
@@ -275,10 +404,11 @@ __global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams
   //         (or, in fa2, a running max still −inf) gives O = 0, LSE = −inf. FA2's empty sum (l = 0 or NaN):
   //         1/l is taken as 1 and LSE = +inf.
 #pragma unroll
-  for (int ri = 0; ri < 2; ++ri) {
-    const int i_row = row[ri];
+  for (int q = 0; q < kRows; ++q) {
+    const int mt = q / 2, ri = q % 2;
+    const int i_row = row[q];
     if (i_row >= p.n_q) continue;
-    const float l = l_run[ri], m = m_run[ri];
+    const float l = l_run[q], m = m_run[q];
     const bool empty_row = !(p.n_k > 0 && (!p.causal || i_row + diag >= 0)) || m == -INFINITY;
     const bool empty_sum = !(l != 0.f);
     const float inv = empty_sum ? 1.f : round_float(__fdiv_rn(1.f, l), Spec::out_div_fmt);
@@ -288,7 +418,7 @@ __global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams
       float o2[2];
 #pragma unroll
       for (int u = 0; u < 2; ++u) {
-        const float a = acc[n][2 * ri + u];
+        const float a = acc[mt][n][2 * ri + u];
         const float o = Spec::reciprocal_normalise ? __fmul_rn(a, inv) : __fdiv_rn(a, l);
         o2[u] = empty_row ? 0.f : round_float(round_float(o, Spec::out_div_fmt), Spec::out_fmt);
       }
@@ -308,11 +438,11 @@ __global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams
   }
 }
 
-template <int kD, class Spec>
+template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs>
 void launch(const FwdParams& p, cudaStream_t stream) {
-  constexpr int kBlockM = 16 * kNWarps;
+  constexpr int kBlockM = 16 * kMT * kNWarps;
   constexpr int kSmem = (kBlockM + 4 * Spec::tile_k) * kD * 2;
-  auto kernel = flash_fwd_kernel<kD, Spec>;
+  auto kernel = flash_fwd_kernel<kD, Spec, kMT, kNWarps, kQRegs>;
   ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   // gridDim.z is limited to 65535: long batches go in slices.
   constexpr int kMaxZ = 65535;
@@ -330,23 +460,38 @@ void launch(const FwdParams& p, cudaStream_t stream) {
   }
 }
 
+template <int kD, class Spec>
+void launch_tiling(FwdTiling tiling, const FwdParams& p, cudaStream_t stream) {
+  switch (tiling) {
+    case FwdTiling::kDefault:  // the fastest split per head dim and numerics on an H200 (bench_attention fwdtile/)
+      if constexpr (Spec::paper) return launch<kD, Spec, 1, 4, true>(p, stream);
+      else if constexpr (kD == 128) return launch<kD, Spec, 2, 4, false>(p, stream);
+      else return launch<kD, Spec, 2, 4, true>(p, stream);
+    case FwdTiling::kWarp16Q4: return launch<kD, Spec, 1, 4, true>(p, stream);
+    case FwdTiling::kWarp16Q8: return launch<kD, Spec, 1, 8, true>(p, stream);
+    case FwdTiling::kWarp32Smem: return launch<kD, Spec, 2, 4, false>(p, stream);
+    case FwdTiling::kWarp32Regs: return launch<kD, Spec, 2, 4, true>(p, stream);
+  }
+  throw Error("launch_flash_fwd: unknown tiling");
+}
+
 template <int kD>
-void launch_variant(Variant v, const FwdParams& p, cudaStream_t stream) {
+void launch_variant(Variant v, FwdTiling tiling, const FwdParams& p, cudaStream_t stream) {
   switch (v) {
-    case Variant::kFa2: return launch<kD, Fa2>(p, stream);
-    case Variant::kFa2Fixed: return launch<kD, Fa2Fixed>(p, stream);
-    case Variant::kPaper: return launch<kD, Paper>(p, stream);
-    case Variant::kPaperFixed: return launch<kD, PaperFixed>(p, stream);
+    case Variant::kFa2: return launch_tiling<kD, Fa2>(tiling, p, stream);
+    case Variant::kFa2Fixed: return launch_tiling<kD, Fa2Fixed>(tiling, p, stream);
+    case Variant::kPaper: return launch_tiling<kD, Paper>(tiling, p, stream);
+    case Variant::kPaperFixed: return launch_tiling<kD, PaperFixed>(tiling, p, stream);
   }
 }
 
 }  // namespace
 
-void launch_flash_fwd(Variant variant, int head_dim, const FwdParams& p, cudaStream_t stream) {
+void launch_flash_fwd(Variant variant, int head_dim, const FwdParams& p, cudaStream_t stream, FwdTiling tiling) {
   if (p.batch <= 0 || p.heads_q <= 0 || p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0 || p.n_q <= 0 || p.n_k <= 0)
     throw Error("launch_flash_fwd: bad shape");
-  if (head_dim == 64) return launch_variant<64>(variant, p, stream);
-  if (head_dim == 128) return launch_variant<128>(variant, p, stream);
+  if (head_dim == 64) return launch_variant<64>(variant, tiling, p, stream);
+  if (head_dim == 128) return launch_variant<128>(variant, tiling, p, stream);
   throw Error("launch_flash_fwd: head_dim " + std::to_string(head_dim) + " (kernels exist for 64 and 128)");
 }
 

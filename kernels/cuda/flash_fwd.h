@@ -31,7 +31,20 @@ struct FwdParams {
   float tolerance = 1e-3f;   // fixed variants: scores >= round(r − tolerance, s_fmt) count as ties of the max r
 };
 
+// How the query rows of a block are split over warps. The numerics of every row are the same under each
+// (bit for bit); only the speed differs. kDefault is the fastest on an H200 (bench_attention's fwdtile/ runs
+// compare them): for fa2 numerics 4 warps × 32 rows (two m16 tiles per warp), Q re-read from shared memory at
+// d 128, kept in registers at d 64; for the paper's numerics (register-heavy bf16 rounding) 4 warps × 16 rows.
+enum class FwdTiling : int {
+  kDefault = 0,
+  kWarp16Q4,    // 4 warps × 16 rows, Q in registers (the first version)
+  kWarp16Q8,    // 8 warps × 16 rows, Q in registers
+  kWarp32Smem,  // 4 warps × 32 rows, Q from shared memory
+  kWarp32Regs,  // 4 warps × 32 rows, Q in registers
+};
+
 // Launches one forward pass on `stream` (asynchronous). head_dim must be 64 or 128.
-void launch_flash_fwd(Variant variant, int head_dim, const FwdParams& p, cudaStream_t stream);
+void launch_flash_fwd(Variant variant, int head_dim, const FwdParams& p, cudaStream_t stream,
+                      FwdTiling tiling = FwdTiling::kDefault);
 
 }  // namespace attncheck::cuda

@@ -57,6 +57,29 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 }
 __device__ __forceinline__ float bf16_bits_to_float(uint16_t b) { return __uint_as_float(uint32_t(b) << 16); }
 
+// Two floats rounded to bf16 (to nearest, ties to even) in one cvt, low half = lo. On every non-NaN float this is
+// round_bf16 (formats.h) bit for bit, overflow to ±inf included; a NaN gives the canonical bf16 NaN 0x7fff.
+__device__ __forceinline__ uint32_t cvt_bf16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// 2^x by the bare MUFU.EX2 (flushes subnormal results). exp2f without fast-math adds a fix-up for x < −126
+// only, so the two agree bit for bit on x >= −126 (flash_fwd.cu relies on this for x >= −125).
+__device__ __forceinline__ float ex2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// −1 if a >= b, else 0 (also 0 when either is NaN): one FSET, summed three at a time by IADD3.
+__device__ __forceinline__ int ge_mask(float a, float b) {
+  int r;
+  asm("set.ge.s32.f32 %0, %1, %2;\n" : "=r"(r) : "f"(a), "f"(b));
+  return r;
+}
+
 // Shared-memory tile of rows x kD bf16 with 16-byte chunks XOR-swizzled by (row % 8), so the eight row
 // addresses of one ldmatrix hit eight different bank groups. col must be a multiple of 8.
 template <int kD>
@@ -74,6 +97,7 @@ __device__ __forceinline__ float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
   return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
 }
+// quad_count sums ints (flash_fwd.cu packs one small count per byte).
 __device__ __forceinline__ int quad_count(int x) {
   x += __shfl_xor_sync(0xffffffffu, x, 1);
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
