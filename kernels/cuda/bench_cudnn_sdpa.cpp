@@ -50,9 +50,11 @@ struct Inputs {
   }
 };
 
+// Never destroyed: the summary below reads it after main returns, from a destructor that may run after the
+// destructors of function-local statics constructed later (a destroyed map there hung the program on exit).
 std::map<std::string, double>& results() {  // row -> TFLOP/s
-  static std::map<std::string, double> r;
-  return r;
+  static auto* r = new std::map<std::string, double>;
+  return *r;
 }
 
 void run(benchmark::State& state, bool backward, int d, int seq, bool causal) {
@@ -61,7 +63,7 @@ void run(benchmark::State& state, bool backward, int d, int seq, bool causal) {
     state.SkipWithError(("cuDNN unavailable: " + why).c_str());
     return;
   }
-  static Inputs in;
+  static Inputs& in = *new Inputs;  // made once, kept to the end (no device frees during exit)
   const int b = 16384 / seq, h = 2048 / d;
   cudnn::SdpaShape s;
   s.batch = b, s.heads_q = h, s.heads_kv = h, s.n_q = seq, s.n_k = seq, s.head_dim = d, s.causal = causal;

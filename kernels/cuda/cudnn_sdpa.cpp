@@ -189,9 +189,11 @@ struct State {
   std::map<std::tuple<bool, int, int, int, int, int, int, bool, bool>, std::unique_ptr<CachedPlan>> plans;
 };
 
+// Never destroyed: plans, workspaces and the handle live until the process ends, so that no cuDNN or CUDA
+// call runs during static destruction, when the CUDA runtime may already be torn down.
 State& state() {
-  static State st;
-  return st;
+  static State* st = new State;
+  return *st;
 }
 
 // Under st.mu. Creates the handle once; false (with the reason kept) when cuDNN or a device is missing.
