@@ -1,25 +1,32 @@
-# bench_table.py — joins bench_attention's summary table and bench_cudnn.py's output into one markdown table:
-# TFLOP/s of cuda:fa2, cuda:fa2-fixed, cuda:paper, cuda:paper-fixed and cuDNN per configuration, the fix
-# overhead in % ((base / fixed − 1)·100, time-based) and fa2 / cuDNN. Used by ci/gpu.sh.
-# Run: python3 kernels/cuda/bench_table.py bench.log cudnn.log
+# bench_table.py — joins bench_attention's two summary tables (ours: fa2, fa2-fixed, paper, paper-fixed; and
+# cuDNN's fused SDPA through the backend API, bench_cudnn_sdpa.cpp) into one markdown table: TFLOP/s per
+# configuration, the fix overhead in % ((base / fixed − 1)·100, time-based) and fa2 / cuDNN. Used by ci/gpu.sh.
+# Run: python3 kernels/cuda/bench_table.py bench.log [cudnn.log]
+#   (a second file: cuDNN rows from elsewhere, e.g. bench_cudnn.py through PyTorch, in the same row format)
 import re
 import sys
 
 
-def main(bench_path, cudnn_path):
+ROW = r"(fwd|bwd) d(\d+) (causal|full)\s+seq(\d+)"
+
+
+def main(bench_path, cudnn_path=None):
     ours, cudnn = {}, {}
-    in_table = False
+    section = None  # "ours" or "cudnn": which summary table the lines belong to
     for line in open(bench_path):
         if line.startswith("config (TFLOP/s)"):
-            in_table = True
+            section = "cudnn" if "cudnn" in line else "ours"
             continue
-        m = re.match(r"(fwd|bwd) d(\d+) (causal|full)\s+seq(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", line)
-        if in_table and m:
+        m = re.match(ROW + r"\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", line)
+        if section == "ours" and m:
             ours[(m[1], int(m[2]), m[3], int(m[4]))] = [float(m[i]) for i in range(5, 9)]
-    for line in open(cudnn_path):
-        m = re.match(r"(fwd|bwd) d(\d+) (causal|full)\s+seq(\d+)\s+([\d.]+)", line)
-        if m:
+        m = re.match(ROW + r"\s+([\d.]+)\s*$", line)
+        if section == "cudnn" and m:
             cudnn[(m[1], int(m[2]), m[3], int(m[4]))] = float(m[5])
+    for line in open(cudnn_path) if cudnn_path else []:
+        m = re.match(ROW + r"\s+([\d.]+)", line)
+        if m:
+            cudnn.setdefault((m[1], int(m[2]), m[3], int(m[4])), float(m[5]))
     print("| pass | d | mask | seq | fa2 | fa2-fixed | fa2 fix ovh % | paper | paper-fixed | paper fix ovh % | cuDNN | fa2/cuDNN |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for key in sorted(ours, key=lambda k: (k[0] == "bwd", k[1], k[2], k[3])):
@@ -34,4 +41,4 @@ def main(bench_path, cudnn_path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:3])
