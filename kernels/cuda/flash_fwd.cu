@@ -19,10 +19,10 @@
 // out of arithmetic, so is canonical already). Each row reduction over the four lanes of a quad runs in the
 // fixed order ((t0+t1)+(t2+t3)); within a thread keys are summed in increasing order. Inside one mma the tensor
 // cores accumulate as TENSOR_CORES.md describes (not sequential fp32).
-// Exact shortcuts, each taken warp-uniformly and each equal bit for bit to the general code:
-//   - fa2's exp2f (ex2.approx.f32 without ftz) is MUFU.EX2 plus a subnormal fix-up for arguments below −126;
-//     when no argument of the warp's tile lies below −125, the bare ex2.approx.ftz.f32 gives the same bits.
-//   - α = 1 for every row of the warp: round(α·acc) = acc, so the rescale is skipped.
+// One exact shortcut, taken warp-uniformly: α = 1 for every row of the warp gives round(α·acc) = acc, so the
+// rescale is skipped. ldmatrix addresses are per-lane offsets plus constants (see the comment at k_off).
+// Tried and dropped (measured on the H200, TENSOR_CORES.md): speculative steps 2-4 with the fixed count and a
+// bare ex2 checked after the fact (slower, and much slower for paper-fixed, whose bf16 scores tie often).
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -117,21 +117,32 @@ __global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams
   cp_async_wait<0>();
   __syncthreads();
 
+  // ldmatrix addresses. With the XOR swizzle, the chunk of k16 step kk (or output slice pair dp) of a lane is
+  // (2·kk + c) ^ (lane % 8) = 8·(kk / 4) + ((2·(kk % 4)) ^ (c ^ lane % 8)): four per-lane offsets, the rest
+  // compile-time offsets folded into the instruction (checked against swz() for every lane and step).
+  constexpr std::uint32_t kTileBytes = kBlockN * kD * 2;
+  const int idx = lane / 8, l8 = lane % 8;
+  std::uint32_t k_off[4], v_off[4];  // bytes, j = kk % 4 (dp % 4 for V)
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    k_off[j] = smem_addr(sK) + 2 * (((idx / 2) * 8 + l8) * kD + 8 * ((2 * j) ^ ((idx % 2) ^ l8)));
+    v_off[j] = smem_addr(sV) + 2 * (((idx % 2) * 8 + l8) * kD + 8 * ((2 * j) ^ ((idx / 2) ^ l8)));
+  }
   // Q fragments (A operand, row-major [row][d]) of m16 tile mt, k16 step kk: from registers or shared memory.
-  const int q_row = warp * 16 * kMT + ((lane / 8) % 2) * 8 + lane % 8, q_col = (lane / 16) * 8;
+  // A Q fragment's lane pattern is V's (row (idx % 2)·8 + l8, chunk 2·kk + idx / 2), so it reuses v_off.
+  const std::uint32_t q_delta = smem_addr(sQ) - smem_addr(sV) + 2 * warp * 16 * kMT * kD;
+  auto q_addr = [&](int mt, int kk) { return v_off[kk % 4] + q_delta + 2 * (mt * 16 * kD + 64 * (kk / 4)); };
   std::uint32_t qf[kQRegs ? kMT : 1][kQRegs ? kKQ : 1][4];
   if constexpr (kQRegs) {
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-      for (int kk = 0; kk < kKQ; ++kk) ldsm_x4(qf[mt][kk], &sQ[swz<kD>(q_row + mt * 16, kk * 16 + q_col)]);
+      for (int kk = 0; kk < kKQ; ++kk) ldsm_x4_at(qf[mt][kk], q_addr(mt, kk));
   }
 
   // Per thread: rows q = 2·mt + ri, ri = 0 (g) and ri = 1 (g + 8) of m16 tile mt.
   constexpr int kRows = 2 * kMT;
-  int row[kRows];
-#pragma unroll
-  for (int q = 0; q < kRows; ++q) row[q] = wrow0 + (q / 2) * 16 + (q % 2) * 8 + g;
+  auto row = [&](int q) { return wrow0 + (q / 2) * 16 + (q % 2) * 8 + g; };
   float m_run[kRows], l_run[kRows];
 #pragma unroll
   for (int q = 0; q < kRows; ++q) m_run[q] = Spec::mask_value, l_run[q] = 0.f;  // PyTorch starts at its sentinel
@@ -149,56 +160,51 @@ __global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams
     if (nb + 1 < n_blocks) load_kv(nb + 1, (nb + 1) & 1);
     cp_async_commit();
     if (nb >= warp_blocks) continue;  // fa2 causal: no row of this warp's tile_q group sees tile nb
-    const std::uint16_t* tK = sK + (nb & 1) * kBlockN * kD;
-    const std::uint16_t* tV = sV + (nb & 1) * kBlockN * kD;
+    const std::uint32_t buf = (nb & 1) * kTileBytes;
     const int n0 = nb * kBlockN;
     // Only the tail tile and tiles crossing the causal diagonal of this warp's rows need per-element masks;
     // the steps are compiled twice (with and without the checks) so other tiles carry none of them.
     const bool tile_needs_mask = (n0 + kBlockN > p.n_k) || (p.causal && n0 + kBlockN - 1 > wrow0 + diag);
-    auto tile_steps = [&](auto mask_tag) {
-      constexpr bool need_mask = decltype(mask_tag)::value;
+    // exists: key inside [0, n_k); visible: exists and not causally masked for this element's row.
+    auto key_of = [&](int n, int i) { return n0 + n * 8 + 2 * t + (i & 1); };
+    auto exists = [&](auto mask_tag, int n, int i) { return !decltype(mask_tag)::value || key_of(n, i) < p.n_k; };
+    auto visible = [&](auto mask_tag, int mt, int n, int i) {
+      if (!decltype(mask_tag)::value) return true;
+      const int j = key_of(n, i);
+      return j < p.n_k && (!p.causal || j <= row(2 * mt + (i >> 1)) + diag);
+    };
+    float s[kMT][kNT][4];
 
-      // step 1: s_j = q·k_j on the tensor cores (fp32 accumulation, TENSOR_CORES.md), rounded to qk_fmt;
-      //         scaled in s_fmt when the scale is not folded into the exponent; masked keys get mask_value.
-      float s[kMT][kNT][4];
+    // step 1: s_j = q·k_j on the tensor cores (fp32 accumulation, TENSOR_CORES.md), rounded to qk_fmt;
+    //         scaled in s_fmt when the scale is not folded into the exponent; masked keys get mask_value.
+    auto scores = [&](auto mask_tag) {
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
         for (int n = 0; n < kNT; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
-      {
-        const int idx = lane / 8;
 #pragma unroll
-        for (int kk = 0; kk < kKQ; ++kk) {
-          std::uint32_t qs[kMT][4];
+      for (int kk = 0; kk < kKQ; ++kk) {
+        std::uint32_t qs[kMT][4];
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          if constexpr (kQRegs) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) qs[mt][e] = qf[mt][kk][e];
+          } else {
+            ldsm_x4_at(qs[mt], q_addr(mt, kk));
+          }
+        }
+#pragma unroll
+        for (int np = 0; np < kNT / 2; ++np) {
+          std::uint32_t kb[4];
+          ldsm_x4_at(kb, k_off[kk % 4] + buf + 2 * (np * 16 * kD + 64 * (kk / 4)));
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
-            if constexpr (kQRegs) {
-#pragma unroll
-              for (int e = 0; e < 4; ++e) qs[mt][e] = qf[mt][kk][e];
-            } else {
-              ldsm_x4(qs[mt], &sQ[swz<kD>(q_row + mt * 16, kk * 16 + q_col)]);
-            }
-          }
-#pragma unroll
-          for (int np = 0; np < kNT / 2; ++np) {
-            std::uint32_t kb[4];
-            ldsm_x4(kb, &tK[swz<kD>(np * 16 + (idx / 2) * 8 + lane % 8, kk * 16 + (idx % 2) * 8)]);
-#pragma unroll
-            for (int mt = 0; mt < kMT; ++mt) {
-              mma_bf16_16816(s[mt][2 * np], qs[mt], kb[0], kb[1], s[mt][2 * np]);
-              mma_bf16_16816(s[mt][2 * np + 1], qs[mt], kb[2], kb[3], s[mt][2 * np + 1]);
-            }
+            mma_bf16_16816(s[mt][2 * np], qs[mt], kb[0], kb[1], s[mt][2 * np]);
+            mma_bf16_16816(s[mt][2 * np + 1], qs[mt], kb[2], kb[3], s[mt][2 * np + 1]);
           }
         }
       }
-      // exists: key inside [0, n_k); visible: exists and not causally masked for this element's row.
-      auto key_of = [&](int n, int i) { return n0 + n * 8 + 2 * t + (i & 1); };
-      auto exists = [&](int n, int i) { return !need_mask || key_of(n, i) < p.n_k; };
-      auto visible = [&](int mt, int n, int i) {
-        if (!need_mask) return true;
-        const int j = key_of(n, i);
-        return j < p.n_k && (!p.causal || j <= row[2 * mt + (i >> 1)] + diag);
-      };
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -212,53 +218,50 @@ __global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams
               x0 = __fmul_rn(x0, p.scale), x1 = __fmul_rn(x1, p.scale);
               round_pair<Spec::s_fmt>(x0, x1);
             }
-            if (!visible(mt, n, i)) x0 = exists(n, i) ? Spec::mask_value : -INFINITY;
-            if (!visible(mt, n, i + 1)) x1 = exists(n, i + 1) ? Spec::mask_value : -INFINITY;
+            if (!visible(mask_tag, mt, n, i)) x0 = exists(mask_tag, n, i) ? Spec::mask_value : -INFINITY;
+            if (!visible(mask_tag, mt, n, i + 1)) x1 = exists(mask_tag, n, i + 1) ? Spec::mask_value : -INFINITY;
           }
+    };
 
+    // steps 2-4 on s (the scores become p̄).
+    float m_new[kRows], alpha[kRows], block_sum[kRows];
+    auto softmax = [&](auto mask_tag) {
       // step 2: r = the tile's row max (exact); the fixed policy shifts it when c > 1 scores lie within the
       //         tolerance of r; m_new = round(max(m_old, r'), max_fmt). Reductions over the quad by shuffles.
-      float r[kRows], lane_min[kRows], lane_max[kRows];
+      float r[kRows];
 #pragma unroll
       for (int q = 0; q < kRows; ++q) {
         const int mt = q / 2, ri = q % 2;
-        float hi = -INFINITY, lo = INFINITY;
+        float hi = -INFINITY;
 #pragma unroll
-        for (int n = 0; n < kNT; ++n) {
-          hi = fmaxf(hi, fmaxf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]));
-          if constexpr (Spec::exp2_folded && !need_mask) lo = fminf(lo, fminf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]));
-        }
-        lane_max[q] = hi, lane_min[q] = lo;
+        for (int n = 0; n < kNT; ++n) hi = fmaxf(hi, fmaxf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]));
         r[q] = quad_max(hi);
       }
       if constexpr (Spec::fixed) {
         // The public code counts `attn_weights >= block_row_maxes - 1e-3` on bf16 tensors: fp32 opmath, s_fmt.
         // Row q's count is kept in byte q of one int (at most 64 per row), so one pair of shuffles sums all
         // rows over the quad. Only a finite r is shifted: fa2's all-masked tile (r = −inf) is left alone.
-        float thr[kRows];
         int packed = 0;
 #pragma unroll
         for (int q = 0; q < kRows; ++q) {
           const int mt = q / 2, ri = q % 2;
-          thr[q] = round_float(__fsub_rn(r[q], p.tolerance), Spec::s_fmt);
+          const float thr = round_float(__fsub_rn(r[q], p.tolerance), Spec::s_fmt);
           int c = 0;  // minus the count: set.ge gives −1 per hit
 #pragma unroll
           for (int n = 0; n < kNT; ++n)
 #pragma unroll
             for (int i = 2 * ri; i < 2 * ri + 2; ++i)
-              if (exists(n, i)) c += ge_mask(s[mt][n][i], thr[q]);
+              if (exists(mask_tag, n, i)) c += ge_mask(s[mt][n][i], thr);
           packed += (-c) << (8 * q);
         }
         packed = quad_count(packed);
 #pragma unroll
         for (int q = 0; q < kRows; ++q) {
-          const int c = (packed >> (8 * q)) & 0xff;
-          if (c > 1 && isfinite(r[q]))
+          if (((packed >> (8 * q)) & 0xff) > 1 && isfinite(r[q]))
             r[q] = r[q] > 0.f ? round_float(__fmul_rn(p.beta, r[q]), Spec::max_fmt) : (r[q] < 0.f ? 0.f : r[q]);
         }
       }
-      float m_new[kRows], alpha[kRows];
-      bool alpha_one = true;
+      float m_scaled[kRows];
 #pragma unroll
       for (int q = 0; q < kRows; ++q) {
         m_new[q] = round_float(fmaxf(m_run[q], r[q]), Spec::max_fmt);
@@ -270,58 +273,35 @@ __global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams
           const float d = round_float(__fsub_rn(m_run[q], m_new[q]), Spec::s_fmt);
           alpha[q] = round_float(expf(d), Spec::rescale_fmt);
         }
-        alpha_one = alpha_one && alpha[q] == 1.f;
+        m_scaled[q] = m_new[q] == -INFINITY ? 0.f : __fmul_rn(m_new[q], p.scale_log2e);
       }
-      alpha_one = __all_sync(0xffffffffu, alpha_one);
 
       // step 3: p̄_j = exp(s_j − m_new) by exp_mode, rounded to p_fmt; masked keys give 0.
-      float m_scaled[kRows];
-      bool plain_ex2 = Spec::exp2_folded && !need_mask;  // see the file comment: bare ex2.approx.ftz is exact here
 #pragma unroll
-      for (int q = 0; q < kRows; ++q) {
-        m_scaled[q] = m_new[q] == -INFINITY ? 0.f : __fmul_rn(m_new[q], p.scale_log2e);
-        if constexpr (Spec::exp2_folded && !need_mask) {
-          // fma(s, L, −m) is monotone in s, so the extreme arguments come from the lane's extreme scores.
-          const float a0 = __fmaf_rn(lane_min[q], p.scale_log2e, -m_scaled[q]);
-          const float a1 = __fmaf_rn(lane_max[q], p.scale_log2e, -m_scaled[q]);
-          plain_ex2 = plain_ex2 && a0 >= -125.f && a1 >= -125.f;  // a NaN fails too: general path
-        }
-      }
-      auto exps = [&](auto plain_tag) {
-        constexpr bool plain = decltype(plain_tag)::value;
+      for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int mt = 0; mt < kMT; ++mt)
+        for (int n = 0; n < kNT; ++n)
 #pragma unroll
-          for (int n = 0; n < kNT; ++n)
+          for (int i = 0; i < 4; i += 2) {
+            const int q = 2 * mt + (i >> 1);
+            float e[2];
+            if constexpr (Spec::exp2_folded) {
 #pragma unroll
-            for (int i = 0; i < 4; i += 2) {
-              const int q = 2 * mt + (i >> 1);
-              float e[2];
-              if constexpr (Spec::exp2_folded) {
-#pragma unroll
-                for (int u = 0; u < 2; ++u) {
-                  const float a = __fmaf_rn(s[mt][n][i + u], p.scale_log2e, -m_scaled[q]);
-                  e[u] = plain ? ex2_ftz(a) : exp2f(a);
-                }
-              } else {
-                float d0 = __fsub_rn(s[mt][n][i], m_new[q]), d1 = __fsub_rn(s[mt][n][i + 1], m_new[q]);
-                round_pair<Spec::s_fmt>(d0, d1);
-                e[0] = expf(d0), e[1] = expf(d1);
+              for (int u = 0; u < 2; ++u) {
+                const float a = __fmaf_rn(s[mt][n][i + u], p.scale_log2e, -m_scaled[q]);
+                e[u] = exp2f(a);
               }
-              round_pair<Spec::p_fmt>(e[0], e[1]);
-              s[mt][n][i] = visible(mt, n, i) ? e[0] : 0.f;
-              s[mt][n][i + 1] = visible(mt, n, i + 1) ? e[1] : 0.f;
+            } else {
+              float d0 = __fsub_rn(s[mt][n][i], m_new[q]), d1 = __fsub_rn(s[mt][n][i + 1], m_new[q]);
+              round_pair<Spec::s_fmt>(d0, d1);
+              e[0] = expf(d0), e[1] = expf(d1);
             }
-      };
-      if constexpr (Spec::exp2_folded && !need_mask) {
-        if (__all_sync(0xffffffffu, plain_ex2)) exps(std::true_type{});
-        else exps(std::false_type{});
-      } else {
-        exps(std::false_type{});
-      }
+            round_pair<Spec::p_fmt>(e[0], e[1]);
+            s[mt][n][i] = visible(mask_tag, mt, n, i) ? e[0] : 0.f;
+            s[mt][n][i + 1] = visible(mask_tag, mt, n, i + 1) ? e[1] : 0.f;
+          }
 
       // step 4: block row sum Σ_j p̄_j in fp32 (each thread in key order, then the quad), rounded to block_sum_fmt.
-      float block_sum[kRows];
 #pragma unroll
       for (int q = 0; q < kRows; ++q) {
         const int mt = q / 2, ri = q % 2;
@@ -331,9 +311,15 @@ __global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams
         block_sum[q] = round_float(quad_sum(part), Spec::block_sum_fmt);
         if (block_sum[q] < Spec::block_sum_min) block_sum[q] = round_float(Spec::block_sum_min, Spec::block_sum_fmt);
       }
+    };
 
-      // step 5: block output Σ_j round(p̄_j, pv_in_fmt)·v_j on the tensor cores (fp32), rounded to block_out_fmt;
-      // step 6: acc = round(round(α·acc, acc_fmt) + block output, acc_fmt), per 8-column slice as it is ready.
+    // step 5: block output Σ_j round(p̄_j, pv_in_fmt)·v_j on the tensor cores (fp32), rounded to block_out_fmt;
+    // step 6: acc = round(round(α·acc, acc_fmt) + block output, acc_fmt), per 8-column slice as it is ready.
+    auto update = [&]() {
+      bool alpha_one = true;
+#pragma unroll
+      for (int q = 0; q < kRows; ++q) alpha_one = alpha_one && alpha[q] == 1.f;
+      alpha_one = __all_sync(0xffffffffu, alpha_one);
       std::uint32_t pf[kMT][kNT / 2][4];
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
@@ -346,7 +332,6 @@ __global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams
         }
       auto pv = [&](auto one_tag) {
         constexpr bool one = decltype(one_tag)::value;  // α = 1 in every row of the warp
-        const int idx = lane / 8;
 #pragma unroll
         for (int dp = 0; dp < kDT / 2; ++dp) {
           float blk[kMT][2][4];
@@ -357,7 +342,7 @@ __global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams
 #pragma unroll
           for (int js = 0; js < kNT / 2; ++js) {
             std::uint32_t vb[4];
-            ldsm_x4_t(vb, &tV[swz<kD>(js * 16 + (idx % 2) * 8 + lane % 8, dp * 16 + (idx / 2) * 8)]);
+            ldsm_x4_t_at(vb, v_off[dp % 4] + buf + 2 * (js * 16 * kD + 64 * (dp / 4)));
 #pragma unroll
             for (int mt = 0; mt < kMT; ++mt) {
               mma_bf16_16816(blk[mt][0], pf[mt][js], vb[0], vb[1], blk[mt][0]);
@@ -395,8 +380,15 @@ __global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams
         m_run[q] = m_new[q];
       }
     };
-    if (tile_needs_mask) tile_steps(std::true_type{});
-    else tile_steps(std::false_type{});
+
+    if (tile_needs_mask) {
+      scores(std::true_type{});
+      softmax(std::true_type{});
+    } else {
+      scores(std::false_type{});
+      softmax(std::false_type{});
+    }
+    update();
   }
 
   // step 7: o = acc / l (divide) or acc · round(1/l, fp32) (reciprocal) in out_div_fmt, then out_fmt;
@@ -406,7 +398,7 @@ __global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams
 #pragma unroll
   for (int q = 0; q < kRows; ++q) {
     const int mt = q / 2, ri = q % 2;
-    const int i_row = row[q];
+    const int i_row = row(q);
     if (i_row >= p.n_q) continue;
     const float l = l_run[q], m = m_run[q];
     const bool empty_row = !(p.n_k > 0 && (!p.causal || i_row + diag >= 0)) || m == -INFINITY;

@@ -34,7 +34,8 @@ struct FwdParams {
 // How the query rows of a block are split over warps. The numerics of every row are the same under each
 // (bit for bit); only the speed differs. kDefault is the fastest on an H200 (bench_attention's fwdtile/ runs
 // compare them): for fa2 numerics 4 warps × 32 rows (two m16 tiles per warp), Q re-read from shared memory at
-// d 128, kept in registers at d 64; for the paper's numerics (register-heavy bf16 rounding) 4 warps × 16 rows.
+// d 128, kept in registers at d 64; for the paper's numerics (register-heavy bf16 rounding) 4 warps × 16 rows
+// with Q in registers.
 enum class FwdTiling : int {
   kDefault = 0,
   kWarp16Q4,    // 4 warps × 16 rows, Q in registers (the first version)

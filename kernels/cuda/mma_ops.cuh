@@ -4,7 +4,8 @@
 //     Fragment layout (g = lane/4, t = lane%4): A regs a0 (row g, k 2t..2t+1), a1 (row g+8, k 2t..),
 //     a2 (row g, k 2t+8..), a3 (row g+8, k 2t+8..); B regs b0 (k 2t..2t+1, col g), b1 (k 2t+8.., col g);
 //     C/D c0,c1 (row g, cols 2t, 2t+1), c2,c3 (row g+8, cols 2t, 2t+1).
-//   ldsm_x4 / ldsm_x4_t: four 8x8 bf16 matrices from shared memory (ldmatrix), plain or transposed.
+//   ldsm_x4 / ldsm_x4_t: four 8x8 bf16 matrices from shared memory (ldmatrix), plain or transposed
+//     (the _at forms take a shared-space address).
 //   cp_async_16: a 16-byte global->shared copy; src_bytes = 0 zero-fills (used for rows past n_q / n_k).
 // How the tensor cores round inside one mma is measured by mma_probe.cu and written up in TENSOR_CORES.md.
 #pragma once
@@ -39,6 +40,18 @@ __device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], const void* p) {
                : "r"(smem_addr(p)));
 }
 
+// The same from a shared-space address (smem_addr), so constant offsets fold into the instruction.
+__device__ __forceinline__ void ldsm_x4_at(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_t_at(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {
   const int src_bytes = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
@@ -63,14 +76,6 @@ __device__ __forceinline__ uint32_t cvt_bf16x2(float lo, float hi) {
   uint32_t r;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
-}
-
-// 2^x by the bare MUFU.EX2 (flushes subnormal results). exp2f without fast-math adds a fix-up for x < −126
-// only, so the two agree bit for bit on x >= −126 (flash_fwd.cu relies on this for x >= −125).
-__device__ __forceinline__ float ex2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
 }
 
 // −1 if a >= b, else 0 (also 0 when either is NaN): one FSET, summed three at a time by IADD3.
