@@ -75,7 +75,8 @@ __global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams
   std::uint16_t* sK = sQ + kBlockM * kD;  // [2][kBlockN][kD]
   std::uint16_t* sV = sK + 2 * kBlockN * kD;
 
-  const int m_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  // Causal: the last query blocks see the most keys, so they are started first (shorter tail of the grid).
+  const int m_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int hk = h / (p.heads_q / p.heads_kv);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const std::uint16_t* gq = p.q + (std::size_t(b) * p.heads_q + h) * p.n_q * kD;
