@@ -41,13 +41,18 @@ struct Rng {
 
 // sign · 2^e · (1 + m / 2^mbits): m random with only its top `quant` bits kept.
 double value(Rng& r, Format fmt, int e_lo, int e_hi, int sign, int quant) {
-  const int mbits = format_info(fmt).precision - 1;
+  const FormatInfo fi = format_info(fmt);
+  const int mbits = fi.precision - 1;
   const int keep = std::clamp(quant, 0, mbits);
   const int e = e_lo + r.below(e_hi - e_lo + 1);
   std::uint64_t m = r.next() & ((1ull << mbits) - 1);
   m &= ~((1ull << (mbits - keep)) - 1);
   const int s = sign == 0 ? r.sign() : (sign > 0 ? 1 : -1);
-  return round_to(s * std::ldexp(1.0 + std::ldexp(static_cast<double>(m), -mbits), e), fmt);
+  const double v = s * std::ldexp(1.0 + std::ldexp(static_cast<double>(m), -mbits), e);
+  // A normal exponent and a value within the largest finite one: v has at most mbits fraction bits, so it is a
+  // value of fmt and rounding it is the identity (skipped: it is most of the generator's time). Otherwise round.
+  if (e >= fi.emin && std::fabs(v) <= fi.max_finite) return v;
+  return round_to(v, fmt);
 }
 
 // The largest value of fmt that is <= x (one step down the bit patterns when round-to-nearest went up).
@@ -229,17 +234,23 @@ Instance make_instance_uncached(const Family& f, std::uint64_t index) {
     const int kind = iparam(f, "mask", 0);
     in.mask.assign(p.scores_size(), 1);
     const int off = p.n_k - p.n_q;
+    // The kinds' parameters, read once (the same values the per-element reads gave).
+    const int pad = std::clamp(iparam(f, "pad", 1), 0, p.n_k - 1);
+    const int window = std::max(1, iparam(f, "window", 4));
+    const int masked_every = std::max(1, iparam(f, "masked_every", 3));
+    const int first_masked = std::clamp(iparam(f, "first_masked", 8), 0, p.n_k - 1);
+    const double keep_p = f.param("keep", 0.5);
     for (int b = 0; b < p.batch; ++b)
       for (int h = 0; h < p.heads_q; ++h)
         for (int i = 0; i < p.n_q; ++i)
           for (int j = 0; j < p.n_k; ++j) {
             bool keep = true;
             switch (kind) {
-              case 1: keep = j < p.n_k - std::clamp(iparam(f, "pad", 1), 0, p.n_k - 1); break;
-              case 2: keep = j <= i + off && j > i + off - std::max(1, iparam(f, "window", 4)); break;
-              case 3: keep = i % std::max(1, iparam(f, "masked_every", 3)) != 0; break;
-              case 4: keep = j >= std::clamp(iparam(f, "first_masked", 8), 0, p.n_k - 1); break;
-              case 5: keep = r.u01() < f.param("keep", 0.5); break;
+              case 1: keep = j < p.n_k - pad; break;
+              case 2: keep = j <= i + off && j > i + off - window; break;
+              case 3: keep = i % masked_every != 0; break;
+              case 4: keep = j >= first_masked; break;
+              case 5: keep = r.u01() < keep_p; break;
               default: break;
             }
             in.mask[p.score_at(b, h, i, j)] = keep ? 1 : 0;
