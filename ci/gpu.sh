@@ -9,7 +9,8 @@
 # (use binaries already in the build dir, e.g. built elsewhere and copied), ATTNCHECK_GPU_BENCH_FILTER (a
 # --benchmark_filter regex; default all), ATTNCHECK_GPU_NO_BENCH=1, ATTNCHECK_GPU_NO_SANITIZER=1,
 # ATTNCHECK_GPU_SANITIZER_TOOLS (default "memcheck racecheck synccheck initcheck"), ATTNCHECK_GPU_SANITIZER_FILTER,
-# ATTNCHECK_GPU_NO_SUITES=1 (skip the property suites).
+# ATTNCHECK_GPU_NO_SUITES=1 (skip the property suites), ATTNCHECK_GPU_SUITES (default "default bias").
+# Order: tests, sanitizers, benchmarks, property suites (the longest step last).
 # Exit status: non-zero when a GPU test or a sanitizer run fails (benchmarks never fail the job).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -66,29 +67,6 @@ run_step "mma_probe_test" "$out/probe.log" timeout 120 "$bin/mma_probe_test"
   echo '```'
 } >>"$report"
 
-if [ "${ATTNCHECK_GPU_NO_SUITES:-0}" != 1 ]; then
-echo "## Property suites: CUDA kernels vs their CPU models (same binary, same seeds)" >>"$report"
-# attncheck check exits 1 when a kernel fails a property (paper must): the verdict comparison is the step's result.
-cli="$build/harness/attncheck"
-pairs="-k fa2 -k fa2-fixed -k paper -k paper-fixed -k cuda:fa2 -k cuda:fa2-fixed -k cuda:paper -k cuda:paper-fixed"
-for suite in default bias; do
-  timeout 600 "$cli" check -q --suite $suite $pairs --findings "$out/findings-$suite" --json "$out/suite-$suite.json" \
-    >"$out/suite-$suite.log" 2>&1
-done
-run_step "verdicts: cuda:K == K on the default and bias suites" "$out/verdicts.log" \
-  python3 ci/compare_verdicts.py "$out/suite-default.json" "$out/suite-bias.json"
-{ echo '```'; cat "$out/verdicts.log"; echo '```'; } >>"$report"
-# The vendor kernel through the same properties (registered when the build found cuDNN).
-if "$cli" list 2>/dev/null | grep -q 'cuda:cudnn'; then
-  for suite in default bias; do
-    timeout 600 "$cli" check --suite $suite -k cuda:cudnn --findings "$out/findings-cudnn" \
-      --json "$out/cudnn-$suite.json" >"$out/cudnn-$suite.log" 2>&1
-  done
-  { echo "cuda:cudnn (cuDNN fused SDPA) through the property suites:"; echo '```';
-    grep -hE 'FAIL|^ *[0-9]+ checks|summary' "$out/cudnn-default.log" "$out/cudnn-bias.log" | head -60; echo '```'; } >>"$report"
-fi
-fi
-
 if [ "${ATTNCHECK_GPU_NO_SANITIZER:-0}" != 1 ]; then
   echo "## compute-sanitizer" >>"$report"
   # A subset: every kernel (fwd, bwd, both head dims, tails, causal, GQA) runs inside these tests; the full
@@ -114,5 +92,29 @@ if [ "${ATTNCHECK_GPU_NO_BENCH:-0}" != 1 ]; then
   python3 kernels/cuda/bench_table.py "$out/bench.log" >"$out/bench_table.md" 2>&1 &&
     { echo; echo "Joined (fix overhead = base/fixed − 1, by time):"; cat "$out/bench_table.md"; } >>"$report"
 fi
+if [ "${ATTNCHECK_GPU_NO_SUITES:-0}" != 1 ]; then
+echo "## Property suites: CUDA kernels vs their CPU models (same binary, same seeds)" >>"$report"
+# attncheck check exits 1 when a kernel fails a property (paper must): the verdict comparison is the step's result.
+cli="$build/harness/attncheck"
+pairs="-k fa2 -k fa2-fixed -k paper -k paper-fixed -k cuda:fa2 -k cuda:fa2-fixed -k cuda:paper -k cuda:paper-fixed"
+for suite in ${ATTNCHECK_GPU_SUITES:-default bias}; do
+  timeout 600 "$cli" check -q --suite $suite $pairs --findings "$out/findings-$suite" --json "$out/suite-$suite.json" \
+    >"$out/suite-$suite.log" 2>&1
+done
+run_step "verdicts: cuda:K == K on the default and bias suites" "$out/verdicts.log" \
+  python3 ci/compare_verdicts.py $(for suite in ${ATTNCHECK_GPU_SUITES:-default bias}; do echo "$out/suite-$suite.json"; done)
+{ echo '```'; cat "$out/verdicts.log"; echo '```'; } >>"$report"
+# The vendor kernel through the same properties (registered when the build found cuDNN).
+# (grep without -q: under pipefail an early exit of grep -q would SIGPIPE the list and fail the test)
+if "$cli" list 2>/dev/null | grep 'cuda:cudnn' >/dev/null; then
+  for suite in ${ATTNCHECK_GPU_SUITES:-default bias}; do
+    timeout 600 "$cli" check --suite $suite -k cuda:cudnn --findings "$out/findings-cudnn" \
+      --json "$out/cudnn-$suite.json" >"$out/cudnn-$suite.log" 2>&1
+  done
+  { echo "cuda:cudnn (cuDNN fused SDPA) through the property suites:"; echo '```';
+    grep -hE 'FAIL|^ *[0-9]+ checks|summary' "$out"/cudnn-*.log | head -60; echo '```'; } >>"$report"
+fi
+fi
+
 echo "gpu.sh: report in $report (status $status)"
 exit $status
