@@ -9,11 +9,9 @@
 // Run the GPU tests: ctest -L gpu (they skip without a device).
 #include <algorithm>
 #include <cmath>
-#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <tuple>
 
 #include "harness/kernel.h"
@@ -23,81 +21,11 @@
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/flash_bwd.h"
 #include "kernels/cuda/flash_fwd.h"
+#include "kernels/cuda/host_packing.h"
 
 namespace attncheck {
 namespace cuda {
 namespace {
-
-int padded_dim(int d) { return d <= 64 ? 64 : 128; }
-
-std::uint16_t to_bf16_bits(double x, const char* what) {
-  const float f = static_cast<float>(x);
-  const std::uint32_t u = float_to_bits(f);
-  if ((u & 0xffffu) != 0 || static_cast<double>(f) != x)
-    throw Error(std::string("CUDA kernel: ") + what + " value " + std::to_string(x) + " is not a bf16 value");
-  return static_cast<std::uint16_t>(u >> 16);
-}
-
-// Copies rows of width d (doubles) into rows of width kd (bf16 bits, zero-padded), starting at dst. The loop
-// has no branch (it vectorises): a row's non-bf16 values are noticed after the row and named by to_bf16_bits.
-void pack_rows(const std::vector<double>& src, int d, int kd, std::uint16_t* dst, const char* what) {
-  const std::size_t rows = src.size() / std::size_t(d);
-  for (std::size_t r = 0; r < rows; ++r) {
-    const double* s = &src[r * d];
-    std::uint16_t* o = dst + r * kd;
-    std::uint32_t bad = 0;
-    for (int c = 0; c < d; ++c) {
-      const float f = static_cast<float>(s[c]);
-      const std::uint32_t u = float_to_bits(f);
-      bad |= (u & 0xffffu) | std::uint32_t(static_cast<double>(f) != s[c]);
-      o[c] = static_cast<std::uint16_t>(u >> 16);
-    }
-    if (bad)
-      for (int c = 0; c < d; ++c) (void)to_bf16_bits(s[c], what);  // throws, naming the value
-    std::fill(o + d, o + kd, std::uint16_t(0));
-  }
-}
-
-// bf16 rows of width kd (the first d columns used) -> doubles. `poisoned`: set when an element still holds the
-// output poison 0xFFFF (the kernel never wrote it; device_buffer.h) — checked here, in the parallel unpack,
-// instead of in a serial pass over the whole download.
-void unpack_rows(const std::uint16_t* src, std::size_t rows, int d, int kd, std::vector<double>& out,
-                 bool* poisoned = nullptr) {
-  out.resize(rows * d);
-  std::uint32_t poison = 0;
-  for (std::size_t r = 0; r < rows; ++r)
-    for (int c = 0; c < d; ++c) {
-      const std::uint16_t b = src[r * kd + c];
-      poison |= std::uint32_t(b == 0xffffu);
-      out[r * d + c] = bits_to_float(std::uint32_t(b) << 16);
-    }
-  if (poisoned) *poisoned = poison != 0;
-}
-
-// Runs fn(i) for i in [0, n) on up to hardware_concurrency threads (host-side conversion of big batches).
-// The first exception a worker throws (e.g. a non-bf16 input) is rethrown here after all workers joined.
-template <class Fn>
-void parallel_for(std::size_t n, Fn fn) {
-  const std::size_t threads = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), 16);
-  if (n < 64 || threads == 1) {
-    for (std::size_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  std::mutex mu;
-  std::exception_ptr first;
-  std::vector<std::thread> pool;
-  for (std::size_t w = 0; w < threads; ++w)
-    pool.emplace_back([&, w] {
-      try {
-        for (std::size_t i = w; i < n; i += threads) fn(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!first) first = std::current_exception();
-      }
-    });
-  for (auto& th : pool) th.join();
-  if (first) std::rethrow_exception(first);
-}
 
 // forward_many's buffers, kept between calls (fuzzing calls it thousands of times): page-locked staging on the
 // host, device inputs, poisoned outputs re-armed before every launch, one stream. Grown to the largest batch seen.
@@ -189,7 +117,8 @@ std::vector<ForwardOutput> CudaFlashKernel::forward_many(const std::vector<const
   std::lock_guard<std::mutex> lock(ws_mu_);
   if (!ws_) ws_ = std::make_unique<FwdWorkspace>(name_);
   FwdWorkspace& w = *ws_;
-  for (const auto& [key, idx] : groups) {
+  for (const auto& group : groups) {
+    const std::vector<std::size_t>& idx = group.second;  // (no structured binding: clang 14 cannot capture one)
     const Problem& p0 = ins[idx[0]]->problem;
     const int d = p0.head_dim, kd = padded_dim(d);
     std::vector<std::size_t> batch_at(idx.size() + 1, 0);  // first batch entry of each instance
@@ -202,9 +131,9 @@ std::vector<ForwardOutput> CudaFlashKernel::forward_many(const std::vector<const
     std::uint16_t* hv = w.hv.ensure(kv_elems);
     parallel_for(idx.size(), [&](std::size_t g) {
       const Instance& in = *ins[idx[g]];
-      pack_rows(in.q, d, kd, hq + batch_at[g] * q_per_b * kd, "Q");
-      pack_rows(in.k, d, kd, hk + batch_at[g] * kv_per_b * kd, "K");
-      pack_rows(in.v, d, kd, hv + batch_at[g] * kv_per_b * kd, "V");
+      pack_rows(in.q, d, kd, hq + batch_at[g] * q_per_b * kd, name_.c_str(), "Q");
+      pack_rows(in.k, d, kd, hk + batch_at[g] * kv_per_b * kd, name_.c_str(), "K");
+      pack_rows(in.v, d, kd, hv + batch_at[g] * kv_per_b * kd, name_.c_str(), "V");
     });
     w.dq.ensure(q_elems), w.dk.ensure(kv_elems), w.dv.ensure(kv_elems);
     const cudaStream_t stream = w.stream;
@@ -246,11 +175,11 @@ BackwardOutput CudaFlashKernel::backward(const Instance& in, const ForwardOutput
   const int d = p.head_dim, kd = padded_dim(d);
   const std::size_t q_rows = p.rows(), kv_rows = std::size_t(p.batch) * p.heads_kv * p.n_k;
   std::vector<std::uint16_t> hq(q_rows * kd), hk(kv_rows * kd), hv(kv_rows * kd), ho(q_rows * kd), hdo(q_rows * kd);
-  pack_rows(in.q, d, kd, hq.data(), "Q");
-  pack_rows(in.k, d, kd, hk.data(), "K");
-  pack_rows(in.v, d, kd, hv.data(), "V");
-  pack_rows(fwd.o, d, kd, ho.data(), "O");
-  pack_rows(in.d_o, d, kd, hdo.data(), "dO");
+  pack_rows(in.q, d, kd, hq.data(), name_.c_str(), "Q");
+  pack_rows(in.k, d, kd, hk.data(), name_.c_str(), "K");
+  pack_rows(in.v, d, kd, hv.data(), name_.c_str(), "V");
+  pack_rows(fwd.o, d, kd, ho.data(), name_.c_str(), "O");
+  pack_rows(in.d_o, d, kd, hdo.data(), name_.c_str(), "dO");
   std::vector<float> hl(fwd.lse.begin(), fwd.lse.end());
   DeviceBuffer<std::uint16_t> dq_in(hq.size()), dk_in(hk.size()), dv_in(hv.size()), do_in(ho.size()),
       ddo_in(hdo.size());

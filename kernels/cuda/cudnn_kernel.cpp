@@ -22,35 +22,11 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cudnn_sdpa.h"
 #include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/host_packing.h"
 #include "kernels/formats.h"
 
 namespace attncheck::cuda {
 namespace {
-
-int padded_dim(int d) { return d <= 64 ? 64 : 128; }
-
-std::uint16_t to_bf16_bits(double x, const char* what) {
-  const float f = static_cast<float>(x);
-  const std::uint32_t u = float_to_bits(f);
-  if ((u & 0xffffu) != 0 || static_cast<double>(f) != x)
-    throw Error(std::string("cuda:cudnn: ") + what + " value " + std::to_string(x) + " is not a bf16 value");
-  return static_cast<std::uint16_t>(u >> 16);
-}
-
-// Rows of width d (doubles) into rows of width kd (bf16 bits, zero-padded), starting at dst.
-void pack_rows(const std::vector<double>& src, int d, int kd, std::uint16_t* dst, const char* what) {
-  const std::size_t rows = src.size() / std::size_t(d);
-  for (std::size_t r = 0; r < rows; ++r) {
-    for (int c = 0; c < d; ++c) dst[r * kd + c] = to_bf16_bits(src[r * d + c], what);
-    std::fill(dst + r * kd + d, dst + (r + 1) * kd, std::uint16_t(0));
-  }
-}
-
-void unpack_rows(const std::uint16_t* src, std::size_t rows, int d, int kd, std::vector<double>& out) {
-  out.resize(rows * d);
-  for (std::size_t r = 0; r < rows; ++r)
-    for (int c = 0; c < d; ++c) out[r * d + c] = bits_to_float(std::uint32_t(src[r * kd + c]) << 16);
-}
 
 cudnn::SdpaShape shape_of(const Problem& p, int batch) {
   cudnn::SdpaShape s;
@@ -134,9 +110,9 @@ std::vector<ForwardOutput> CudnnKernel::forward_many(const std::vector<const Ins
         hb(total * bias_per_b);
     for (std::size_t g = 0; g < idx.size(); ++g) {
       const Instance& in = *ins[idx[g]];
-      pack_rows(in.q, d, kd, &hq[batch_at[g] * q_per_b * kd], "Q");
-      pack_rows(in.k, d, kd, &hk[batch_at[g] * kv_per_b * kd], "K");
-      pack_rows(in.v, d, kd, &hv[batch_at[g] * kv_per_b * kd], "V");
+      pack_rows(in.q, d, kd, &hq[batch_at[g] * q_per_b * kd], "cuda:cudnn", "Q");
+      pack_rows(in.k, d, kd, &hk[batch_at[g] * kv_per_b * kd], "cuda:cudnn", "K");
+      pack_rows(in.v, d, kd, &hv[batch_at[g] * kv_per_b * kd], "cuda:cudnn", "V");
       if (shape.bias) pack_bias(in, &hb[batch_at[g] * bias_per_b]);
     }
     DeviceBuffer<std::uint16_t> dq(hq.size()), dk(hk.size()), dv(hv.size()), db(hb.size());
@@ -167,11 +143,11 @@ BackwardOutput CudnnKernel::backward(const Instance& in, const ForwardOutput& fw
   const int d = p.head_dim, kd = padded_dim(d);
   const std::size_t q_rows = p.rows(), kv_rows = std::size_t(p.batch) * p.heads_kv * p.n_k;
   std::vector<std::uint16_t> hq(q_rows * kd), hk(kv_rows * kd), hv(kv_rows * kd), ho(q_rows * kd), hdo(q_rows * kd);
-  pack_rows(in.q, d, kd, hq.data(), "Q");
-  pack_rows(in.k, d, kd, hk.data(), "K");
-  pack_rows(in.v, d, kd, hv.data(), "V");
-  pack_rows(fwd.o, d, kd, ho.data(), "O");
-  pack_rows(in.d_o, d, kd, hdo.data(), "dO");
+  pack_rows(in.q, d, kd, hq.data(), "cuda:cudnn", "Q");
+  pack_rows(in.k, d, kd, hk.data(), "cuda:cudnn", "K");
+  pack_rows(in.v, d, kd, hv.data(), "cuda:cudnn", "V");
+  pack_rows(fwd.o, d, kd, ho.data(), "cuda:cudnn", "O");
+  pack_rows(in.d_o, d, kd, hdo.data(), "cuda:cudnn", "dO");
   const std::vector<float> hl(fwd.lse.begin(), fwd.lse.end());
   const cudnn::SdpaShape shape = shape_of(p, p.batch);
   std::vector<std::uint16_t> hb(shape.bias ? p.scores_size() : 0);

@@ -1,0 +1,97 @@
+// host_packing.h — the host side shared by the CUDA kernel wrappers (cuda_kernels.cpp, cudnn_kernel.cpp):
+// attncheck's tensors (doubles holding bf16 values) to bf16 bit rows zero-padded to the kernel's head dim, back
+// again, and a small parallel_for for big batches. Host code only.
+//
+// Invariants: a value that is not exactly a bf16 value is an Error naming it (never silently rounded); padding
+// columns are zero (zeros add nothing to q·k and give zero output columns, so a padded problem's results equal
+// the unpadded one's bit for bit); unpack_rows reports elements still holding the output poison 0xFFFF (an
+// all-ones NaN no arithmetic produces, device_buffer.h), so the caller can say which output was left unwritten.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness/problem.h"
+#include "kernels/formats.h"
+
+namespace attncheck::cuda {
+
+// The kernels exist for head dims 64 and 128; smaller ones run zero-padded.
+inline int padded_dim(int d) { return d <= 64 ? 64 : 128; }
+
+// x as bf16 bits; Error (prefixed by `who`, naming `what`) when x is not exactly a bf16 value.
+inline std::uint16_t to_bf16_bits(double x, const char* who, const char* what) {
+  const float f = static_cast<float>(x);
+  const std::uint32_t u = float_to_bits(f);
+  if ((u & 0xffffu) != 0 || static_cast<double>(f) != x)
+    throw Error(std::string(who) + ": " + what + " value " + std::to_string(x) + " is not a bf16 value");
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+// Rows of width d (doubles) into rows of width kd (bf16 bits, zero-padded), starting at dst. The loop has no
+// branch (it vectorises): a row's non-bf16 values are noticed after the row and named by to_bf16_bits.
+inline void pack_rows(const std::vector<double>& src, int d, int kd, std::uint16_t* dst, const char* who,
+                      const char* what) {
+  const std::size_t rows = src.size() / std::size_t(d);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const double* s = &src[r * d];
+    std::uint16_t* o = dst + r * kd;
+    std::uint32_t bad = 0;
+    for (int c = 0; c < d; ++c) {
+      const float f = static_cast<float>(s[c]);
+      const std::uint32_t u = float_to_bits(f);
+      bad |= (u & 0xffffu) | std::uint32_t(static_cast<double>(f) != s[c]);
+      o[c] = static_cast<std::uint16_t>(u >> 16);
+    }
+    if (bad)
+      for (int c = 0; c < d; ++c) (void)to_bf16_bits(s[c], who, what);  // throws, naming the value
+    std::fill(o + d, o + kd, std::uint16_t(0));
+  }
+}
+
+// bf16 rows of width kd (the first d columns used) -> doubles. `poisoned`, when given, is set when an element
+// still holds the output poison 0xFFFF (checked here, in a parallel unpack, instead of a serial pass).
+inline void unpack_rows(const std::uint16_t* src, std::size_t rows, int d, int kd, std::vector<double>& out,
+                        bool* poisoned = nullptr) {
+  out.resize(rows * d);
+  std::uint32_t poison = 0;
+  for (std::size_t r = 0; r < rows; ++r)
+    for (int c = 0; c < d; ++c) {
+      const std::uint16_t b = src[r * kd + c];
+      poison |= std::uint32_t(b == 0xffffu);
+      out[r * d + c] = bits_to_float(std::uint32_t(b) << 16);
+    }
+  if (poisoned) *poisoned = poison != 0;
+}
+
+// Runs fn(i) for i in [0, n) on up to hardware_concurrency threads (16 at most); small n runs inline.
+// The first exception a worker throws (e.g. a non-bf16 input) is rethrown here after all workers joined.
+template <class Fn>
+void parallel_for(std::size_t n, Fn fn) {
+  const std::size_t threads = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), 16);
+  if (n < 64 || threads == 1) {
+    for (std::size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::mutex mu;
+  std::exception_ptr first;
+  std::vector<std::thread> pool;
+  for (std::size_t w = 0; w < threads; ++w)
+    pool.emplace_back([&, w] {
+      try {
+        for (std::size_t i = w; i < n; i += threads) fn(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!first) first = std::current_exception();
+      }
+    });
+  for (auto& th : pool) th.join();
+  if (first) std::rethrow_exception(first);
+}
+
+}  // namespace attncheck::cuda
