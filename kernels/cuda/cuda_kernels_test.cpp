@@ -23,30 +23,7 @@ namespace {
 
 using cuda::Variant;
 
-struct Shape {
-  int b, hq, hkv, nq, nk, d;
-  bool causal;
-};
-// Tails (n not a multiple of 64), n = 1, GQA, bottom-right causal with n_q > n_k (empty rows) and n_q < n_k,
-// a padded head dim (40 -> 64), both kernel head dims.
-const Shape kShapes[] = {
-    {1, 1, 1, 1, 1, 64, false},     {1, 1, 1, 64, 64, 64, false},    {2, 4, 2, 37, 100, 64, true},
-    {1, 2, 1, 130, 67, 128, false}, {1, 2, 2, 200, 130, 128, true},  {1, 1, 1, 77, 33, 128, true},
-    {2, 2, 1, 65, 129, 40, false},  {1, 1, 1, 256, 256, 128, true}, {1, 3, 3, 128, 192, 64, false},
-};
-
-std::vector<Instance> instances(bool with_d_o) {
-  std::vector<Instance> out;
-  std::uint64_t seed = 1000;
-  for (const Shape& s : kShapes) {
-    const Problem p = make_problem(s.b, s.hq, s.hkv, s.nq, s.nk, s.d, s.causal);
-    Instance in = random_instance(p, ++seed);
-    if (!with_d_o) in.d_o.clear();
-    out.push_back(in);
-    out.push_back(with_tied_keys(in, 3));  // exact ties at the row max: the fixed policy's case
-  }
-  return out;
-}
+std::vector<Instance> instances(bool with_d_o) { return gpu_test_instances(1000, with_d_o); }
 
 class CudaKernel : public ::testing::TestWithParam<Variant> {
  protected:

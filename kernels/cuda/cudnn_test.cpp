@@ -35,27 +35,10 @@ namespace {
 #define ATTN_SKIP_WITHOUT_CUDNN() GTEST_SKIP() << "built without cuDNN"
 #endif
 
-struct Shape {
-  int b, hq, hkv, nq, nk, d;
-  bool causal;
-};
-// Tails (n not a multiple of 64), n = 1, GQA, bottom-right causal with n_q < n_k and n_q > n_k (rows that see
-// no key), a padded head dim (40 -> 64), both native head dims: the shapes of cuda_kernels_test; plus a
-// keep-mask and a bias (instances()).
-const Shape kShapes[] = {
-    {1, 1, 1, 1, 1, 64, false},     {1, 1, 1, 64, 64, 64, false},    {2, 4, 2, 37, 100, 64, true},
-    {1, 2, 1, 130, 67, 128, false}, {1, 2, 2, 200, 130, 128, true},  {1, 1, 1, 77, 33, 128, true},
-    {2, 2, 1, 65, 129, 40, false},  {1, 1, 1, 256, 256, 128, true}, {1, 3, 3, 128, 192, 64, false},
-};
-
+// gpu_test_instances' shapes (as cuda_kernels_test), plus a keep-mask and a bias.
 std::vector<Instance> instances(bool with_d_o) {
-  std::vector<Instance> out;
-  std::uint64_t seed = 2000;
-  for (const Shape& s : kShapes) {
-    Instance in = random_instance(make_problem(s.b, s.hq, s.hkv, s.nq, s.nk, s.d, s.causal), ++seed);
-    out.push_back(in);
-    out.push_back(with_tied_keys(in, 3));  // exact ties at the row max
-  }
+  std::vector<Instance> out = gpu_test_instances(2000, true);
+  std::uint64_t seed = 2000 + out.size() / 2;
   // A keep-mask (keep probability 0.8), and a bf16 bias with a mask and causal: both reach cuDNN as its bias.
   Problem pm = make_problem(1, 2, 1, 70, 90, 64, false);
   pm.has_mask = true;

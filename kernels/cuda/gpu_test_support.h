@@ -1,5 +1,6 @@
 // gpu_test_support.h — helpers for the GPU tests (label gpu): skip without a device, bitwise-agreement and ulp
-// statistics between two output tensors, and instances with tied maxima (the paper's failure needs ties).
+// statistics between two output tensors, instances with tied maxima (the paper's failure needs ties), and the
+// shapes every CUDA kernel's tests run (gpu_test_instances).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "harness/problem.h"
+#include "kernels/cpu/test_support.h"
 #include "kernels/cuda/cuda_check.h"
 
 namespace attncheck::test {
@@ -58,6 +60,29 @@ inline Instance with_tied_keys(Instance in, int distinct) {
       for (int j = distinct; j < p.n_k; ++j)
         for (int c = 0; c < p.head_dim; ++c) in.k[p.kv_at(b, hk, j, c)] = in.k[p.kv_at(b, hk, j % distinct, c)];
   return in;
+}
+
+// The GPU tests' shapes: tails (n not a multiple of 64), n = 1, GQA, bottom-right causal with n_q > n_k (rows that
+// see no key) and n_q < n_k, a padded head dim (40 -> 64), both kernel head dims. Each as a random instance and
+// the same instance with exact ties at the row max (the fixed policy's case); seeds seed+1, seed+2, ...
+inline std::vector<Instance> gpu_test_instances(std::uint64_t seed, bool with_d_o) {
+  struct Shape {
+    int b, hq, hkv, nq, nk, d;
+    bool causal;
+  };
+  static const Shape kShapes[] = {
+      {1, 1, 1, 1, 1, 64, false},     {1, 1, 1, 64, 64, 64, false},    {2, 4, 2, 37, 100, 64, true},
+      {1, 2, 1, 130, 67, 128, false}, {1, 2, 2, 200, 130, 128, true},  {1, 1, 1, 77, 33, 128, true},
+      {2, 2, 1, 65, 129, 40, false},  {1, 1, 1, 256, 256, 128, true}, {1, 3, 3, 128, 192, 64, false},
+  };
+  std::vector<Instance> out;
+  for (const Shape& s : kShapes) {
+    Instance in = random_instance(make_problem(s.b, s.hq, s.hkv, s.nq, s.nk, s.d, s.causal), ++seed);
+    if (!with_d_o) in.d_o.clear();
+    out.push_back(in);
+    out.push_back(with_tied_keys(in, 3));
+  }
+  return out;
 }
 
 }  // namespace attncheck::test
