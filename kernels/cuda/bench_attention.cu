@@ -2,7 +2,7 @@
 // max policy, for both numerics (fa2, paper), seq 1k–16k, head dim 64/128, causal and not.
 //
 // Shapes follow FlashAttention's benchmark: batch = 16384 / seq, heads = 2048 / d (16k tokens of a 2048-wide
-// model fill the GPU). Inputs ~ N(0, 1) in bf16, made on the device. Timing: CUDA events around kReps launches
+// model fill the GPU). Inputs ~ N(0, 1) in bf16, made on the device. Timing (bench_timing.h): CUDA events around kBenchReps launches
 // after two warm-up launches; the manual time per iteration is the mean launch time. FLOPs counted as
 // FlashAttention does: forward 4·b·h·n_q·n_k·d (halved when causal), backward 2.5× forward. Counter TFLOPs.
 // After the run a table with the fix overhead ((fixed − base) / base, in %) is printed.
@@ -20,6 +20,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/bench_timing.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/flash_bwd.h"
 #include "kernels/cuda/flash_fwd.h"
@@ -27,7 +28,6 @@
 namespace attncheck::cuda {
 namespace {
 
-constexpr int kReps = 10;
 
 std::string tiling_name(FwdTiling t) {
   switch (t) {
@@ -88,26 +88,8 @@ void run(benchmark::State& state, Config c) {
     if (c.backward) launch_flash_bwd(c.variant, c.d, g, nullptr);
     else launch_flash_fwd(c.variant, c.d, f, nullptr, c.tiling);
   };
-  once(), once();  // warm-up
-  ATTN_CUDA_CHECK(cudaDeviceSynchronize());
-  cudaEvent_t e0, e1;
-  ATTN_CUDA_CHECK(cudaEventCreate(&e0));
-  ATTN_CUDA_CHECK(cudaEventCreate(&e1));
-  double flops = 4.0 * b * h * double(c.seq) * c.seq * c.d * (c.causal ? 0.5 : 1.0) * (c.backward ? 2.5 : 1.0);
-  double best_s = 1e30;
-  for (auto _ : state) {
-    ATTN_CUDA_CHECK(cudaEventRecord(e0));
-    for (int r = 0; r < kReps; ++r) once();
-    ATTN_CUDA_CHECK(cudaEventRecord(e1));
-    ATTN_CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    ATTN_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    const double s = ms / 1e3 / kReps;
-    best_s = std::min(best_s, s);
-    state.SetIterationTime(s);
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
+  const double flops = attention_flops(b, h, c.seq, c.seq, c.d, c.causal, c.backward);
+  const double best_s = time_launches(state, once);
   state.counters["TFLOPs"] = flops / best_s / 1e12;  // best of the iterations, in TFLOP/s
   g_tflops[c.key()][variant_name(c.variant)] = flops / best_s / 1e12;
 }

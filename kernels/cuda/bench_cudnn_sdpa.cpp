@@ -3,7 +3,7 @@
 //
 // Shapes: batch = 16384 / seq, heads = 2048 / d (so every config has 16384·2048 elements per tensor), bf16
 // N(0, 1) inputs (generated once on the host, Box–Muller from formats.h's uniform01, uploaded once). Timing: CUDA
-// events around kReps calls after two warm-ups (which also build and cache the plan); best of the iterations.
+// events around kBenchReps calls (bench_timing.h) after two warm-ups (which also build and cache the plan); best of the iterations.
 // FLOPs as FlashAttention counts them: forward 4·b·h·n²·d, halved when causal; backward 2.5× the forward.
 // The backward is timed from the forward's own O and stats and includes the memset of cuDNN's fp32 dQ
 // accumulator (0.2% at seq 4096). Names: fwd|bwd/cudnn/d<d>/full|causal/seq<n>, counter TFLOPs; a table of
@@ -21,13 +21,13 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cudnn_sdpa.h"
+#include "kernels/cuda/bench_timing.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/formats.h"
 
 namespace attncheck::cuda {
 namespace {
 
-constexpr int kReps = 10;
 constexpr std::size_t kElements = std::size_t(16384) * 2048;  // b·h·seq·d of every config
 
 // Q, K, V, dO: N(0, 1) rounded to bf16, made once.
@@ -79,26 +79,8 @@ void run(benchmark::State& state, bool backward, int d, int seq, bool causal) {
       else
         cudnn::sdpa_forward(s, in.q.get(), in.k.get(), in.v.get(), nullptr, o.get(), stats.get(), nullptr);
     };
-    once(), once();  // warm-up (the first builds the plan)
-    ATTN_CUDA_CHECK(cudaDeviceSynchronize());
-    cudaEvent_t e0, e1;
-    ATTN_CUDA_CHECK(cudaEventCreate(&e0));
-    ATTN_CUDA_CHECK(cudaEventCreate(&e1));
-    const double flops = 4.0 * b * h * double(seq) * seq * d * (causal ? 0.5 : 1.0) * (backward ? 2.5 : 1.0);
-    double best_s = 1e30;
-    for (auto _ : state) {
-      ATTN_CUDA_CHECK(cudaEventRecord(e0));
-      for (int r = 0; r < kReps; ++r) once();
-      ATTN_CUDA_CHECK(cudaEventRecord(e1));
-      ATTN_CUDA_CHECK(cudaEventSynchronize(e1));
-      float ms = 0;
-      ATTN_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-      const double sec = ms / 1e3 / kReps;
-      best_s = std::min(best_s, sec);
-      state.SetIterationTime(sec);
-    }
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
+    const double flops = attention_flops(b, h, seq, seq, d, causal, backward);
+    const double best_s = time_launches(state, once);  // the first warm-up call builds the plan
     state.counters["TFLOPs"] = flops / best_s / 1e12;  // best of the iterations, in TFLOP/s
     results()[std::string(backward ? "bwd" : "fwd") + " d" + std::to_string(d) + (causal ? " causal " : " full   ") +
               "seq" + std::to_string(seq)] = flops / best_s / 1e12;
