@@ -2,14 +2,19 @@
 //
 // The body is KernelTarget (kernel_target.h); the kernel comes from ATTNCHECK_FUZZ_KERNEL (default paper).
 // With clang the target links -fsanitize=fuzzer; with gcc it links replay_main.cpp instead and replays files.
-// Run:  ATTNCHECK_FUZZ_KERNEL=paper build-fuzz/harness/fuzz/attncheck_fuzz_kernel corpus/seeds/kernel \
+// Run:  ATTNCHECK_FUZZ_KERNEL=paper build-fuzz/harness/fuzz/attncheck_fuzz_kernel corpus/seeds/kernel
 //         -max_total_time=60 -seed=1        (or: attncheck fuzz --kernel paper --time 60)
 // ATTNCHECK_FUZZ_MUTATOR=0 turns the structure-aware mutator off (plain libFuzzer byte mutations only).
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 
+#include "harness/fuzz/device_slot.h"
 #include "harness/fuzz/kernel_target.h"
 #include "harness/fuzz/mutator.h"
 
@@ -18,6 +23,7 @@ attncheck::fuzz::KernelTarget& target() {
   static attncheck::fuzz::KernelTarget t(attncheck::fuzz::config_from_env());
   return t;
 }
+#if defined(ATTNCHECK_LIBFUZZER)
 bool structured_mutator() {
   static const bool on = [] {
     const char* v = std::getenv("ATTNCHECK_FUZZ_MUTATOR");
@@ -25,9 +31,16 @@ bool structured_mutator() {
   }();
   return on;
 }
+#endif
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  // A CUDA kernel on a host with several GPUs: this worker takes one device (device_slot.h), before any CUDA call.
+  const char* kernel = std::getenv("ATTNCHECK_FUZZ_KERNEL");
+  const std::string device = attncheck::fuzz::pin_worker_to_one_device(kernel ? kernel : "");
+  if (!device.empty() && !std::getenv("ATTNCHECK_FUZZ_QUIET"))
+    std::fprintf(stderr, "attncheck-fuzz: this worker (pid %d) runs on CUDA device %s\n", static_cast<int>(::getpid()),
+                 device.c_str());
   target();  // build the registry and read the config once, before the first input
   return 0;
 }
