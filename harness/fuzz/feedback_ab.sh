@@ -1,23 +1,24 @@
 #!/usr/bin/env bash
 # feedback_ab.sh — does error-guided feedback reach a deep failure faster than coverage alone? (ctest fuzz_feedback_ab)
-#   feedback_ab.sh <fuzzer> <seed dir> <work dir> [seeds (default 16)] [runs cap (default 30000)]
-# The test-only `planted` kernel (planted_kernel.h) is fa2 with an error ladder: each of K = 7 independent input
-# features present (a tied maximum, large scores, masked keys, long rows, odd head dim, GQA, batch 2) moves O by
-# one more error level, and only all 7 at once fail. The levels are visible to the error-guided counters, not to
+#   feedback_ab.sh <fuzzer> <seed dir> <work dir> [seeds (default 16)] [runs cap (default 20000)]
+# The test-only `planted` kernel (planted_kernel.h) is fa2 with an error ladder: each of K = 9 independent input
+# features present (a tied maximum, large scores, masked keys, long rows, odd head dim, an odd instance seed,
+# batch 2, odd n_q, a logit scale below the default) moves O by one more error level; only all 9 at once fail. The levels are visible to the error-guided counters, not to
 # code coverage (the planted code is not instrumented). For each libFuzzer seed 1..N the same binary runs with
 # the extra counters on and off (ATTNCHECK_FUZZ_FEEDBACK=1/0) from the committed seeds, bounded by -runs=<cap>;
 # the score is the execution at which the defect was reached (the cap when it was not). Passes when feedback
 # needs fewer executions in total AND finds the defect in at least as many seeds. Prints every number.
 # What it shows: a ladder that error buckets can see is climbed faster with them. It is a planted ladder by
 # construction, not evidence about the depth of the real kernels' bugs. Deterministic per seed (libFuzzer -seed,
-# one process, no time limits); measured margins are in README.md.
+# one process, no time limits, seeds in a fixed order); measured margins are in README.md.
 set -uo pipefail
-fuzzer=$1 seeds=$2 work=$3 n=${4:-16} cap=${5:-30000}
+fuzzer=$1 seeds=$2 work=$3 n=${4:-16} cap=${5:-20000}
 export ATTNCHECK_FUZZ_KERNEL=planted ATTNCHECK_FUZZ_PLANTED_BASE=${ATTNCHECK_FUZZ_PLANTED_BASE:-fa2}
-export ATTNCHECK_FUZZ_PLANTED_FEATURES=${ATTNCHECK_FUZZ_PLANTED_FEATURES:-7} ATTNCHECK_FUZZ_QUIET=1
+export ATTNCHECK_FUZZ_PLANTED_FEATURES=${ATTNCHECK_FUZZ_PLANTED_FEATURES:-9} ATTNCHECK_FUZZ_QUIET=1
 # Only the observed error matters here: the properties would only slow both arms down equally.
 export ATTNCHECK_FUZZ_PROPERTIES=${ATTNCHECK_FUZZ_PROPERTIES:-none}
 first=${ATTNCHECK_AB_FIRST_SEED:-1}
+seed_list=$(find "$seeds" -maxdepth 1 -type f | LC_ALL=C sort | paste -sd, -)
 # ATTNCHECK_AB_ARMS / ATTNCHECK_AB_ON: which ATTNCHECK_FUZZ_FEEDBACK values run, which one must win over 0.
 declare -A total found
 for fb in ${ATTNCHECK_AB_ARMS:-1 0}; do
@@ -25,10 +26,13 @@ for fb in ${ATTNCHECK_AB_ARMS:-1 0}; do
   for s in $(seq "$first" $((first + n - 1))); do
     dir=$work/fb$fb-seed$s
     rm -rf "$dir" && mkdir -p "$dir/corpus" "$dir/findings"
-    cp "$seeds"/* "$dir/corpus/"
     start=$(date +%s.%N)
+    # The seeds go in by -seed_inputs in sorted order, not as a directory: libFuzzer orders its initial corpus
+    # by size only, so equal-sized files would start in the directory's (unspecified) listing order and the
+    # same -seed could give a different run.
     ATTNCHECK_FUZZ_FEEDBACK=$fb ATTNCHECK_FUZZ_FINDINGS=$dir/findings \
-      "$fuzzer" "$dir/corpus" -seed="$s" -runs="$cap" -artifact_prefix="$dir/" >"$dir/log" 2>&1
+      "$fuzzer" "$dir/corpus" -seed_inputs="$seed_list" -seed="$s" -runs="$cap" -artifact_prefix="$dir/" \
+      >"$dir/log" 2>&1
     secs=$(echo "$(date +%s.%N) - $start" | bc)
     at=$(grep -o 'planted defect reached at execution [0-9]*' "$dir/log" | grep -o '[0-9]*$' | head -1)
     if [ -z "$at" ] && grep -q 'ERROR: \|runtime error' "$dir/log"; then

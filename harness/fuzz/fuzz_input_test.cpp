@@ -259,43 +259,48 @@ TEST(FuzzMemo, MemoKernelRunsOncePerInstanceAndLendsOnlyOnceToDeterminism) {
 TEST(FuzzTarget, PlantedKernelClimbsOneLevelPerFeature) {
   const Kernel& base = default_registry().get("fa2");
   Family f = default_family("normal");
-  f.problem = Problem::of_shape(1, 2, 2, 8, 8, 8);  // no feature: short rows, even d, no GQA, no mask
-  f.problem.causal = false;
-  const Instance plain = make_instance(f, 0);
-  ASSERT_EQ(planted_features(plain) & 0b1111000u, 0u);
-  const unsigned have = planted_features(plain);
-  const int c0 = std::popcount(have);
-  const double base_err = o_error(base.forward(plain).o, reference_forward(plain).o, Format::kBF16, 8).max_ulp;
-  const double err0 = o_error(make_planted_kernel(base, kPlantedFeatures)->forward(plain).o, reference_forward(plain).o,
-                              Format::kBF16, 8).max_ulp;
+  f.problem = Problem::of_shape(1, 2, 2, 8, 8, 8);  // short rows, even d and n_q, no GQA, no mask, default scale
+  Instance plain = make_instance(f, 0);
+  plain.seed &= ~std::uint64_t{1};  // an even seed (feature 5)
+  ASSERT_EQ(planted_features(plain) & 0b111111000u, 0u);
+  const int c0 = std::popcount(planted_features(plain));
+  const auto err = [&](const Kernel& k, const Instance& in) {
+    return o_error(k.forward(in).o, reference_forward(in).o, Format::kBF16, in.problem.head_dim).max_ulp;
+  };
+  const auto planted = make_planted_kernel(base, kPlantedFeatures);
   if (c0 == 0) {
-    EXPECT_EQ(err0, base_err);
+    EXPECT_EQ(err(*planted, plain), err(base, plain));  // no feature, no added error
   }
-  // Odd head dim and long rows: two more features, two more levels (2^(c+2) ulps, +-2 ulps of rounding and
-  // of the base kernel's own error).
+  // Long rows, odd head dim, odd n_q: three more features, three more levels.
   Family g = f;
-  g.problem = Problem::of_shape(1, 2, 2, 8, 30, 7);
-  const Instance two = make_instance(g, 0);
-  const unsigned have2 = planted_features(two);
-  EXPECT_EQ(have2 & 0b011000u, 0b011000u);
-  const int c2 = std::popcount(have2);
-  const double err2 = o_error(make_planted_kernel(base, kPlantedFeatures)->forward(two).o, reference_forward(two).o,
-                              Format::kBF16, 7).max_ulp;
-  ASSERT_LT(c2, kPlantedFeatures);
-  EXPECT_GT(c2, c0);
-  EXPECT_NEAR(err2, std::ldexp(1.0, c2 + 2), 3.0) << "features " << have2;
-  EXPECT_NO_THROW(make_planted_kernel(base, kPlantedFeatures)->forward(two));
+  g.problem = Problem::of_shape(1, 2, 2, 7, 30, 7);
+  Instance more = make_instance(g, 0);
+  more.seed &= ~std::uint64_t{1};
+  const unsigned have = planted_features(more);
+  EXPECT_EQ(have & 0b010011000u, 0b010011000u);
+  const int c = std::popcount(have);
+  ASSERT_LT(c, kPlantedFeatures);
+  EXPECT_GT(c, c0);
+  // O moves by exactly level x ulp(row scale); rounding the moved value to bf16 adds at most one ulp of that
+  // scale (|O| <= the row scale), and fa2's own error on the instance (measured) adds at most itself.
+  EXPECT_NEAR(err(*planted, more), std::exp2(2.25 + 0.5 * c), 1.0 + err(base, more)) << "features " << have;
+  EXPECT_NO_THROW(planted->forward(more));
 }
 
 TEST(FuzzTarget, PlantedKernelThrowsExactlyWhenAllFeaturesArePresent) {
   const Kernel& base = default_registry().get("fa2");
-  Family f = default_family("tied_max");  // ties: feature 0
-  f.problem = Problem::of_shape(2, 2, 1, 8, 30, 7, /*causal=*/true);  // batch 2, gqa, long, odd d, masked
-  f.problem.scale = 8;  // large scores
-  const Instance in = make_instance(f, 0);
-  const unsigned have = planted_features(in);
-  ASSERT_EQ(have, 0b1111111u) << "features of the test instance";
+  Family f = default_family("normal");
+  // batch 2, n_q 7 (odd), n_k 30 (long), d 7 (odd), causal (masked keys), half the default scale (cool)
+  f.problem = Problem::of_shape(2, 2, 1, 7, 30, 7, /*causal=*/true);
+  f.problem.scale = Problem::default_scale(7) / 2;
+  Instance in = make_instance(f, 0);
+  std::fill(in.q.begin(), in.q.end(), 8.0);  // every score 64·7·scale ~ 85 (large), all keys alike (tied max)
+  std::fill(in.k.begin(), in.k.end(), 8.0);
+  in.seed |= 1;  // an odd instance seed
+  ASSERT_EQ(planted_features(in), (1u << kPlantedFeatures) - 1u) << "features of the test instance";
   for (int k = 1; k <= kPlantedFeatures; ++k) EXPECT_THROW(make_planted_kernel(base, k)->forward(in), std::logic_error);
+  in.problem.scale = Problem::default_scale(7);  // one feature fewer: no failure
+  EXPECT_NO_THROW(make_planted_kernel(base, kPlantedFeatures)->forward(in));
   EXPECT_THROW(make_planted_kernel(base, 0), Error);
 }
 

@@ -172,7 +172,7 @@ TargetConfig config_from_env() {
   c.quiet = env_or("ATTNCHECK_FUZZ_QUIET", "0") == "1";
   c.keep_going = env_or("ATTNCHECK_FUZZ_CONTINUE", "0") == "1";
   c.planted_base = env_or("ATTNCHECK_FUZZ_PLANTED_BASE", c.planted_base);
-  c.planted_features = std::atoi(env_or("ATTNCHECK_FUZZ_PLANTED_FEATURES", "7").c_str());
+  c.planted_features = std::atoi(env_or("ATTNCHECK_FUZZ_PLANTED_FEATURES", "9").c_str());
   if (c.instances < 1) c.instances = 1;
   if (c.bias_instances < 2) c.bias_instances = 2;
   return c;

@@ -27,7 +27,7 @@
 //                             (property, generator) pair is written and printed, later ones only counted.
 //                             Used by the smoke tests and `attncheck fuzz`, so one run sees every kind.
 //   ATTNCHECK_FUZZ_PLANTED_BASE      the planted kernel's base kernel (default fa2)
-//   ATTNCHECK_FUZZ_PLANTED_FEATURES  how many input features its defect needs at once (default 7; planted_kernel.h)
+//   ATTNCHECK_FUZZ_PLANTED_FEATURES  how many input features its defect needs at once (default 9; planted_kernel.h)
 #pragma once
 
 #include <cstddef>
@@ -56,7 +56,7 @@ struct TargetConfig {
   bool quiet = false;
   bool keep_going = false;
   std::string planted_base = "fa2";
-  int planted_features = 7;
+  int planted_features = 9;
 };
 
 TargetConfig config_from_env();

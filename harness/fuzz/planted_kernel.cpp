@@ -35,8 +35,9 @@ class PlantedKernel : public Kernel {
       std::fprintf(stderr, "attncheck-fuzz: planted defect reached at execution %llu\n", at);
       throw std::logic_error("planted deep defect: all " + std::to_string(k_) + " features present");
     }
-    // 2^(c+2) ulps for c >= 1, 0 for c = 0, at each row's scale max(|exact|, row rms) as o_error measures.
-    const double level = static_cast<double>(c > 0) * std::ldexp(1.0, c + 2);
+    // 2^(2.25 + c/2) ulps for c >= 1 (the middle of half-log2 error bucket 15 + c: 6.7, 9.5, 13, ..., 76 ulps),
+    // 0 for c = 0, at each row's scale max(|exact|, row rms) as o_error measures.
+    const double level = static_cast<double>(c > 0) * std::exp2(2.25 + 0.5 * c);
     const ReferenceForward ref = reference_forward(in);
     const Problem& p = in.problem;
     const Format of = base_.caps().output_format;
@@ -65,7 +66,7 @@ class PlantedKernel : public Kernel {
 }  // namespace
 
 const char* planted_feature_name(int i) {
-  static const char* const kNames[kPlantedFeatures] = {"tie", "large", "masked", "long", "odd_d", "gqa", "batch2"};
+  static const char* const kNames[kPlantedFeatures] = {"tie", "large", "masked", "long", "odd_d", "seed_odd", "batch2", "odd_q", "cool"};
   return (i >= 0 && i < kPlantedFeatures) ? kNames[i] : "?";
 }
 
@@ -88,8 +89,9 @@ unsigned planted_features(const Instance& in) {
         tie |= (at_best >= 2) & std::isfinite(best);
       }
     }
-  const unsigned lng = p.n_k >= kLongRow, odd = p.head_dim & 1, gqa = p.heads_kv < p.heads_q, two = p.batch >= 2;
-  return tie | large << 1 | masked << 2 | lng << 3 | odd << 4 | gqa << 5 | two << 6;
+  const unsigned lng = p.n_k >= kLongRow, odd = p.head_dim & 1, seed_odd = in.seed & 1u, two = p.batch >= 2;
+  const unsigned odd_q = p.n_q & 1, cool = p.scale < Problem::default_scale(p.head_dim);
+  return tie | large << 1 | masked << 2 | lng << 3 | odd << 4 | seed_odd << 5 | two << 6 | odd_q << 7 | cool << 8;
 }
 
 std::unique_ptr<Kernel> make_planted_kernel(const Kernel& base, int features, const std::uint64_t* executions) {

@@ -8,11 +8,13 @@
 //   2 masked      some key is invisible to some query (causal, keep-mask or a -inf bias)
 //   3 long        n_k >= 28
 //   4 odd_d       head_dim is odd
-//   5 gqa         heads_kv < heads_q
+//   5 seed_odd    the instance's seed is odd (a hash bit of the family seed and generator: fa2 never reads it)
 //   6 batch2      batch == 2
-// With c < K features present, every O element of a row that sees a key is moved by 2^(c+2) row-scaled ulps
-// (o_error's unit) for c >= 1 (8 .. 256 ulps: six distinct half-log2 error buckets, feedback.h; fa2's own
-// error on these inputs stays below 8 ulps except where the scores overflow),
+//   7 odd_q       n_q is odd
+//   8 cool        scale < default_scale(head_dim) (the header's logit-scale byte below its default)
+// With c < K features present, every O element of a row that sees a key is moved by 2^(2.25 + c/2) row-scaled
+// ulps (o_error's unit) for c >= 1: 6.7, 9.5, ..., 76 ulps, the middle of half-log2 error buckets 16..23
+// (feedback.h), one bucket per level; fa2's own error is ~1 ulp (more only where scores overflow),
 // and not at all for c = 0. The error-guided counters see every level; code coverage sees none of them: this
 // file is compiled without coverage instrumentation (CMakeLists.txt) and the features are computed the same way
 // whatever the input, so a combination of features reaches no edge that its parts do not.
@@ -30,7 +32,7 @@
 
 namespace attncheck::fuzz {
 
-constexpr int kPlantedFeatures = 7;
+constexpr int kPlantedFeatures = 9;
 const char* planted_feature_name(int i);
 
 // Which features instance `in` has (bit i = feature i) — for the kernel, its tests and the log line.
