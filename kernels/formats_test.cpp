@@ -390,5 +390,35 @@ TEST(formats, uniform01_is_in_unit_interval_deterministic_and_uniform) {
   EXPECT_NE(uniform01(42, 17), uniform01(42, 18));
 }
 
+// representable's fp32/bf16 fast paths and exp2_int/ilogb_normal against their definitions: on every bf16
+// pattern and its neighbours in double and float, and on doubles drawn across the whole exponent range
+// (subnormal doubles, fp32 subnormals, beyond fp32's range, ±0).
+TEST(formats, fast_paths_equal_the_generic_definitions) {
+  auto generic = [](double x, Format f) { return std::isnan(x) || (std::isinf(x) ? format_info(f).has_inf : round_to(x, f) == x); };
+  int failures = 0;
+  auto check = [&](double x) {
+    for (Format f : {Format::kF32, Format::kBF16, Format::kF16, Format::kE4M3})
+      if (representable(x, f) != generic(x, f) && ++failures <= 10)
+        ADD_FAILURE() << "representable(" << x << ", format " << int(f) << ")";
+    if (std::isfinite(x) && x != 0.0) {
+      if (ilogb_normal(x) != std::ilogb(x) && ++failures <= 10) ADD_FAILURE() << "ilogb_normal(" << x << ")";
+    }
+  };
+  for (std::uint32_t b = 0; b < 65536; ++b) {
+    const double v = bits_to_float(b << 16);
+    check(v);
+    check(std::nextafter(v, 0.0));
+    check(std::nextafter(v, HUGE_VAL));
+    check(static_cast<double>(std::nextafter(static_cast<float>(v), HUGE_VALF)));
+  }
+  for (std::uint64_t i = 0; i < 200000; ++i) {
+    const double u = uniform01(7, i), w = uniform01(8, i);
+    check(std::ldexp(0.5 + u / 2, static_cast<int>(w * 2200) - 1100) * (i % 2 ? -1 : 1));
+  }
+  for (int e = -1100; e <= 1100; ++e)
+    if (exp2_int(e) != std::ldexp(1.0, e) && ++failures <= 10) ADD_FAILURE() << "exp2_int(" << e << ")";
+  EXPECT_EQ(failures, 0);
+}
+
 }  // namespace
 }  // namespace attncheck

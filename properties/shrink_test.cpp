@@ -26,7 +26,9 @@ TEST(Shrink, CandidatesAreSimplerAndValid) {
                            c.problem.heads_q < f.problem.heads_q || c.problem.heads_kv > f.problem.heads_kv ||
                            c.tile_q < f.tile_q || c.tile_k < f.tile_k || c.params != f.params;
       EXPECT_TRUE(smaller) << c.describe();
-      if (c.param("near", 0) != 0) EXPECT_GE(c.problem.head_dim, 2);
+      if (c.param("near", 0) != 0) {
+        EXPECT_GE(c.problem.head_dim, 2);
+      }
     }
   }
 }
