@@ -185,26 +185,18 @@ BackwardOutput CudaFlashKernel::backward(const Instance& in, const ForwardOutput
       ddo_in(hdo.size());
   DeviceBuffer<float> dlse(hl.size());
   dq_in.upload(hq), dk_in.upload(hk), dv_in.upload(hv), do_in.upload(ho), ddo_in.upload(hdo), dlse.upload(hl);
-  PoisonedOutput<float> delta(q_rows, name_ + " backward delta");
-  PoisonedOutput<std::uint16_t> dq(q_rows * kd, name_ + " backward dQ"), dk(kv_rows * kd, name_ + " backward dK"),
-      dv(kv_rows * kd, name_ + " backward dV");
+  PoisonedGradients out(q_rows, kv_rows, kd, name_);
   DeviceBuffer<std::uint16_t> dk_head(std::size_t(p.batch) * p.heads_q * p.n_k * kd),
       dv_head(std::size_t(p.batch) * p.heads_q * p.n_k * kd);
   BwdParams b;
   b.q = dq_in.get(), b.k = dk_in.get(), b.v = dv_in.get(), b.o = do_in.get(), b.d_o = ddo_in.get();
-  b.lse = dlse.get(), b.delta = delta.get(), b.dq = dq.get(), b.dk = dk.get(), b.dv = dv.get();
+  b.lse = dlse.get(), b.delta = out.delta.get(), b.dq = out.dq.get(), b.dk = out.dk.get(), b.dv = out.dv.get();
   b.dk_head = dk_head.get(), b.dv_head = dv_head.get();
   b.batch = p.batch, b.heads_q = p.heads_q, b.heads_kv = p.heads_kv, b.n_q = p.n_q, b.n_k = p.n_k;
   b.scale = static_cast<float>(p.scale), b.scale_log2e = scale_log2e_of(b.scale), b.causal = p.causal;
   launch_flash_bwd(v_, kd, b, nullptr);
   ATTN_CUDA_CHECK(cudaDeviceSynchronize());
-  BackwardOutput r;
-  const std::vector<float> hdelta = delta.fetch_checked();
-  r.delta.assign(hdelta.begin(), hdelta.end());
-  unpack_rows(dq.fetch_checked().data(), q_rows, d, kd, r.dq);
-  unpack_rows(dk.fetch_checked().data(), kv_rows, d, kd, r.dk);
-  unpack_rows(dv.fetch_checked().data(), kv_rows, d, kd, r.dv);
-  return r;
+  return out.fetch(d);
 }
 
 }  // namespace

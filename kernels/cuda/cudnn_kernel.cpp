@@ -156,19 +156,11 @@ BackwardOutput CudnnKernel::backward(const Instance& in, const ForwardOutput& fw
       bb(hb.size());
   DeviceBuffer<float> bl(hl.size());
   bq.upload(hq), bk.upload(hk), bv.upload(hv), bo.upload(ho), bdo.upload(hdo), bl.upload(hl), bb.upload(hb);
-  PoisonedOutput<float> delta(q_rows, "cuda:cudnn backward delta");
-  PoisonedOutput<std::uint16_t> dq(q_rows * kd, "cuda:cudnn backward dQ"), dk(kv_rows * kd, "cuda:cudnn backward dK"),
-      dv(kv_rows * kd, "cuda:cudnn backward dV");
+  PoisonedGradients out(q_rows, kv_rows, kd, "cuda:cudnn");
   cudnn::sdpa_backward(shape, bq.get(), bk.get(), bv.get(), shape.bias ? bb.get() : nullptr, bo.get(), bdo.get(),
-                       bl.get(), dq.get(), dk.get(), dv.get(), delta.get(), nullptr);
+                       bl.get(), out.dq.get(), out.dk.get(), out.dv.get(), out.delta.get(), nullptr);
   ATTN_CUDA_CHECK(cudaDeviceSynchronize());
-  BackwardOutput r;
-  const std::vector<float> hdelta = delta.fetch_checked();
-  r.delta.assign(hdelta.begin(), hdelta.end());
-  unpack_rows(dq.fetch_checked().data(), q_rows, d, kd, r.dq);
-  unpack_rows(dk.fetch_checked().data(), kv_rows, d, kd, r.dk);
-  unpack_rows(dv.fetch_checked().data(), kv_rows, d, kd, r.dv);
-  return r;
+  return out.fetch(d);
 }
 
 }  // namespace

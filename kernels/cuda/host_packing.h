@@ -1,6 +1,6 @@
 // host_packing.h — the host side shared by the CUDA kernel wrappers (cuda_kernels.cpp, cudnn_kernel.cpp):
 // attncheck's tensors (doubles holding bf16 values) to bf16 bit rows zero-padded to the kernel's head dim, back
-// again, and a small parallel_for for big batches. Host code only.
+// again, a small parallel_for for big batches, and the backward's poisoned outputs. Host code only.
 //
 // Invariants: a value that is not exactly a bf16 value is an Error naming it (never silently rounded); padding
 // columns are zero (zeros add nothing to q·k and give zero output columns, so a padded problem's results equal
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "harness/problem.h"
+#include "kernels/cuda/device_buffer.h"
 #include "kernels/formats.h"
 
 namespace attncheck::cuda {
@@ -93,5 +94,28 @@ void parallel_for(std::size_t n, Fn fn) {
   for (auto& th : pool) th.join();
   if (first) std::rethrow_exception(first);
 }
+
+// A backward pass's outputs on the device — δ (fp32, one per query row) and dQ, dK, dV (bf16 rows of the padded
+// head dim kd) — NaN-poisoned with guard margins, and their checked download into a BackwardOutput of head dim d.
+struct PoisonedGradients {
+  PoisonedGradients(std::size_t q_rows, std::size_t kv_rows, int kd, const std::string& who)
+      : q_rows(q_rows), kv_rows(kv_rows), kd(kd), delta(q_rows, who + " backward delta"),
+        dq(q_rows * kd, who + " backward dQ"), dk(kv_rows * kd, who + " backward dK"),
+        dv(kv_rows * kd, who + " backward dV") {}
+  // Call after the kernel finished (synchronised).
+  BackwardOutput fetch(int d) const {
+    BackwardOutput r;
+    const std::vector<float> hdelta = delta.fetch_checked();
+    r.delta.assign(hdelta.begin(), hdelta.end());
+    unpack_rows(dq.fetch_checked().data(), q_rows, d, kd, r.dq);
+    unpack_rows(dk.fetch_checked().data(), kv_rows, d, kd, r.dk);
+    unpack_rows(dv.fetch_checked().data(), kv_rows, d, kd, r.dv);
+    return r;
+  }
+  std::size_t q_rows, kv_rows;
+  int kd;
+  PoisonedOutput<float> delta;
+  PoisonedOutput<std::uint16_t> dq, dk, dv;
+};
 
 }  // namespace attncheck::cuda
