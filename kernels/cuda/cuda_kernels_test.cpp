@@ -161,17 +161,7 @@ TEST_P(CudaKernel, SameInputSameBits) {
 }
 
 TEST_P(CudaKernel, ForwardManyEqualsForward) {
-  auto k = cuda::make_cuda_kernel(GetParam());
-  const std::vector<Instance> ins = instances(false);
-  std::vector<const Instance*> ptrs;
-  for (const Instance& in : ins) ptrs.push_back(&in);
-  const std::vector<ForwardOutput> many = k->forward_many(ptrs);
-  ASSERT_EQ(many.size(), ins.size());
-  for (std::size_t i = 0; i < ins.size(); ++i) {
-    const ForwardOutput one = k->forward(ins[i]);
-    EXPECT_EQ(many[i].o, one.o) << ins[i].problem.describe();
-    EXPECT_EQ(many[i].lse, one.lse) << ins[i].problem.describe();
-  }
+  expect_forward_many_equals_forward(*cuda::make_cuda_kernel(GetParam()), instances(false));
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, CudaKernel,

@@ -190,17 +190,7 @@ TEST(CudnnKernel, ForwardIsDeterministicAndBackwardDeterminismIsReported) {
 
 TEST(CudnnKernel, ForwardManyEqualsForward) {
   ATTN_SKIP_WITHOUT_CUDNN();
-  auto k = cudnn_kernel();
-  const std::vector<Instance> ins = instances(false);
-  std::vector<const Instance*> ptrs;
-  for (const Instance& in : ins) ptrs.push_back(&in);
-  const std::vector<ForwardOutput> many = k->forward_many(ptrs);
-  ASSERT_EQ(many.size(), ins.size());
-  for (std::size_t i = 0; i < ins.size(); ++i) {
-    const ForwardOutput one = k->forward(ins[i]);
-    EXPECT_EQ(many[i].o, one.o) << ins[i].problem.describe();
-    EXPECT_EQ(many[i].lse, one.lse) << ins[i].problem.describe();
-  }
+  expect_forward_many_equals_forward(*cudnn_kernel(), instances(false));
 }
 
 // A bias that is not a bf16 value cannot be handed to cuDNN exactly: the kernel declines (the check skips).

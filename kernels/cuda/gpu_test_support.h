@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/kernel.h"
 #include "harness/problem.h"
 #include "kernels/cpu/test_support.h"
 #include "kernels/cuda/cuda_check.h"
@@ -83,6 +84,19 @@ inline std::vector<Instance> gpu_test_instances(std::uint64_t seed, bool with_d_
     out.push_back(with_tied_keys(in, 3));
   }
   return out;
+}
+
+// forward_many (one batched launch per shape) must give each instance exactly what forward gives it alone.
+inline void expect_forward_many_equals_forward(const Kernel& k, const std::vector<Instance>& ins) {
+  std::vector<const Instance*> ptrs;
+  for (const Instance& in : ins) ptrs.push_back(&in);
+  const std::vector<ForwardOutput> many = k.forward_many(ptrs);
+  ASSERT_EQ(many.size(), ins.size());
+  for (std::size_t i = 0; i < ins.size(); ++i) {
+    const ForwardOutput one = k.forward(ins[i]);
+    EXPECT_EQ(many[i].o, one.o) << ins[i].problem.describe();
+    EXPECT_EQ(many[i].lse, one.lse) << ins[i].problem.describe();
+  }
 }
 
 }  // namespace attncheck::test
