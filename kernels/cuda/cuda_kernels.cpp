@@ -9,7 +9,6 @@
 // Run the GPU tests: ctest -L gpu (they skip without a device).
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <tuple>
@@ -105,25 +104,21 @@ class CudaFlashKernel final : public Kernel {
 
 std::vector<ForwardOutput> CudaFlashKernel::forward_many(const std::vector<const Instance*>& ins) const {
   std::vector<ForwardOutput> out(ins.size());
-  // Group by everything the launch depends on; each group is one batch-concatenated launch.
-  using Key = std::tuple<int, int, int, int, int, double, bool>;
-  std::map<Key, std::vector<std::size_t>> groups;
-  for (std::size_t i = 0; i < ins.size(); ++i) {
-    const Problem& p = ins[i]->problem;
-    check_supported(*ins[i], false);
-    groups[Key{p.heads_q, p.heads_kv, p.n_q, p.n_k, p.head_dim, p.scale, p.causal}].push_back(i);
-  }
+  for (const Instance* in : ins) check_supported(*in, false);
+  // Each group (everything the launch depends on but the batch) is one batch-concatenated launch.
+  const std::vector<BatchGroup> groups = group_for_launch(ins, [](const Problem& p) {
+    return std::make_tuple(p.heads_q, p.heads_kv, p.n_q, p.n_k, p.head_dim, p.scale, p.causal);
+  });
   // One call at a time per kernel object: the workspace is shared (results never depend on it).
   std::lock_guard<std::mutex> lock(ws_mu_);
   if (!ws_) ws_ = std::make_unique<FwdWorkspace>(name_);
   FwdWorkspace& w = *ws_;
-  for (const auto& group : groups) {
-    const std::vector<std::size_t>& idx = group.second;  // (no structured binding: clang 14 cannot capture one)
+  for (const BatchGroup& group : groups) {
+    const std::vector<std::size_t>& idx = group.members;
+    const std::vector<std::size_t>& batch_at = group.batch_at;
     const Problem& p0 = ins[idx[0]]->problem;
     const int d = p0.head_dim, kd = padded_dim(d);
-    std::vector<std::size_t> batch_at(idx.size() + 1, 0);  // first batch entry of each instance
-    for (std::size_t g = 0; g < idx.size(); ++g) batch_at[g + 1] = batch_at[g] + ins[idx[g]]->problem.batch;
-    const std::size_t total_batch = batch_at.back();
+    const std::size_t total_batch = group.total_batch();
     const std::size_t q_per_b = std::size_t(p0.heads_q) * p0.n_q, kv_per_b = std::size_t(p0.heads_kv) * p0.n_k;
     const std::size_t q_elems = total_batch * q_per_b * kd, kv_elems = total_batch * kv_per_b * kd;
     std::uint16_t* hq = w.hq.ensure(q_elems);

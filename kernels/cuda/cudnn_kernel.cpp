@@ -16,7 +16,6 @@
 
 #if defined(ATTNCHECK_HAVE_CUDNN)
 #include <algorithm>
-#include <map>
 #include <tuple>
 
 #include "kernels/cuda/cuda_check.h"
@@ -89,20 +88,18 @@ class CudnnKernel final : public Kernel {
 
 std::vector<ForwardOutput> CudnnKernel::forward_many(const std::vector<const Instance*>& ins) const {
   std::vector<ForwardOutput> out(ins.size());
-  using Key = std::tuple<int, int, int, int, int, double, bool, bool>;  // what a launch depends on, but batch
-  std::map<Key, std::vector<std::size_t>> groups;
-  for (std::size_t i = 0; i < ins.size(); ++i) {
-    const Problem& p = ins[i]->problem;
-    check_supported(*ins[i], false);
-    groups[Key{p.heads_q, p.heads_kv, p.n_q, p.n_k, p.head_dim, p.scale, p.causal, p.has_mask || p.has_bias}]
-        .push_back(i);
-  }
-  for (const auto& [key, idx] : groups) {
+  for (const Instance* in : ins) check_supported(*in, false);
+  // Each group (everything the launch depends on but the batch) is one batch-concatenated launch.
+  const std::vector<BatchGroup> groups = group_for_launch(ins, [](const Problem& p) {
+    return std::make_tuple(p.heads_q, p.heads_kv, p.n_q, p.n_k, p.head_dim, p.scale, p.causal,
+                           p.has_mask || p.has_bias);
+  });
+  for (const BatchGroup& group : groups) {
+    const std::vector<std::size_t>& idx = group.members;
+    const std::vector<std::size_t>& batch_at = group.batch_at;
     const Problem& p0 = ins[idx[0]]->problem;
     const int d = p0.head_dim, kd = padded_dim(d);
-    std::vector<std::size_t> batch_at(idx.size() + 1, 0);  // first batch entry of each instance
-    for (std::size_t g = 0; g < idx.size(); ++g) batch_at[g + 1] = batch_at[g] + ins[idx[g]]->problem.batch;
-    const std::size_t total = batch_at.back();
+    const std::size_t total = group.total_batch();
     const std::size_t q_per_b = std::size_t(p0.heads_q) * p0.n_q, kv_per_b = std::size_t(p0.heads_kv) * p0.n_k;
     const cudnn::SdpaShape shape = shape_of(p0, static_cast<int>(total));
     const std::size_t bias_per_b = shape.bias ? q_per_b * p0.n_k : 0;

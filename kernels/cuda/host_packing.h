@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -68,6 +69,29 @@ inline void unpack_rows(const std::uint16_t* src, std::size_t rows, int d, int k
       out[r * d + c] = bits_to_float(std::uint32_t(b) << 16);
     }
   if (poisoned) *poisoned = poison != 0;
+}
+
+// forward_many's batching: instances that one launch can run together (equal key(problem), which holds
+// everything the launch depends on except the batch), concatenated along the batch dimension.
+struct BatchGroup {
+  std::vector<std::size_t> members;   // indices into the caller's instances, in their order
+  std::vector<std::size_t> batch_at;  // first batch entry of each member; back() = the launch's batch
+  std::size_t total_batch() const { return batch_at.back(); }
+};
+template <class KeyFn>
+std::vector<BatchGroup> group_for_launch(const std::vector<const Instance*>& ins, KeyFn key) {
+  std::map<decltype(key(ins[0]->problem)), std::vector<std::size_t>> by_key;
+  for (std::size_t i = 0; i < ins.size(); ++i) by_key[key(ins[i]->problem)].push_back(i);
+  std::vector<BatchGroup> out;
+  for (auto& entry : by_key) {
+    BatchGroup g;
+    g.members = std::move(entry.second);
+    g.batch_at.assign(g.members.size() + 1, 0);
+    for (std::size_t m = 0; m < g.members.size(); ++m)
+      g.batch_at[m + 1] = g.batch_at[m] + static_cast<std::size_t>(ins[g.members[m]]->problem.batch);
+    out.push_back(std::move(g));
+  }
+  return out;
 }
 
 // Runs fn(i) for i in [0, n) on up to hardware_concurrency threads (16 at most); small n runs inline.
