@@ -121,6 +121,17 @@ Plan build_backward(cudnnHandle_t handle, const SdpaShape& s) {
   auto tdelta = g.tensor("delta", kUidDelta, kF32, rd, packed_strides(rd));
   auto tdq_acc = g.tensor("dQ_accum", kUidDQAccum, kF32, q.dims, q.strides);
   auto scale = g.scalar("scale", kUidScale, kF32);
+  // A key-side gradient (dK, dV) = a·b per query head; with GQA the heads of a group are summed into `out`.
+  auto kv_gradient = [&](const std::string& grad, const std::string& product, cudnnBackendDescriptor_t a,
+                         cudnnBackendDescriptor_t bb, cudnnBackendDescriptor_t out) {
+    if (h == hk) {
+      g.matmul("matmul " + product, a, bb, out);
+      return;
+    }
+    auto full = g.virt(grad + " per q head", kBF16, {b, h, nk, d});
+    g.matmul("matmul " + product, a, bb, full);
+    g.reduction("sum " + grad + " over group", CUDNN_REDUCE_TENSOR_ADD, full, out);
+  };
   // δ = Σ_c dO·O
   auto doo = g.virt("dO*O", kF32, q.dims), dsum = g.virt("sum dO*O", kF32, rd);
   g.pointwise("mul_dO_O", CUDNN_POINTWISE_MUL, kF32, tdo, to, doo);
@@ -138,13 +149,7 @@ Plan build_backward(cudnnHandle_t handle, const SdpaShape& s) {
   // dV = Pᵀ·dO (per query head, then summed over the group with GQA)
   auto pt = g.virt("P^T", kBF16, sdt, sdt_strides);
   g.reshape("reshape P", p, pt);
-  if (h == hk) {
-    g.matmul("matmul P^T.dO", pt, tdo, tdv);
-  } else {
-    auto dv_full = g.virt("dV per q head", kBF16, {b, h, nk, d});
-    g.matmul("matmul P^T.dO", pt, tdo, dv_full);
-    g.reduction("sum dV over group", CUDNN_REDUCE_TENSOR_ADD, dv_full, tdv);
-  }
+  kv_gradient("dV", "P^T.dO", pt, tdo, tdv);
   // dS = P∘(dO·Vᵀ − δ)·scale
   auto dp = g.virt("dP", kF32, sd), dp_sub = g.virt("dP-delta", kF32, sd), dsp = g.virt("P*(dP-delta)", kF32, sd);
   auto ds = g.virt("dS", kF32, sd);
@@ -155,13 +160,7 @@ Plan build_backward(cudnnHandle_t handle, const SdpaShape& s) {
   // dK = dSᵀ·Q
   auto dst = g.virt("dS^T", kBF16, sdt, sdt_strides);
   g.reshape("reshape dS", ds, dst);
-  if (h == hk) {
-    g.matmul("matmul dS^T.Q", dst, tq, tdk);
-  } else {
-    auto dk_full = g.virt("dK per q head", kBF16, {b, h, nk, d});
-    g.matmul("matmul dS^T.Q", dst, tq, dk_full);
-    g.reduction("sum dK over group", CUDNN_REDUCE_TENSOR_ADD, dk_full, tdk);
-  }
+  kv_gradient("dK", "dS^T.Q", dst, tq, tdk);
   // dQ = dS·K (K: a reshape of the Kᵀ view back to [b,hkv,nk,d])
   auto k = g.virt("K", kBF16, kv.dims, kv.strides);
   g.reshape("reshape K^T", tkt, k);
