@@ -169,6 +169,13 @@ cudnnBackendDescriptor_t GraphBuilder::virt(const std::string& name, cudnnDataTy
   return tensor(name, next_uid_++, type, dims, strides.empty() ? packed_strides(dims) : strides, true);
 }
 
+void GraphBuilder::add_op(std::unique_ptr<Desc> op, std::unique_ptr<Desc> desc) {
+  op->finalize();
+  ops_.push_back(op->get());
+  if (desc) keep_.push_back(std::move(desc));
+  keep_.push_back(std::move(op));
+}
+
 cudnnBackendDescriptor_t GraphBuilder::scalar(const std::string& name, int64_t uid, cudnnDataType_t type) {
   return tensor(name, uid, type, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
 }
@@ -186,10 +193,7 @@ void GraphBuilder::matmul(const std::string& name, cudnnBackendDescriptor_t a, c
   ATTN_SET(*op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
   ATTN_SET(*op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c);
   ATTN_SET(*op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &md);
-  op->finalize();
-  ops_.push_back(op->get());
-  keep_.push_back(std::move(desc));
-  keep_.push_back(std::move(op));
+  add_op(std::move(op), std::move(desc));
 }
 
 void GraphBuilder::pointwise(const std::string& name, cudnnPointwiseMode_t mode, cudnnDataType_t prec,
@@ -209,10 +213,7 @@ void GraphBuilder::pointwise(const std::string& name, cudnnPointwiseMode_t mode,
   if (b) ATTN_SET(*op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
   if (t) ATTN_SET(*op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t);
   ATTN_SET(*op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-  op->finalize();
-  ops_.push_back(op->get());
-  keep_.push_back(std::move(desc));
-  keep_.push_back(std::move(op));
+  add_op(std::move(op), std::move(desc));
 }
 
 void GraphBuilder::reduction(const std::string& name, cudnnReduceTensorOp_t red, cudnnBackendDescriptor_t x,
@@ -228,10 +229,7 @@ void GraphBuilder::reduction(const std::string& name, cudnnReduceTensorOp_t red,
   ATTN_SET(*op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
   ATTN_SET(*op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
   ATTN_SET(*op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &rd);
-  op->finalize();
-  ops_.push_back(op->get());
-  keep_.push_back(std::move(desc));
-  keep_.push_back(std::move(op));
+  add_op(std::move(op), std::move(desc));
 }
 
 void GraphBuilder::reshape(const std::string& name, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y) {
@@ -239,9 +237,7 @@ void GraphBuilder::reshape(const std::string& name, cudnnBackendDescriptor_t x, 
   auto op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, "reshape op " + name);
   ATTN_SET(*op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
   ATTN_SET(*op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-  op->finalize();
-  ops_.push_back(op->get());
-  keep_.push_back(std::move(op));
+  add_op(std::move(op), nullptr);
 }
 
 #pragma GCC diagnostic push

@@ -106,6 +106,8 @@ class GraphBuilder {
  private:
   const std::string& name_of(cudnnBackendDescriptor_t d) const;
   std::string name_;
+  // Finalises an operation, appends it to the graph and keeps it (and its op descriptor, if any) alive.
+  void add_op(std::unique_ptr<Desc> op, std::unique_ptr<Desc> desc);
   std::vector<std::unique_ptr<Desc>> keep_;
   std::vector<cudnnBackendDescriptor_t> ops_;
   int64_t next_uid_ = 1000;
