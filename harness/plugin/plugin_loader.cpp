@@ -75,16 +75,7 @@ class PluginKernel : public Kernel {
     write_inputs(a, t, in);
 
     attncheck_forward_args args{};
-    args.struct_size = sizeof args;
-    args.problem = abi_problem(p);
-    args.q = a.tensor(t.q);
-    args.k = a.tensor(t.k);
-    args.v = a.tensor(t.v);
-    if (t.mask >= 0) args.mask = a.tensor(t.mask);
-    if (t.bias >= 0) args.bias = a.tensor(t.bias);
-    args.o = a.tensor(o);
-    args.lse = a.tensor(lse);
-    args.seed = in.seed;
+    common_args(args, a, t, p, o, lse, in.seed);
     call(a, [&](char* msg, std::size_t n) { return d_.forward(d_.self, &args, msg, n); }, p, false);
     return ForwardOutput{a.read(o), a.read(lse)};
   }
@@ -111,21 +102,12 @@ class PluginKernel : public Kernel {
     a.write(d_o, in.d_o);
 
     attncheck_backward_args args{};
-    args.struct_size = sizeof args;
-    args.problem = abi_problem(p);
-    args.q = a.tensor(t.q);
-    args.k = a.tensor(t.k);
-    args.v = a.tensor(t.v);
-    if (t.mask >= 0) args.mask = a.tensor(t.mask);
-    if (t.bias >= 0) args.bias = a.tensor(t.bias);
-    args.o = a.tensor(o);
-    args.lse = a.tensor(lse);
+    common_args(args, a, t, p, o, lse, in.seed);
     args.d_o = a.tensor(d_o);
     args.dq = a.tensor(dq);
     args.dk = a.tensor(dk);
     args.dv = a.tensor(dv);
     args.delta = a.tensor(delta);
-    args.seed = in.seed;
     call(a, [&](char* msg, std::size_t n) { return d_.backward(d_.self, &args, msg, n); }, p, true);
 
     BackwardOutput out{a.read(dq), a.read(dk), a.read(dv), {}};
@@ -164,6 +146,22 @@ class PluginKernel : public Kernel {
     a.write(t.v, in.v);
     if (t.mask >= 0) a.write_mask(t.mask, in.mask);
     if (t.bias >= 0) a.write(t.bias, in.bias);
+  }
+  // The fields attncheck_forward_args and attncheck_backward_args share: size, problem, Q, K, V, mask, bias, O, LSE
+  // (an output of the forward, an input of the backward) and the seed.
+  template <class Args>
+  void common_args(Args& args, const GuardedArena& a, const Inputs& t, const Problem& p, int o, int lse,
+                   std::uint64_t seed) const {
+    args.struct_size = sizeof args;
+    args.problem = abi_problem(p);
+    args.q = a.tensor(t.q);
+    args.k = a.tensor(t.k);
+    args.v = a.tensor(t.v);
+    if (t.mask >= 0) args.mask = a.tensor(t.mask);
+    if (t.bias >= 0) args.bias = a.tensor(t.bias);
+    args.o = a.tensor(o);
+    args.lse = a.tensor(lse);
+    args.seed = seed;
   }
   attncheck_problem abi_problem(const Problem& p) const {
     attncheck_problem q{};
