@@ -19,6 +19,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <utility>
 #include <numeric>
 #include <sstream>
 
@@ -279,27 +280,20 @@ struct FamilyFields {  // Family's fields as compared below: a new field changes
 static_assert(sizeof(Family) == sizeof(FamilyFields), "Family changed: update make_instance's memo key");
 
 Instance make_instance(const Family& f, std::uint64_t index) {
-  thread_local bool valid = false;
-  thread_local Family key;
-  thread_local std::uint64_t key_index = 0;
-  thread_local Instance value;
-  auto same_family = [&] {
-    return key_index == index && key.seed == f.seed && key.tile_q == f.tile_q && key.tile_k == f.tile_k &&
+  using Key = std::pair<Family, std::uint64_t>;
+  auto& m = memo::OneEntry<struct MakeInstanceTag, Key, Instance>::mine();
+  auto same_family = [&](const Key& k) {
+    const Family& key = k.first;
+    return k.second == index && key.seed == f.seed && key.tile_q == f.tile_q && key.tile_k == f.tile_k &&
            key.generator == f.generator && memo::same_problem(key.problem, f.problem) &&
            key.params.size() == f.params.size() &&
            std::equal(key.params.begin(), key.params.end(), f.params.begin(), [](const auto& a, const auto& b) {
              return a.first == b.first && std::memcmp(&a.second, &b.second, sizeof(double)) == 0;
            });
   };
-  if (valid && same_family()) return value;
+  if (const Instance* v = m.find(same_family)) return *v;
   Instance in = make_instance_uncached(f, index);
-  if (memo::small(in)) {
-    valid = false;
-    value = in;
-    key = f;
-    key_index = index;
-    valid = true;
-  }
+  if (memo::small(in)) m.remember(Key{f, index}, in);
   return in;
 }
 
