@@ -6,7 +6,7 @@
 # SDPA in one program; forward_many throughput), and write a report.
 #   bash ci/gpu.sh                     build in build-gpu, results and report in out/gpu/
 # Environment: ATTNCHECK_GPU_BUILD (build dir), ATTNCHECK_GPU_OUT (results dir), ATTNCHECK_GPU_SKIP_BUILD=1
-# (use binaries already in the build dir, e.g. built elsewhere and copied), ATTNCHECK_GPU_BENCH_FILTER (a
+# (use binaries already in the build dir, e.g. a bundle from ci/gpu_bundle.sh built elsewhere and copied), ATTNCHECK_GPU_BENCH_FILTER (a
 # --benchmark_filter regex; default all), ATTNCHECK_GPU_NO_BENCH=1, ATTNCHECK_GPU_NO_SANITIZER=1,
 # ATTNCHECK_GPU_SANITIZER_TOOLS (default "memcheck racecheck synccheck initcheck"), ATTNCHECK_GPU_SANITIZER_FILTER,
 # ATTNCHECK_GPU_NO_SUITES=1 (skip the property suites), ATTNCHECK_GPU_SUITES (default "default bias").
@@ -27,6 +27,8 @@ if [ "${ATTNCHECK_GPU_SKIP_BUILD:-0}" != 1 ]; then
     bash ci/build.sh "$build" Release || exit 1
 fi
 
+# A bundle from ci/gpu_bundle.sh carries the shared libraries a bare GPU host lacks.
+[ -d "$build/lib" ] && export LD_LIBRARY_PATH="$PWD/$build/lib:${LD_LIBRARY_PATH:-}"
 # cuda:cudnn loads libcudnn.so.9 at run time: where the CUDA toolkit has none (e.g. a host whose cuDNN came with
 # PyTorch's wheel), look in the Python packages and put the first one found on the library path.
 if ! ldconfig -p 2>/dev/null | grep -q 'libcudnn.so.9' && [ ! -e /usr/local/cuda/lib64/libcudnn.so.9 ]; then
