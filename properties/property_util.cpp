@@ -89,27 +89,51 @@ double envelope_gamma(const Family& f) {
   return ru < 0.5 ? ru / (1.0 - ru) : 1.0;  // beyond R·u = 1/2 the bound is vacuous: cap at "anything"
 }
 
-double score_error_bound(const Instance& in, int b, int h, int i) {
+std::vector<double> score_error_bounds(const Instance& in) {
   const Problem& p = in.problem;
-  const int hk = h / p.group();
-  const double gamma_d = p.head_dim * kU32 / (1.0 - p.head_dim * kU32);
-  double max_s = 0, max_abs_dot = 0;
-  for (int j = 0; j < p.n_k; ++j) {
-    if (!in.visible(b, h, i, j)) continue;
-    double dot = 0, abs_dot = 0;
-    for (int c = 0; c < p.head_dim; ++c) {
-      const double t = in.q[p.q_at(b, h, i, c)] * in.k[p.kv_at(b, hk, j, c)];
-      dot += t;
-      abs_dot += std::fabs(t);
+  const int d = p.head_dim, n_k = p.n_k;
+  const double gamma_d = d * kU32 / (1.0 - d * kU32);
+  std::vector<double> sigma(p.rows(), 0.0), kt(std::size_t(d) * n_k), dot(n_k), abs_dot(n_k);
+  for (int b = 0; b < p.batch; ++b)
+    for (int hk = 0; hk < p.heads_kv; ++hk) {
+      // K of this kv head as [column][key], so that one row's n_k dot products run side by side; each is still
+      // summed over the columns in order from 0 (products of fp32 values are exact in fp64), bit for bit the
+      // per-key loop's value.
+      for (int j = 0; j < n_k; ++j)
+        for (int c = 0; c < d; ++c) kt[std::size_t(c) * n_k + j] = in.k[p.kv_at(b, hk, j, c)];
+      for (int h = hk * p.group(); h < (hk + 1) * p.group(); ++h)
+        for (int i = 0; i < p.n_q; ++i) {
+          std::fill(dot.begin(), dot.end(), 0.0);
+          std::fill(abs_dot.begin(), abs_dot.end(), 0.0);
+          const double* qi = &in.q[p.q_at(b, h, i, 0)];
+          for (int c = 0; c < d; ++c) {
+            const double x = qi[c];
+            const double* col = &kt[std::size_t(c) * n_k];
+            for (int j = 0; j < n_k; ++j) {
+              const double t = x * col[j];
+              dot[j] += t;
+              abs_dot[j] += std::fabs(t);
+            }
+          }
+          double max_s = 0, max_abs_dot = 0;
+          for (int j = 0; j < n_k; ++j) {  // key order, as the maxima were always taken
+            if (!in.visible(b, h, i, j)) continue;
+            const double s = p.scale * dot[j] + (p.has_bias ? in.bias[p.score_at(b, h, i, j)] : 0.0);
+            max_s = std::max(max_s, std::fabs(s));
+            max_abs_dot = std::max(max_abs_dot, abs_dot[j]);
+          }
+          sigma[p.row_at(b, h, i)] = 4 * kU32 * max_s + p.scale * gamma_d * max_abs_dot;
+        }
     }
-    double s = p.scale * dot + (p.has_bias ? in.bias[p.score_at(b, h, i, j)] : 0.0);
-    max_s = std::max(max_s, std::fabs(s));
-    max_abs_dot = std::max(max_abs_dot, abs_dot);
-  }
-  return 4 * kU32 * max_s + p.scale * gamma_d * max_abs_dot;
+  return sigma;
 }
 
 std::vector<double> output_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_o) {
+  return output_envelope(in, f, exact_o, score_error_bounds(in));
+}
+
+std::vector<double> output_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_o,
+                                    const std::vector<double>& sigma) {
   const Problem& p = in.problem;
   const double g = envelope_gamma(f);
   std::vector<double> e(p.q_size(), 0.0);
@@ -117,8 +141,7 @@ std::vector<double> output_envelope(const Instance& in, const Family& f, const s
   for (int b = 0; b < p.batch; ++b)
     for (int h = 0; h < p.heads_q; ++h)
       for (int i = 0; i < p.n_q; ++i) {
-        const double sigma = score_error_bound(in, b, h, i);
-        const double w = std::min(std::expm1(2 * sigma), 1e300);
+        const double w = std::min(std::expm1(2 * sigma[p.row_at(b, h, i)]), 1e300);
         // M_c for every column in one pass over the row's visible keys (V is row-major); a max does not depend
         // on the order it is taken in (std::max never picks a NaN operand second), so this is the per-column
         // loop's value, at a fraction of the visible() calls.
@@ -142,17 +165,19 @@ std::vector<double> output_envelope(const Instance& in, const Family& f, const s
 }
 
 std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse) {
+  return lse_envelope(in, f, exact_lse, score_error_bounds(in));
+}
+
+std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse,
+                                 const std::vector<double>& sigma) {
   const Problem& p = in.problem;
   const double g = envelope_gamma(f);
   std::vector<double> e(p.rows(), 0.0);
-  for (int b = 0; b < p.batch; ++b)
-    for (int h = 0; h < p.heads_q; ++h)
-      for (int i = 0; i < p.n_q; ++i) {
-        const std::size_t r = p.row_at(b, h, i);
-        const double l = std::isfinite(exact_lse[r]) ? std::fabs(exact_lse[r]) : 0.0;
-        const double bound = score_error_bound(in, b, h, i) + g / (1 - std::min(g, 0.5)) + 0x1.0p-22 * l;
-        e[r] = std::isfinite(bound) ? bound : HUGE_VAL;  // +inf = unbounded, never NaN (as above)
-      }
+  for (std::size_t r = 0; r < p.rows(); ++r) {
+    const double l = std::isfinite(exact_lse[r]) ? std::fabs(exact_lse[r]) : 0.0;
+    const double bound = sigma[r] + g / (1 - std::min(g, 0.5)) + 0x1.0p-22 * l;
+    e[r] = std::isfinite(bound) ? bound : HUGE_VAL;  // +inf = unbounded, never NaN (as above)
+  }
   return e;
 }
 

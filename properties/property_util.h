@@ -52,13 +52,19 @@ Outcome run_per_instance(const std::string& property, const Kernel& k, const Fam
 
 // The envelope above: γ for the family, σ_i for one row, M_c over attended keys.
 double envelope_gamma(const Family& f);
-double score_error_bound(const Instance& in, int b, int h, int i);
+std::vector<double> score_error_bounds(const Instance& in);  // σ_i of every row (row_at order)
 // E_ic for every O element (Q layout): the bound on |O_kernel − O_exact| under the envelope. Either a finite
 // non-negative number or +inf ("no bound": the exact value is not finite, or the bound passes fp64's range),
 // never NaN; the same for lse_envelope. Callers compare non-finite outputs exactly, never through a tolerance.
+// The overloads taking `sigma` (= score_error_bounds(in)) let a caller that needs both envelopes of one
+// instance compute σ once.
 std::vector<double> output_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_o);
+std::vector<double> output_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_o,
+                                    const std::vector<double>& sigma);
 // The bound on |LSE_kernel − LSE_exact| per row: σ_i + γ/(1−γ) + 2^-22·|LSE|.
 std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse);
+std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse,
+                                 const std::vector<double>& sigma);
 
 bool same_value(double a, double b);  // bitwise equal, except that +0 == −0 (and NaN == NaN)
 std::string fmt_num(double x);        // shortest round-trip decimal

@@ -116,8 +116,9 @@ std::string check_key_permutation(const Kernel& k, const Instance& in, const Fam
   }
   const ReferenceForward rf = reference_forward(in);
   const ForwardOutput a = k.forward(in), b = k.forward(t);
-  const auto tol_o = output_envelope(in, f, rf.o);
-  const auto tol_l = lse_envelope(in, f, rf.lse);
+  const auto sigma = score_error_bounds(in);
+  const auto tol_o = output_envelope(in, f, rf.o, sigma);
+  const auto tol_l = lse_envelope(in, f, rf.lse, sigma);
   return compare_within(p, a, b, tol_o, tol_l, std::vector<double>(p.rows(), 0.0), stats);
 }
 
@@ -142,10 +143,11 @@ std::string check_logit_shift(const Kernel& k, const Instance& in0, const Family
   }
   const ReferenceForward rb = reference_forward(base), rt = reference_forward(t);
   const ForwardOutput a = k.forward(base), b = k.forward(t);
-  auto tol_o = output_envelope(base, f, rb.o);
-  const auto tol_o2 = output_envelope(t, f, rt.o);
-  auto tol_l = lse_envelope(base, f, rb.lse);
-  const auto tol_l2 = lse_envelope(t, f, rt.lse);
+  const auto sigma_b = score_error_bounds(base), sigma_t = score_error_bounds(t);
+  auto tol_o = output_envelope(base, f, rb.o, sigma_b);
+  const auto tol_o2 = output_envelope(t, f, rt.o, sigma_t);
+  auto tol_l = lse_envelope(base, f, rb.lse, sigma_b);
+  const auto tol_l2 = lse_envelope(t, f, rt.lse, sigma_t);
   for (std::size_t x = 0; x < tol_o.size(); ++x) tol_o[x] = 0.5 * (tol_o[x] + tol_o2[x]);  // compare: 2·mean
   for (std::size_t x = 0; x < tol_l.size(); ++x) tol_l[x] = 0.5 * (tol_l[x] + tol_l2[x]);
   return compare_within(p, a, b, tol_o, tol_l, shift, stats);

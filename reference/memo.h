@@ -9,11 +9,15 @@
 // Tested by fuzz_input_test (FuzzMemo.*: a hit gives what a fresh call gives; a changed input misses).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
 #include "harness/problem.h"
+#include "kernels/formats.h"
 
 namespace attncheck::memo {
 
@@ -77,12 +81,51 @@ struct OneEntry {
   Value value;
 };
 
-// Instance::validate() for an instance whose inputs (Q, K, V, dO, mask, bias, problem) are bit-identical to the
-// last one validated on this thread is skipped: validate is a pure function of exactly those fields, and the
-// make_instance → reference_forward → reference_backward chain of one input otherwise validates it three times.
+// Instance::validate()'s per-element rules (harness/problem.cpp): Q, K, V, dO values of the input format; a
+// keep-mask of 0/1; a bias of fp32 values, neither NaN nor +inf. Everything else it checks (the problem, the
+// tensor sizes) is a function of the problem and the sizes alone. FuzzMemo.IncrementalValidation... pins these
+// rules to validate() element by element.
+inline bool valid_input_value(double x, Format f) { return representable(x, f); }
+inline bool valid_bias_value(double x) { return representable(x, Format::kF32) && !std::isnan(x) && x != HUGE_VAL; }
+inline bool valid_mask_value(std::uint8_t x) { return x <= 1; }
+
+// Every element of `now` whose bits differ from `was` (same size) satisfies ok(). Blocks of equal bits are
+// skipped after a branch-free compare (no memcmp: libFuzzer hooks every unequal memcmp).
+template <class T, class Ok>
+bool changed_elements_ok(const std::vector<T>& now, const std::vector<T>& was, Ok ok) {
+  if (now.size() != was.size()) return false;
+  constexpr std::size_t kBlock = 32;
+  for (std::size_t b = 0; b < now.size(); b += kBlock) {
+    const std::size_t end = std::min(now.size(), b + kBlock);
+    bool differ = false;
+    for (std::size_t i = b; i < end; ++i) differ |= std::memcmp(&now[i], &was[i], sizeof(T)) != 0;
+    if (!differ) continue;
+    for (std::size_t i = b; i < end; ++i)
+      if (std::memcmp(&now[i], &was[i], sizeof(T)) != 0 && !ok(now[i])) return false;
+  }
+  return true;
+}
+
+// Instance::validate(), remembering the last instance it passed on this thread (the root). An instance with
+// bit-identical inputs (Q, K, V, dO, mask, bias, problem) is not checked again: validate is a pure function of
+// exactly those fields, and the make_instance → reference_forward → reference_backward chain of one input
+// otherwise validates it three times. An instance with the root's problem and tensor sizes is checked only where
+// its elements differ from the root's, by the per-element rules above: the rest of validate() is the same
+// function of the same problem and sizes, and each unchanged element passed it already. This is what makes the
+// transformed copies the properties derive from a validated instance (logit_shift changes one column) cheap to
+// validate. Such an instance does not replace the root; anything else is validated in full and becomes the root.
 inline void validate_once(const Instance& in) {
   auto& m = OneEntry<struct ValidateTag, Instance, bool>::mine();
-  if (m.find([&](const Instance& last) { return same_reference_inputs(in, last, true); })) return;
+  if (m.valid) {
+    const Instance& root = m.key;
+    const Format f = in.problem.input_format;
+    const auto input_ok = [f](double x) { return valid_input_value(x, f); };
+    if (same_problem(in.problem, root.problem) && changed_elements_ok(in.q, root.q, input_ok) &&
+        changed_elements_ok(in.k, root.k, input_ok) && changed_elements_ok(in.v, root.v, input_ok) &&
+        changed_elements_ok(in.d_o, root.d_o, input_ok) && changed_elements_ok(in.mask, root.mask, valid_mask_value) &&
+        changed_elements_ok(in.bias, root.bias, valid_bias_value))
+      return;
+  }
   in.validate();  // throws: the memo stays as it was
   if (small(in)) m.remember(in, true);
 }

@@ -14,6 +14,7 @@
 #include "harness/fuzz/fuzz_input.h"
 #include "harness/fuzz/kernel_target.h"
 #include "harness/fuzz/mutator.h"
+#include "reference/memo.h"
 #include "reference/reference.h"
 
 namespace attncheck::fuzz {
@@ -208,6 +209,46 @@ TEST(FuzzMemo, ReferenceAndInstanceMemosAnswerOnlyBitIdenticalInputs) {
   EXPECT_EQ(reference_forward(z).o, reference_forward(nz).o);  // same exact answer, computed twice
 }
 
+// validate_once (reference/memo.h) checks an instance with the last validated one's problem and sizes only where
+// its elements differ: it must throw exactly when Instance::validate() throws, for every per-element rule
+// (input-format values in Q, K, V, dO; 0/1 mask; fp32, non-NaN, non-+inf bias), and a throw leaves the root.
+TEST(FuzzMemo, IncrementalValidationThrowsExactlyWhenValidateThrows) {
+  Family f = default_family("random_mask");
+  f.problem = Problem::of_shape(1, 2, 1, 5, 6, 4);
+  f.problem.has_bias = true;
+  const Instance root = make_instance(f, 0);
+  ASSERT_TRUE(root.problem.has_mask);
+  std::mt19937_64 rng(11);
+  const double specials[] = {NAN,    HUGE_VAL, -HUGE_VAL, 0x1p-149, 1.0 + 0x1p-10, 3e38, 1e300,
+                             -0.0,   1.5,      0x1p-133,  65280.0,  0x1p127,       -2.0};
+  int thrown = 0, passed = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    memo::validate_once(root);  // the root (a hit after the first call)
+    Instance t = root;
+    for (int edit = 0; edit < 1 + trial % 3; ++edit) {
+      const int which = static_cast<int>(rng() % 6);
+      const double x = rng() % 2 ? specials[rng() % std::size(specials)] : std::bit_cast<double>(rng() >> (rng() % 2 ? 0 : 34));
+      std::vector<double>* tensors[] = {&t.q, &t.k, &t.v, &t.d_o, &t.bias};
+      if (which == 5) {
+        t.mask[rng() % t.mask.size()] = static_cast<std::uint8_t>(rng() % 3 == 0 ? rng() % 256 : rng() % 2);
+      } else {
+        std::vector<double>& v = *tensors[which];
+        v[rng() % v.size()] = x;
+      }
+    }
+    bool full = false, incremental = false;
+    try { t.validate(); } catch (const Error&) { full = true; }
+    try { memo::validate_once(t); } catch (const Error&) { incremental = true; }
+    EXPECT_EQ(full, incremental) << "trial " << trial;
+    (full ? thrown : passed) += 1;
+  }
+  EXPECT_GT(thrown, 100);  // both outcomes exercised
+  EXPECT_GT(passed, 100);
+  Instance wrong_size = root;  // a size change is never checked incrementally
+  wrong_size.q.pop_back();
+  EXPECT_THROW(memo::validate_once(wrong_size), Error);
+}
+
 class CountingKernel : public Kernel {
  public:
   explicit CountingKernel(const Kernel& b) : base_(b) {}
@@ -235,6 +276,9 @@ TEST(FuzzMemo, MemoKernelRunsOncePerInstanceAndLendsOnlyOnceToDeterminism) {
   MemoKernel direct(default_registry().get("fa2"));
   EXPECT_EQ(direct.forward(a).o, x.o);
   EXPECT_NE(direct.trace_of(a), nullptr);  // fa2 is: its trace is kept, its outputs are the kernel's
+  const auto tiled = direct.with_tiles(3, 5);  // a tiled copy (gcc once dereferenced the moved-from pointer here)
+  ASSERT_NE(tiled, nullptr);
+  EXPECT_EQ(tiled->forward(a).o, default_registry().get("fa2").with_tiles(3, 5)->forward(a).o);
   m.backward(a, x);
   m.backward(a, x);
   EXPECT_EQ(k.backwards, 1);

@@ -99,7 +99,10 @@ void MemoKernel::set_lend_once(bool on) { store_->lend_once = on; }
 std::unique_ptr<Kernel> MemoKernel::with_tiles(int tile_q, int tile_k) const {
   std::unique_ptr<Kernel> t = base_.with_tiles(tile_q, tile_k);
   if (!t) return nullptr;  // fixed tiles: properties use this kernel as it is
-  return std::unique_ptr<Kernel>(new MemoKernel(*t, store_, tile_q, tile_k, std::move(t)));
+  // The reference first: argument evaluation order is unspecified, and gcc moves `t` into the last parameter
+  // before evaluating `*t` when both are in one call (a null dereference in gcc builds).
+  const Kernel& tiled_kernel = *t;
+  return std::unique_ptr<Kernel>(new MemoKernel(tiled_kernel, store_, tile_q, tile_k, std::move(t)));
 }
 
 void MemoKernel::clear() {

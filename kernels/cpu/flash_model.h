@@ -46,4 +46,11 @@ ForwardOutput model_forward(const NumericsSpec& spec, const Instance& in, ModelT
 BackwardOutput model_backward(const NumericsSpec& spec, const Instance& in, const ForwardOutput& fwd,
                               ModelTrace* trace = nullptr);
 
+// The same passes with every rounding format read from the spec at run time. model_forward/model_backward take
+// a compiled fast path for the built-in specs' formats (flash_model_steps.h); these exist so that a test can pin
+// the fast paths to the general one bit for bit.
+ForwardOutput model_forward_generic(const NumericsSpec& spec, const Instance& in, ModelTrace* trace = nullptr);
+BackwardOutput model_backward_generic(const NumericsSpec& spec, const Instance& in, const ForwardOutput& fwd,
+                                      ModelTrace* trace = nullptr);
+
 }  // namespace attncheck

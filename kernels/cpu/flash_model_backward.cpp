@@ -33,14 +33,16 @@ void check_backward_inputs(const NumericsSpec& spec, const Instance& in, const F
   if (p.has_bias && in.bias.size() != p.scores_size()) throw Error("model_backward: bias has the wrong size");
 }
 
-}  // namespace
-
-BackwardOutput model_backward(const NumericsSpec& spec, const Instance& in, const ForwardOutput& fwd,
-                              ModelTrace* trace) {
-  check_backward_inputs(spec, in, fwd);
+// The pass itself, on the formats Fm gives (flash_model_steps.h). Step 9's elementwise part (s, p, dP, dS of
+// one (query, key) pair) depends on no tile, so it is formed per key tile for all queries at once: one key
+// against every query (dots() over Q and dO transposed), then the tile partials in the spec's order.
+template <class Fm>
+BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, const ForwardOutput& fwd,
+                             ModelTrace* trace) {
+  const model_detail::FormatTable f = fm.get();
   const Problem& p = in.problem;
   const Consts c = model_detail::make_consts(spec, p);
-  const int d = p.head_dim, tq = spec.tile_q, tk = spec.tile_k, group = p.group();
+  const int d = p.head_dim, tq = spec.tile_q, tk = spec.tile_k, group = p.group(), n_q = p.n_q;
   const std::vector<float> q = model_detail::to_float(in.q), k = model_detail::to_float(in.k),
                            v = model_detail::to_float(in.v), d_o = model_detail::to_float(in.d_o),
                            o = model_detail::to_float(fwd.o);
@@ -56,62 +58,60 @@ BackwardOutput model_backward(const NumericsSpec& spec, const Instance& in, cons
     float acc = 0.0f;
     for (int t = 0; t < d; ++t) {
       const std::size_t e = row * d + t;
-      acc = acc + round_float(d_o[e] * o[e], spec.delta_prod_fmt);
+      acc = acc + model_detail::rnd(d_o[e] * o[e], f.delta_prod);
     }
-    delta[row] = round_float(acc, spec.delta_fmt);
+    delta[row] = model_detail::rnd(acc, f.delta);
     out.delta[row] = delta[row];
   }
 
-  // Running sums of one query head (dQ) and of that head's view of K, V (dK, dV); tile scratch.
-  std::vector<float> dq_acc(std::size_t(p.n_q) * d), dk_acc(std::size_t(p.n_k) * d), dv_acc(std::size_t(p.n_k) * d);
-  std::vector<float> pt(std::size_t(tq) * tk), pvt(std::size_t(tq) * tk), dst(std::size_t(tq) * tk);
-  std::vector<float> part(d), row_scaled(tq);
+  // Running sums of one query head (dQ) and of that head's view of K, V (dK, dV); tile scratch: p̄ as it
+  // enters dV and dS for every query against the tile's keys ([query][key in tile]).
+  const int tkc = std::min(tk, p.n_k);
+  std::vector<float> dq_acc(std::size_t(n_q) * d), dk_acc(std::size_t(p.n_k) * d), dv_acc(std::size_t(p.n_k) * d);
+  std::vector<float> pvt(std::size_t(n_q) * tkc), dst(std::size_t(n_q) * tkc);
+  std::vector<float> part(d), qt, dot_t, sdot(n_q), dpdot(n_q), lse(n_q), lse_scaled(n_q);
   // GQA: per-head dK, dV (rounded) summed over the group in fp32.
   std::vector<float> dk_group(p.kv_size(), 0.0f), dv_group(p.kv_size(), 0.0f);
 
   for (int b = 0; b < p.batch; ++b) {
     for (int h = 0; h < p.heads_q; ++h) {
       const int hk = h / group;
+      model_detail::transpose_slice(in.q, p.q_at(b, h, 0, 0), n_q, d, qt);
+      model_detail::transpose_slice(in.d_o, p.q_at(b, h, 0, 0), n_q, d, dot_t);
+      for (int i = 0; i < n_q; ++i) {
+        lse[i] = static_cast<float>(fwd.lse[p.row_at(b, h, i)]);
+        lse_scaled[i] = lse[i] * c.log2e;  // FA2: max_scaled = lse · float(M_LOG2E)
+      }
       std::fill(dq_acc.begin(), dq_acc.end(), 0.0f);
       std::fill(dk_acc.begin(), dk_acc.end(), 0.0f);
       std::fill(dv_acc.begin(), dv_acc.end(), 0.0f);
       for (int k0 = 0; k0 < p.n_k; k0 += tk) {
         const int keys = std::min(tk, p.n_k - k0);
-        for (int q0 = 0; q0 < p.n_q; q0 += tq) {
-          const int rows = std::min(tq, p.n_q - q0);
-          // step 9 (per row): s, p = exp(s − LSE), dP = dO·v, dS = p ∘ (dP − δ).
-          for (int r = 0; r < rows; ++r) {
-            const int i = q0 + r;
-            const std::size_t row = p.row_at(b, h, i);
-            const float* qi = &q[p.q_at(b, h, i, 0)];
-            const float* doi = &d_o[p.q_at(b, h, i, 0)];
-            const float lse = static_cast<float>(fwd.lse[row]);
-            const float lse_scaled = lse * c.log2e;  // FA2: max_scaled = lse · float(M_LOG2E)
-            for (int j = 0; j < keys; ++j) {
-              const int kj = k0 + j;
-              float* pij = &pt[std::size_t(r) * tk + j];
-              float* pvij = &pvt[std::size_t(r) * tk + j];
-              float* dsij = &dst[std::size_t(r) * tk + j];
-              if (!in.visible(b, h, i, kj)) {  // masked: p = 0, hence dS = 0
-                *pij = *pvij = *dsij = 0.0f;
-                continue;
-              }
-              const float* kjv = &k[p.kv_at(b, hk, kj, 0)];
-              const float* vjv = &v[p.kv_at(b, hk, kj, 0)];
-              const double* bias = p.has_bias ? &in.bias[p.score_at(b, h, i, kj)] : nullptr;
-              const float s = model_detail::step1_score(spec, c, qi, kjv, d, bias);
-              const float pr = round_float(model_detail::exp_shifted(spec, c, s, lse, lse_scaled), spec.bwd_p_fmt);
-              *pij = pr;
-              *pvij = round_float(pr, spec.pv_in_fmt);
-              if (trace && *pvij == 1.0f) ++trace->bwd_p_one;
-              float dp = 0.0f;
-              for (int t = 0; t < d; ++t) dp = dp + doi[t] * vjv[t];
-              dp = round_float(dp, spec.dp_fmt);
-              const float t1 = spec.scale_in_exp ? pr : round_float(pr * c.scale, spec.ds_term_fmt);
-              const float t2 = round_float(dp - delta[row], spec.ds_term_fmt);
-              *dsij = round_float(t1 * t2, spec.ds_fmt);
+        // step 9 (per pair): s, p = exp(s − LSE), dP = dO·v, dS = p ∘ (dP − δ); masked: p = 0, hence dS = 0.
+        for (int j = 0; j < keys; ++j) {
+          const int kj = k0 + j;
+          model_detail::dots(&k[p.kv_at(b, hk, kj, 0)], qt.data(), n_q, d, sdot.data());
+          model_detail::dots(&v[p.kv_at(b, hk, kj, 0)], dot_t.data(), n_q, d, dpdot.data());
+          for (int i = 0; i < n_q; ++i) {
+            float* pvij = &pvt[std::size_t(i) * tkc + j];
+            float* dsij = &dst[std::size_t(i) * tkc + j];
+            if (!in.visible(b, h, i, kj)) {
+              *pvij = *dsij = 0.0f;
+              continue;
             }
+            const double* bias = p.has_bias ? &in.bias[p.score_at(b, h, i, kj)] : nullptr;
+            const float s = model_detail::finish_score(f, c, sdot[i], bias);
+            const float pr = model_detail::rnd(model_detail::exp_shifted(f, c, s, lse[i], lse_scaled[i]), f.bwd_p);
+            *pvij = model_detail::rnd(pr, f.pv_in);
+            if (trace && *pvij == 1.0f) ++trace->bwd_p_one;
+            const float dp = model_detail::rnd(dpdot[i], f.dp);
+            const float t1 = f.scale_in_exp ? pr : model_detail::rnd(pr * c.scale, f.ds_term);
+            const float t2 = model_detail::rnd(dp - delta[p.row_at(b, h, i)], f.ds_term);
+            *dsij = model_detail::rnd(t1 * t2, f.ds);
           }
+        }
+        for (int q0 = 0; q0 < n_q; q0 += tq) {
+          const int rows = std::min(tq, n_q - q0);
           // step 9 (per key): dV_j += Σ_i round(p_ij)·dO_i and dK_j += Σ_i dS_ij·q_i, query order.
           for (int j = 0; j < keys; ++j) {
             const int kj = k0 + j;
@@ -119,55 +119,74 @@ BackwardOutput model_backward(const NumericsSpec& spec, const Instance& in, cons
             float* dkj = &dk_acc[std::size_t(kj) * d];
             std::fill(part.begin(), part.end(), 0.0f);
             for (int r = 0; r < rows; ++r) {
-              const float w = pvt[std::size_t(r) * tk + j];
+              const float w = pvt[std::size_t(q0 + r) * tkc + j];
               const float* doi = &d_o[p.q_at(b, h, q0 + r, 0)];
               for (int t = 0; t < d; ++t) part[t] = part[t] + w * doi[t];
             }
             for (int t = 0; t < d; ++t)
-              dvj[t] = round_float(dvj[t] + round_float(part[t], spec.grad_partial_fmt), spec.grad_acc_fmt);
+              dvj[t] = model_detail::rnd(dvj[t] + model_detail::rnd(part[t], f.grad_partial), f.grad_acc);
             std::fill(part.begin(), part.end(), 0.0f);
             for (int r = 0; r < rows; ++r) {
-              const float w = dst[std::size_t(r) * tk + j];
+              const float w = dst[std::size_t(q0 + r) * tkc + j];
               const float* qi = &q[p.q_at(b, h, q0 + r, 0)];
               for (int t = 0; t < d; ++t) part[t] = part[t] + w * qi[t];
             }
             for (int t = 0; t < d; ++t)
-              dkj[t] = round_float(dkj[t] + round_float(part[t], spec.grad_partial_fmt), spec.grad_acc_fmt);
+              dkj[t] = model_detail::rnd(dkj[t] + model_detail::rnd(part[t], f.grad_partial), f.grad_acc);
           }
           // step 9 (per row): dQ_i += Σ_j dS_ij·k_j, key order.
           for (int r = 0; r < rows; ++r) {
             float* dqi = &dq_acc[std::size_t(q0 + r) * d];
             std::fill(part.begin(), part.end(), 0.0f);
             for (int j = 0; j < keys; ++j) {
-              const float w = dst[std::size_t(r) * tk + j];
+              const float w = dst[std::size_t(q0 + r) * tkc + j];
               const float* kjv = &k[p.kv_at(b, hk, k0 + j, 0)];
               for (int t = 0; t < d; ++t) part[t] = part[t] + w * kjv[t];
             }
             for (int t = 0; t < d; ++t)
-              dqi[t] = round_float(dqi[t] + round_float(part[t], spec.grad_partial_fmt), spec.grad_acc_fmt);
+              dqi[t] = model_detail::rnd(dqi[t] + model_detail::rnd(part[t], f.grad_partial), f.grad_acc);
           }
         }
       }
       // step 10: fa2 multiplies dQ, dK by scale at the end (the paper folded it into dS); round.
-      const float post = spec.scale_in_exp ? c.scale : 1.0f;
-      for (int i = 0; i < p.n_q; ++i)
+      const float post = f.scale_in_exp ? c.scale : 1.0f;
+      for (int i = 0; i < n_q; ++i)
         for (int t = 0; t < d; ++t)
-          out.dq[p.q_at(b, h, i, t)] = round_float(dq_acc[std::size_t(i) * d + t] * post, spec.grad_out_fmt);
+          out.dq[p.q_at(b, h, i, t)] = model_detail::rnd(dq_acc[std::size_t(i) * d + t] * post, f.grad_out);
       for (int j = 0; j < p.n_k; ++j) {
         for (int t = 0; t < d; ++t) {
           const std::size_t e = p.kv_at(b, hk, j, t), a = std::size_t(j) * d + t;
-          dk_group[e] = dk_group[e] + round_float(dk_acc[a] * post, spec.grad_out_fmt);
-          dv_group[e] = dv_group[e] + round_float(dv_acc[a], spec.grad_out_fmt);
+          dk_group[e] = dk_group[e] + model_detail::rnd(dk_acc[a] * post, f.grad_out);
+          dv_group[e] = dv_group[e] + model_detail::rnd(dv_acc[a], f.grad_out);
         }
       }
     }
   }
   // step 10 (GQA): the group sum rounded once; with group == 1 this is the per-head value unchanged.
   for (std::size_t e = 0; e < p.kv_size(); ++e) {
-    out.dk[e] = round_float(dk_group[e], spec.grad_out_fmt);
-    out.dv[e] = round_float(dv_group[e], spec.grad_out_fmt);
+    out.dk[e] = model_detail::rnd(dk_group[e], f.grad_out);
+    out.dv[e] = model_detail::rnd(dv_group[e], f.grad_out);
   }
   return out;
+}
+
+}  // namespace
+
+BackwardOutput model_backward(const NumericsSpec& spec, const Instance& in, const ForwardOutput& fwd,
+                              ModelTrace* trace) {
+  check_backward_inputs(spec, in, fwd);
+  const model_detail::FormatTable f = model_detail::format_table(spec);
+  if (f == model_detail::kFa2Formats)
+    return backward_pass(spec, model_detail::FixedFormats<model_detail::kFa2Formats>{}, in, fwd, trace);
+  if (f == model_detail::kPaperFormats)
+    return backward_pass(spec, model_detail::FixedFormats<model_detail::kPaperFormats>{}, in, fwd, trace);
+  return backward_pass(spec, model_detail::DynamicFormats{f}, in, fwd, trace);
+}
+
+BackwardOutput model_backward_generic(const NumericsSpec& spec, const Instance& in, const ForwardOutput& fwd,
+                                      ModelTrace* trace) {
+  check_backward_inputs(spec, in, fwd);
+  return backward_pass(spec, model_detail::DynamicFormats{model_detail::format_table(spec)}, in, fwd, trace);
 }
 
 }  // namespace attncheck

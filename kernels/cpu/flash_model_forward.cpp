@@ -6,6 +6,7 @@
 // Run the tests: ctest -R "FlashModel|PaperTransliteration"
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <sstream>
 
@@ -59,80 +60,80 @@ float apply_max_policy(const NumericsSpec& spec, const Consts& c, const float* s
   return shifted;
 }
 
-}  // namespace
-
-ForwardOutput model_forward(const NumericsSpec& spec, const Instance& in, ModelTrace* trace) {
-  check_forward_inputs(spec, in);
+// The pass itself, on the formats Fm gives (flash_model_steps.h). Rows are independent softmaxes, so the loops
+// run per row and, within the row, per key tile: the query tiling changes no value (any tile_q gives the
+// same bits), and the row's scores are formed once, for all keys together (dots()), before the tile loop.
+template <class Fm>
+ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, ModelTrace* trace) {
+  constexpr auto kInt = std::numeric_limits<int>::max();
+  const model_detail::FormatTable f = fm.get();
   const Problem& p = in.problem;
   const Consts c = model_detail::make_consts(spec, p);
-  const int d = p.head_dim, tq = spec.tile_q, tk = spec.tile_k;
-  const std::vector<float> q = model_detail::to_float(in.q), k = model_detail::to_float(in.k),
-                           v = model_detail::to_float(in.v);
+  const int d = p.head_dim, tk = spec.tile_k, n_k = p.n_k;
+  const std::vector<float> q = model_detail::to_float(in.q), v = model_detail::to_float(in.v);
   ForwardOutput out;
   out.o.assign(p.q_size(), 0.0);
   out.lse.assign(p.rows(), 0.0);
 
-  // Per query tile: running state of each row. Per (row, key tile): scores, p̄ and the block output.
-  std::vector<float> m(tq), l(tq), acc(std::size_t(tq) * d), s(tk), pbar(tk), pv(tk), block_out(d);
-  std::vector<char> any_visible(tq), vis(tk), saw_p_one(tq);
+  // Per row: visibility, scores (all keys), running state. Per (row, key tile): p̄ and the block output.
+  std::vector<float> kt, dot(n_k), s(n_k), acc(d), pbar(std::min(tk, n_k)), pv(pbar.size()), block_out(d);
+  std::vector<char> vis(n_k);
 
   for (int b = 0; b < p.batch; ++b) {
-    for (int h = 0; h < p.heads_q; ++h) {
-      const int hk = h / p.group();
-      for (int q0 = 0; q0 < p.n_q; q0 += tq) {
-        const int rows = std::min(tq, p.n_q - q0);
-        std::fill(m.begin(), m.end(), c.mask);  // the paper starts from −max(bf16), fa2 from −inf
-        std::fill(l.begin(), l.end(), 0.0f);
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        std::fill(any_visible.begin(), any_visible.end(), 0);
-        std::fill(saw_p_one.begin(), saw_p_one.end(), 0);
-        for (int k0 = 0; k0 < p.n_k; k0 += tk) {
-          const int keys = std::min(tk, p.n_k - k0);
-          for (int r = 0; r < rows; ++r) {
-            const int i = q0 + r;
-            const float* qi = &q[p.q_at(b, h, i, 0)];
-            float* acc_r = &acc[std::size_t(r) * d];
+    for (int hk = 0; hk < p.heads_kv; ++hk) {
+      model_detail::transpose_slice(in.k, p.kv_at(b, hk, 0, 0), n_k, d, kt);
+      for (int h = hk * p.group(); h < (hk + 1) * p.group(); ++h) {
+        for (int i = 0; i < p.n_q; ++i) {
+          const float* qi = &q[p.q_at(b, h, i, 0)];
+          // Instance::visible for the whole row: causal (bottom-right) and the keep-mask.
+          const int last_visible = p.causal ? i + n_k - p.n_q : kInt;
+          const std::uint8_t* keep = p.has_mask ? &in.mask[p.score_at(b, h, i, 0)] : nullptr;
+          bool any_visible = false;
+          for (int j = 0; j < n_k; ++j) {
+            vis[j] = j <= last_visible && (!keep || keep[j]);
+            any_visible |= vis[j] != 0;
+          }
+          // step 1: scores of this row against every key; masked keys get the mask value.
+          model_detail::dots(qi, kt.data(), n_k, d, dot.data());
+          const double* bias_row = p.has_bias ? &in.bias[p.score_at(b, h, i, 0)] : nullptr;
+          for (int j = 0; j < n_k; ++j)
+            s[j] = vis[j] ? model_detail::finish_score(f, c, dot[j], bias_row ? bias_row + j : nullptr) : c.mask;
+
+          float m = c.mask, l = 0.0f;  // the paper starts from −max(bf16), fa2 from −inf
+          std::fill(acc.begin(), acc.end(), 0.0f);
+          bool saw_p_one = false;
+          for (int k0 = 0; k0 < n_k; k0 += tk) {
+            const int keys = std::min(tk, n_k - k0);
+            const float* st = &s[k0];
+            const char* vt = &vis[k0];
             if (trace) ++trace->row_tiles;
-            // step 1: scores of this row against the tile's keys; masked keys get the mask value.
-            for (int j = 0; j < keys; ++j) {
-              const int kj = k0 + j;
-              vis[j] = in.visible(b, h, i, kj);
-              if (!vis[j]) {
-                s[j] = c.mask;
-                continue;
-              }
-              any_visible[r] = 1;
-              const double* bias = p.has_bias ? &in.bias[p.score_at(b, h, i, kj)] : nullptr;
-              s[j] = model_detail::step1_score(spec, c, qi, &k[p.kv_at(b, hk, kj, 0)], d, bias);
-            }
             // step 2: tile max (exact in s_fmt), the max policy, the new running max.
-            float tile_max = s[0];
-            for (int j = 1; j < keys; ++j) tile_max = std::max(tile_max, s[j]);
+            float tile_max = st[0];
+            for (int j = 1; j < keys; ++j) tile_max = std::max(tile_max, st[j]);
             if (trace) {
               int ties = 0;
-              for (int j = 0; j < keys; ++j) ties += vis[j] && s[j] == tile_max;
+              for (int j = 0; j < keys; ++j) ties += vt[j] && st[j] == tile_max;
               trace->exact_tie_tiles += ties > 1;
             }
-            const float r_shifted = apply_max_policy(spec, c, s.data(), keys, tile_max, trace);
-            const float m_old = m[r];
-            const float m_new = round_float(std::max(m_old, r_shifted), spec.max_fmt);
+            const float r_shifted = apply_max_policy(spec, c, st, keys, tile_max, trace);
+            const float m_old = m;
+            const float m_new = model_detail::rnd(std::max(m_old, r_shifted), f.max);
             // FA2 (Check_inf): a running max of −inf is used as 0 in subtractions, so no (−inf) − (−inf).
-            const float m_sub = (c.folded && m_new == kNegInf) ? 0.0f : m_new;
+            const float m_sub = (f.folded && m_new == kNegInf) ? 0.0f : m_new;
             const float m_scaled = m_sub * c.scale_log2;
             // step 3: p̄ = exp(s − m) by exp_mode, rounded to p_fmt; masked keys give 0.
             for (int j = 0; j < keys; ++j) {
-              pbar[j] = vis[j] ? round_float(model_detail::exp_shifted(spec, c, s[j], m_sub, m_scaled), spec.p_fmt)
-                               : 0.0f;
-              pv[j] = round_float(pbar[j], spec.pv_in_fmt);  // as p̄ enters the P̄V product
-              if (trace && vis[j] && pv[j] == 1.0f) {
+              pbar[j] = vt[j] ? model_detail::rnd(model_detail::exp_shifted(f, c, st[j], m_sub, m_scaled), f.p) : 0.0f;
+              pv[j] = model_detail::rnd(pbar[j], f.pv_in);  // as p̄ enters the P̄V product
+              if (trace && vt[j] && pv[j] == 1.0f) {
                 ++trace->p_one;
-                saw_p_one[r] = 1;
+                saw_p_one = true;
               }
             }
             // step 4: block row sum of p̄ (p_fmt values) in fp32, rounded, clamped (paper: >= 1e-10).
             float block_sum = 0.0f;
             for (int j = 0; j < keys; ++j) block_sum = block_sum + pbar[j];
-            block_sum = round_float(block_sum, spec.block_sum_fmt);
+            block_sum = model_detail::rnd(block_sum, f.block_sum);
             if (block_sum < c.sum_min) {
               block_sum = c.sum_min;
               if (trace) ++trace->clamped_sums;
@@ -141,60 +142,72 @@ ForwardOutput model_forward(const NumericsSpec& spec, const Instance& in, ModelT
             std::fill(block_out.begin(), block_out.end(), 0.0f);
             for (int j = 0; j < keys; ++j) {
               const float* vj = &v[p.kv_at(b, hk, k0 + j, 0)];
-              for (int t = 0; t < d; ++t) block_out[t] = block_out[t] + pv[j] * vj[t];
+              const float w = pv[j];
+              for (int t = 0; t < d; ++t) block_out[t] = block_out[t] + w * vj[t];
             }
             // step 6: rescale the running state by α = exp(m_old − m_new) and add the block's share.
-            const float alpha = round_float(
-                c.folded ? std::exp2((m_old - m_sub) * c.scale_log2) : std::exp(round_float(m_old - m_new, spec.s_fmt)),
-                spec.rescale_fmt);
-            l[r] = round_float(round_float(alpha * l[r], spec.rowsum_fmt) + block_sum, spec.rowsum_fmt);
+            const float alpha = model_detail::rnd(
+                f.folded ? std::exp2((m_old - m_sub) * c.scale_log2) : std::exp(model_detail::rnd(m_old - m_new, f.s)),
+                f.rescale);
+            l = model_detail::rnd(model_detail::rnd(alpha * l, f.rowsum) + block_sum, f.rowsum);
             for (int t = 0; t < d; ++t) {
-              const float bo = round_float(block_out[t], spec.block_out_fmt);
-              acc_r[t] = round_float(round_float(alpha * acc_r[t], spec.acc_fmt) + bo, spec.acc_fmt);
+              const float bo = model_detail::rnd(block_out[t], f.block_out);
+              acc[t] = model_detail::rnd(model_detail::rnd(alpha * acc[t], f.acc) + bo, f.acc);
             }
-            m[r] = m_new;
+            m = m_new;
           }
-        }
-        // step 7: normalise; LSE. A row with no visible key (or, in fa2, a running max still −inf) is empty.
-        for (int r = 0; r < rows; ++r) {
-          const int i = q0 + r;
+          // step 7: normalise; LSE. A row with no visible key (or, in fa2, a running max still −inf) is empty.
           const std::size_t row = p.row_at(b, h, i);
           double* o_row = &out.o[p.q_at(b, h, i, 0)];
           if (trace) {
             ++trace->rows;
-            trace->rows_with_p_one += saw_p_one[r];
+            trace->rows_with_p_one += saw_p_one;
           }
-          if (!any_visible[r] || m[r] == kNegInf) {
+          if (!any_visible || m == kNegInf) {
             if (trace) ++trace->masked_rows;
             out.lse[row] = -HUGE_VAL;  // o_row stays 0
             continue;
           }
-          const float* acc_r = &acc[std::size_t(r) * d];
-          const bool empty_sum = !(l[r] != 0.0f);  // 0 or NaN
+          const bool empty_sum = !(l != 0.0f);  // 0 or NaN
           if (empty_sum && trace) ++trace->zero_row_sums;
-          if (spec.reciprocal_normalise) {
+          if (f.reciprocal) {
             // FA2: inv_sum = (sum == 0 || sum != sum) ? 1 : 1 / sum.
-            const float inv = empty_sum ? 1.0f : round_float(1.0f / l[r], spec.out_div_fmt);
-            for (int t = 0; t < d; ++t)
-              o_row[t] = round_float(round_float(acc_r[t] * inv, spec.out_div_fmt), spec.out_fmt);
+            const float inv = empty_sum ? 1.0f : model_detail::rnd(1.0f / l, f.out_div);
+            for (int t = 0; t < d; ++t) o_row[t] = model_detail::rnd(model_detail::rnd(acc[t] * inv, f.out_div), f.out);
           } else {
-            for (int t = 0; t < d; ++t)
-              o_row[t] = round_float(round_float(acc_r[t] / l[r], spec.out_div_fmt), spec.out_fmt);
+            for (int t = 0; t < d; ++t) o_row[t] = model_detail::rnd(model_detail::rnd(acc[t] / l, f.out_div), f.out);
           }
-          const float log_l = round_float(std::log(l[r]), spec.log_l_fmt);
+          const float log_l = model_detail::rnd(std::log(l), f.log_l);
           float lse;
-          if (spec.scale_in_exp) {
-            lse = std::fma(m[r], c.scale, log_l);  // nvcc contracts FA2's row_max * scale + __logf(row_sum)
-            if (empty_sum && spec.reciprocal_normalise) lse = HUGE_VALF;  // FA2 writes +inf for an empty sum
+          if (f.scale_in_exp) {
+            lse = std::fma(m, c.scale, log_l);  // nvcc contracts FA2's row_max * scale + __logf(row_sum)
+            if (empty_sum && f.reciprocal) lse = HUGE_VALF;  // FA2 writes +inf for an empty sum
           } else {
-            lse = log_l + m[r];
+            lse = log_l + m;
           }
-          out.lse[row] = round_float(lse, spec.lse_fmt);
+          out.lse[row] = model_detail::rnd(lse, f.lse);
         }
       }
     }
   }
   return out;
+}
+
+}  // namespace
+
+ForwardOutput model_forward(const NumericsSpec& spec, const Instance& in, ModelTrace* trace) {
+  check_forward_inputs(spec, in);
+  const model_detail::FormatTable f = model_detail::format_table(spec);
+  if (f == model_detail::kFa2Formats)
+    return forward_pass(spec, model_detail::FixedFormats<model_detail::kFa2Formats>{}, in, trace);
+  if (f == model_detail::kPaperFormats)
+    return forward_pass(spec, model_detail::FixedFormats<model_detail::kPaperFormats>{}, in, trace);
+  return forward_pass(spec, model_detail::DynamicFormats{f}, in, trace);
+}
+
+ForwardOutput model_forward_generic(const NumericsSpec& spec, const Instance& in, ModelTrace* trace) {
+  check_forward_inputs(spec, in);
+  return forward_pass(spec, model_detail::DynamicFormats{model_detail::format_table(spec)}, in, trace);
 }
 
 }  // namespace attncheck

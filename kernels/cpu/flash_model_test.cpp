@@ -1,13 +1,15 @@
 // flash_model_test.cpp — the CPU models' rounding behaviour on hand-built cases: the paper's bit-level
 // example through the block-output path, tied maxima with and without the fix, fixed == baseline when no max
-// repeats, constant V, fully masked rows, 1×1 tiles and tails, bad input.
+// repeats, constant V, fully masked rows, 1×1 tiles and tails, bad input, the fast paths against the general one.
 // Run: ctest -R "FlashModel|PaperTransliteration"   (or build-*/kernels/cpu/flash_model_test)
 #include "kernels/cpu/flash_model.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
+#include "kernels/cpu/flash_model_steps.h"
 #include "kernels/cpu/plain_attention.h"
 #include "kernels/cpu/test_support.h"
 #include "reference/accuracy.h"
@@ -117,6 +119,50 @@ TEST(FlashModel, ZeroTiedMaxIsLeftUnshiftedAsPublished) {
     EXPECT_EQ(t.shifted_tiles, 0u) << name;
     EXPECT_EQ(t.p_one, 2u) << name;
   }
+}
+
+// model_forward/model_backward take compiled paths for the built-in specs' formats (flash_model_steps.h); they
+// must round exactly as the general path that reads every format from the spec: the same bits, except that a
+// NaN equals any NaN (which NaN an operation on NaNs returns, its sign, is the compiler's choice, not the spec's).
+// Masks, bias, GQA, causal, tails, 1×1 tiles, and infinities, NaN and huge values among the inputs.
+TEST(FlashModel, FastPathsRoundExactlyAsTheGeneralPath) {
+  using model_detail::format_table;
+  EXPECT_TRUE(format_table(builtin_spec("fa2")) == model_detail::kFa2Formats);  // else the fast path is never taken
+  EXPECT_TRUE(format_table(builtin_spec("fa2-fixed")) == model_detail::kFa2Formats);
+  EXPECT_TRUE(format_table(builtin_spec("paper")) == model_detail::kPaperFormats);
+  EXPECT_TRUE(format_table(builtin_spec("paper-fixed")) == model_detail::kPaperFormats);
+  auto same = [](const std::vector<double>& a, const std::vector<double>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (!(std::isnan(a[i]) && std::isnan(b[i])) && std::memcmp(&a[i], &b[i], sizeof(double)) != 0) return false;
+    return true;
+  };
+  int compared = 0;
+  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+    Problem p = test::make_problem(1 + seed % 2, 2, 1 + seed % 2, 1 + seed % 23, 1 + (seed * 7) % 29,
+                                   1 + (seed * 5) % 19, seed % 3 == 0);
+    p.has_mask = seed % 4 == 1;
+    p.has_bias = seed % 5 == 2;
+    Instance in = test::random_instance(p, seed);
+    if (seed % 3 == 1) {  // special values: overflowing scores, inf - inf, NaN
+      in.q[seed % in.q.size()] = HUGE_VAL;
+      in.k[(seed * 3) % in.k.size()] = -3e38;
+      in.v[(seed * 5) % in.v.size()] = NAN;
+    }
+    for (const char* name : {"fa2", "fa2-fixed", "paper", "paper-fixed"})
+      for (const auto& [tq, tk] : {std::pair{64, 64}, {3, 5}, {1, 1}}) {
+        const NumericsSpec spec = spec_with_tiles(name, tq, tk);
+        ModelTrace ta, tb;
+        const ForwardOutput fa = model_forward(spec, in, &ta), fb = model_forward_generic(spec, in, &tb);
+        EXPECT_TRUE(same(fa.o, fb.o) && same(fa.lse, fb.lse)) << name << " seed " << seed << " tiles " << tq;
+        const BackwardOutput ba = model_backward(spec, in, fa, &ta), bb = model_backward_generic(spec, in, fa, &tb);
+        EXPECT_TRUE(same(ba.dq, bb.dq) && same(ba.dk, bb.dk) && same(ba.dv, bb.dv) && same(ba.delta, bb.delta))
+            << name << " seed " << seed << " tiles " << tq;
+        EXPECT_EQ(ta.describe(), tb.describe());
+        ++compared;
+      }
+  }
+  EXPECT_EQ(compared, 30 * 4 * 3);
 }
 
 TEST(FlashModel, FixedVariantsEqualBaselinesBitForBitWithoutRepeatedMaxima) {

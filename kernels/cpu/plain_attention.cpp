@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/cpu/flash_model_steps.h"  // dots(), transpose_slice()
+
 namespace attncheck {
 namespace {
 
@@ -25,24 +27,22 @@ void check_inputs(const Instance& in, bool backward) {
 }
 
 // The probabilities P (bf16 values, n_q × n_k) of one (b, h); lse per row when asked. Returns per row
-// whether any key is visible.
-void softmax_rows(const Instance& in, const std::vector<float>& q, const std::vector<float>& k, int b, int h,
+// whether any key is visible. kt: this head's K transposed ([d][n_k], transpose_slice), so that a row's n_k dot
+// products run side by side (dots(): each still summed in head-dimension order, bit for bit the scalar loop).
+void softmax_rows(const Instance& in, const std::vector<float>& q, const std::vector<float>& kt, int b, int h,
                   std::vector<float>& prob, std::vector<float>& s, std::vector<char>& nonempty, double* lse_out) {
   const Problem& p = in.problem;
-  const int d = p.head_dim, hk = h / p.group();
+  const int d = p.head_dim;
   const float scale = static_cast<float>(p.scale);
   for (int i = 0; i < p.n_q; ++i) {
+    model_detail::dots(&q[p.q_at(b, h, i, 0)], kt.data(), p.n_k, d, s.data());
     float mx = kNegInf;
     for (int j = 0; j < p.n_k; ++j) {
       if (!in.visible(b, h, i, j)) {
         s[j] = kNegInf;
         continue;
       }
-      const float* qi = &q[p.q_at(b, h, i, 0)];
-      const float* kj = &k[p.kv_at(b, hk, j, 0)];
-      float acc = 0.0f;
-      for (int t = 0; t < d; ++t) acc = acc + qi[t] * kj[t];
-      float sj = round_bf16(round_bf16(acc) * scale);
+      float sj = round_bf16(round_bf16(s[j]) * scale);
       if (p.has_bias) sj = round_bf16(sj + static_cast<float>(in.bias[p.score_at(b, h, i, j)]));
       s[j] = sj;
       mx = std::max(mx, sj);
@@ -70,16 +70,17 @@ ForwardOutput plain_forward(const Instance& in) {
   check_inputs(in, false);
   const Problem& p = in.problem;
   const int d = p.head_dim;
-  const std::vector<float> q = to_float(in.q), k = to_float(in.k), v = to_float(in.v);
+  const std::vector<float> q = to_float(in.q), v = to_float(in.v);
   ForwardOutput out;
   out.o.assign(p.q_size(), 0.0);
   out.lse.assign(p.rows(), 0.0);
-  std::vector<float> prob(std::size_t(p.n_q) * p.n_k), s(p.n_k), o_row(d);
+  std::vector<float> prob(std::size_t(p.n_q) * p.n_k), s(p.n_k), o_row(d), kt;
   std::vector<char> nonempty(p.n_q);
   for (int b = 0; b < p.batch; ++b) {
     for (int h = 0; h < p.heads_q; ++h) {
       const int hk = h / p.group();
-      softmax_rows(in, q, k, b, h, prob, s, nonempty, out.lse.data());
+      model_detail::transpose_slice(in.k, p.kv_at(b, hk, 0, 0), p.n_k, d, kt);
+      softmax_rows(in, q, kt, b, h, prob, s, nonempty, out.lse.data());
       for (int i = 0; i < p.n_q; ++i) {
         if (!nonempty[i]) continue;  // O stays 0
         std::fill(o_row.begin(), o_row.end(), 0.0f);
@@ -100,30 +101,30 @@ BackwardOutput plain_backward(const Instance& in) {
   const Problem& p = in.problem;
   const int d = p.head_dim, nq = p.n_q, nk = p.n_k;
   const float scale = static_cast<float>(p.scale);
-  const std::vector<float> q = to_float(in.q), k = to_float(in.k), v = to_float(in.v), d_o = to_float(in.d_o);
+  const std::vector<float> q = to_float(in.q), k = to_float(in.k), d_o = to_float(in.d_o);
   BackwardOutput out;
   out.dq.assign(p.q_size(), 0.0);
   out.dk.assign(p.kv_size(), 0.0);
   out.dv.assign(p.kv_size(), 0.0);
   out.delta.assign(p.rows(), 0.0);
-  std::vector<float> prob(std::size_t(nq) * nk), ds(std::size_t(nq) * nk), s(nk), acc(d);
+  std::vector<float> prob(std::size_t(nq) * nk), ds(std::size_t(nq) * nk), s(nk), acc(d), kt, vt, dp(nk);
   std::vector<float> dk_group(p.kv_size(), 0.0f), dv_group(p.kv_size(), 0.0f);
   std::vector<char> nonempty(nq);
   for (int b = 0; b < p.batch; ++b) {
     for (int h = 0; h < p.heads_q; ++h) {
       const int hk = h / p.group();
-      softmax_rows(in, q, k, b, h, prob, s, nonempty, nullptr);
+      model_detail::transpose_slice(in.k, p.kv_at(b, hk, 0, 0), nk, d, kt);
+      model_detail::transpose_slice(in.v, p.kv_at(b, hk, 0, 0), nk, d, vt);
+      softmax_rows(in, q, kt, b, h, prob, s, nonempty, nullptr);
       for (int i = 0; i < nq; ++i) {
         const float* doi = &d_o[p.q_at(b, h, i, 0)];
         const float* pi = &prob[std::size_t(i) * nk];
         float* dsi = &ds[std::size_t(i) * nk];
         // dP = bf16(dO·Vᵀ) into dsi; δ = Σ_j P·dP in fp32; dS = bf16(P·(dP − δ)); dS' = bf16(dS·scale).
         float delta = 0.0f;
+        model_detail::dots(doi, vt.data(), nk, d, dp.data());  // dO_i·v_j for every key, in column order
         for (int j = 0; j < nk; ++j) {
-          const float* vj = &v[p.kv_at(b, hk, j, 0)];
-          float dp = 0.0f;
-          for (int t = 0; t < d; ++t) dp = dp + doi[t] * vj[t];
-          dsi[j] = round_bf16(dp);
+          dsi[j] = round_bf16(dp[j]);
           delta = delta + pi[j] * dsi[j];
         }
         out.delta[p.row_at(b, h, i)] = delta;
