@@ -173,6 +173,24 @@ INSTANTIATE_TEST_SUITE_P(Variants, CudaKernel,
                            return n;
                          });
 
+// The fixed policy's "more than one score >= thr" is decided from the row's top two scores, except where
+// thr = −inf (tolerance = inf): then keys past n_k (held as −inf) would pass too, and tail tiles count their
+// existing keys instead. tol = inf shifts every tile with two or more keys in a row; the shapes include
+// last tiles with a single key (n_k = 1, 129), where a wrong count would shift and change O.
+TEST(CudaFixedPolicy, InfiniteToleranceCountsOnlyExistingKeys) {
+  ATTN_SKIP_WITHOUT_GPU();
+  for (Variant v : {Variant::kFa2Fixed, Variant::kPaperFixed}) {
+    const auto k = cuda::make_cuda_kernel(v, 2.0f, INFINITY);
+    NumericsSpec spec = builtin_spec(cuda::variant_name(v));
+    spec.max_policy.tolerance = HUGE_VAL;
+    Agreement o;
+    for (const Instance& in : instances(false)) o.add(k->forward(in).o, model_forward(spec, in).o, Format::kBF16);
+    std::printf("[agreement] %s tol=inf forward vs model: O %s\n", k->name().c_str(), o.describe().c_str());
+    // Same derivation and bounds as ForwardAgreesWithItsCpuModel (only the tie rule's threshold changed).
+    EXPECT_GE(o.rate(), v == Variant::kPaperFixed ? 0.95 : 0.99) << o.describe();
+  }
+}
+
 // forward_many's throughput is a benchmark, not a test: kernels/cuda/bench_forward_many.cpp.
 
 // The poison check itself: an untouched payload element and a write into the guard are both reported.

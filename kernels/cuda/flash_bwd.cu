@@ -19,7 +19,7 @@
 // query tiles from the first one with a row that can see it (causal), each 64-row query tile the key tiles before
 // its last visible key; a warp skips the tiles its own 64-tile skips, so every row's tile set is unchanged (a
 // skipped tile would add +0 partials, which can turn −0 into +0, and 0·inf into NaN). No atomics: same input, same
-// bits, and the same bits as the first version on every split (bwd_regress.cu). Rounding: explicit
+// bits, and the same bits as the first version on every split (bwd_regress.cu, commit 81e72db). Rounding: explicit
 // __fadd_rn/__fmul_rn/__fmaf_rn, file built with -fmad=false (see flash_fwd.cu); bf16 rounding of arithmetic
 // results in the loops uses cvt.rn.bf16(x2).f32, equal to round_bf16 on every non-NaN float (flash_fwd.cu); every
 // NaN there comes out of arithmetic and is canonical already.

@@ -59,8 +59,14 @@ __device__ __forceinline__ void round_pair(float& a, float& b) {
   }
 }
 
+// Blocks per SM asked of the register allocator: 4 for the 16-row-warp split at d 64 (128 registers; the paper's
+// numerics run it, 3-4% faster than at 141-160 registers and 3 blocks), 1 elsewhere (stating 1 instead of
+// leaving it out let the compiler give paper d128 244 registers instead of 182: +7%). Measured on the H200
+// with bench_attention (TENSOR_CORES.md).
+template <int kD, int kMT>
+constexpr int kMinBlocks = (kD == 64 && kMT == 1) ? 4 : 1;
 template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs>
-__global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams p) {
+__global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT>) flash_fwd_kernel(const FwdParams p) {
   constexpr int kBlockM = 16 * kMT * kNWarps;
   constexpr int kBlockN = Spec::tile_k;
   static_assert(kBlockN == 64, "the fragment code below assumes 64-key tiles");
@@ -230,36 +236,56 @@ __global__ void __launch_bounds__(kNWarps * 32) flash_fwd_kernel(const FwdParams
       // step 2: r = the tile's row max (exact); the fixed policy shifts it when c > 1 scores lie within the
       //         tolerance of r; m_new = round(max(m_old, r'), max_fmt). Reductions over the quad by shuffles.
       float r[kRows];
-#pragma unroll
-      for (int q = 0; q < kRows; ++q) {
-        const int mt = q / 2, ri = q % 2;
-        float hi = -INFINITY;
-#pragma unroll
-        for (int n = 0; n < kNT; ++n) hi = fmaxf(hi, fmaxf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]));
-        r[q] = quad_max(hi);
-      }
-      if constexpr (Spec::fixed) {
-        // The public code counts `attn_weights >= block_row_maxes - 1e-3` on bf16 tensors: fp32 opmath, s_fmt.
-        // Row q's count is kept in byte q of one int (at most 64 per row), so one pair of shuffles sums all
-        // rows over the quad. Only a finite r is shifted: fa2's all-masked tile (r = −inf) is left alone.
-        int packed = 0;
+      if constexpr (!Spec::fixed) {
 #pragma unroll
         for (int q = 0; q < kRows; ++q) {
           const int mt = q / 2, ri = q % 2;
-          const float thr = round_float(__fsub_rn(r[q], p.tolerance), Spec::s_fmt);
-          int c = 0;  // minus the count: set.ge gives −1 per hit
+          float hi = -INFINITY;
 #pragma unroll
-          for (int n = 0; n < kNT; ++n)
-#pragma unroll
-            for (int i = 2 * ri; i < 2 * ri + 2; ++i)
-              if (exists(mask_tag, n, i)) c += ge_mask(s[mt][n][i], thr);
-          packed += (-c) << (8 * q);
+          for (int n = 0; n < kNT; ++n) hi = fmaxf(hi, fmaxf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]));
+          r[q] = quad_max(hi);
         }
-        packed = quad_count(packed);
+      } else {
+        // The public code counts `attn_weights >= block_row_maxes - 1e-3` on bf16 tensors: fp32 opmath, s_fmt.
+        // Only "count > 1" matters, and with thr <= r that is exactly "the second largest score (repeats
+        // counted) >= thr", so the row max and the runner-up are reduced together (top2, no count pass after
+        // the max). Keys past n_k hold −inf, so they count only if thr = −inf (r − tolerance overflowed, or
+        // tolerance = inf); in that rare case the tail tile counts its existing keys as the public code does.
+        // Only a finite r is shifted: fa2's all-masked tile (r = −inf) is left alone.
 #pragma unroll
         for (int q = 0; q < kRows; ++q) {
-          if (((packed >> (8 * q)) & 0xff) > 1 && isfinite(r[q]))
-            r[q] = r[q] > 0.f ? round_float(__fmul_rn(p.beta, r[q]), Spec::max_fmt) : (r[q] < 0.f ? 0.f : r[q]);
+          const int mt = q / 2, ri = q % 2;
+          // Tournament over the pairs (shallower than a chain: the critical path is what costs here).
+          float hi[kNT], lo[kNT];
+#pragma unroll
+          for (int n = 0; n < kNT; ++n) {
+            hi[n] = fmaxf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]);
+            lo[n] = fmin_nan(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]);
+          }
+#pragma unroll
+          for (int w = kNT / 2; w >= 1; w /= 2)
+#pragma unroll
+            for (int k = 0; k < w; ++k) top2_pair(hi[k], lo[k], hi[2 * k], lo[2 * k], hi[2 * k + 1], lo[2 * k + 1]);
+          float m1 = hi[0], m2 = lo[0];
+#pragma unroll
+          for (int lane_mask = 1; lane_mask <= 2; lane_mask *= 2)
+            top2_pair(m1, m2, m1, m2, __shfl_xor_sync(0xffffffffu, m1, lane_mask),
+                      __shfl_xor_sync(0xffffffffu, m2, lane_mask));
+          r[q] = m1;
+          const float thr = round_float(__fsub_rn(m1, p.tolerance), Spec::s_fmt);
+          bool several = m2 >= thr;
+          if (decltype(mask_tag)::value && thr == -INFINITY) {  // quad-uniform branch: shuffle within the quad
+            int c = 0;
+#pragma unroll
+            for (int n = 0; n < kNT; ++n)
+#pragma unroll
+              for (int i = 2 * ri; i < 2 * ri + 2; ++i) c += exists(mask_tag, n, i) && !isnan(s[mt][n][i]);
+            const unsigned quad = 0xfu << (lane & ~3);
+            c += __shfl_xor_sync(quad, c, 1);
+            several = c + __shfl_xor_sync(quad, c, 2) > 1;
+          }
+          if (several && isfinite(m1))
+            r[q] = m1 > 0.f ? round_float(__fmul_rn(p.beta, m1), Spec::max_fmt) : (m1 < 0.f ? 0.f : m1);
         }
       }
       float m_scaled[kRows];

@@ -78,11 +78,20 @@ __device__ __forceinline__ uint32_t cvt_bf16x2(float lo, float hi) {
   return r;
 }
 
-// −1 if a >= b, else 0 (also 0 when either is NaN): one FSET, summed three at a time by IADD3.
-__device__ __forceinline__ int ge_mask(float a, float b) {
-  int r;
-  asm("set.ge.s32.f32 %0, %1, %2;\n" : "=r"(r) : "f"(a), "f"(b));
+// min that returns NaN when either input is NaN (min.NaN): a NaN score drops out of a running max afterwards
+// (fmaxf ignores it), just as `s >= thr` is false for it.
+__device__ __forceinline__ float fmin_nan(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;\n" : "=f"(r) : "f"(a), "f"(b));
   return r;
+}
+// Top two of a multiset of floats, NaN ignored: (m1, m2) = (largest, second largest counting repeats; −inf
+// when there is none). top2_pair merges two such summaries (a1, a2), (b1, b2) (a pair of single values is
+// (max, min.NaN) of the two). Exact (only comparisons), so "at least two elements >= thr" is exactly
+// m2 >= thr for any thr.
+__device__ __forceinline__ void top2_pair(float& m1, float& m2, float a1, float a2, float b1, float b2) {
+  m2 = fmaxf(fmaxf(a2, b2), fmin_nan(a1, b1));
+  m1 = fmaxf(a1, b1);
 }
 
 // Shared-memory tile of rows x kD bf16 with 16-byte chunks XOR-swizzled by (row % 8), so the eight row
@@ -92,7 +101,7 @@ __device__ __forceinline__ int swz(int row, int col) {
   return row * kD + ((((col >> 3) ^ (row & 7))) << 3);
 }
 
-// Sum / max / count over the four lanes of a quad (the four threads holding one accumulator row), in a fixed
+// Sum / max over the four lanes of a quad (the four threads holding one accumulator row), in a fixed
 // butterfly order ((t0+t1)+(t2+t3)) so all four lanes end with the same bits.
 __device__ __forceinline__ float quad_sum(float x) {
   x = __fadd_rn(x, __shfl_xor_sync(0xffffffffu, x, 1));
@@ -101,11 +110,6 @@ __device__ __forceinline__ float quad_sum(float x) {
 __device__ __forceinline__ float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
   return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-// quad_count sums ints (flash_fwd.cu packs one small count per byte).
-__device__ __forceinline__ int quad_count(int x) {
-  x += __shfl_xor_sync(0xffffffffu, x, 1);
-  return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
 }  // namespace attncheck::cuda
