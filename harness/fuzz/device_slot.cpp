@@ -48,6 +48,13 @@ std::vector<std::string> visible_devices() {
   return out;
 }
 
+bool is_libfuzzer_parent(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    for (const char* flag : {"-fork=", "-jobs="})
+      if (a.rfind(flag, 0) == 0 && std::atoi(a.c_str() + std::strlen(flag)) >= 1) return true;
+  return false;
+}
+
 std::string pin_worker_to_one_device(const std::string& kernel, const std::string& lock_dir) {
   if (kernel.rfind("cuda:", 0) != 0) return "";
   if (const char* off = std::getenv("ATTNCHECK_FUZZ_DEVICE_PIN"); off && std::strcmp(off, "0") == 0) return "";

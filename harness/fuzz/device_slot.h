@@ -19,8 +19,15 @@ std::string pick_device(const std::vector<std::string>& devices, const std::stri
 // The devices this process may see (CUDA_VISIBLE_DEVICES's entries, else 0..N-1 for the /dev/nvidia<N> files).
 std::vector<std::string> visible_devices();
 
+// True for libFuzzer's parent process in fork or jobs mode (-fork=N / -jobs=N, N >= 1, among the arguments):
+// it runs no inputs, and its children inherit its environment, so it must not pin itself (on an H200 x2 host
+// the parent once took device 0 and every worker inherited CUDA_VISIBLE_DEVICES=0). The children's command lines
+// carry neither flag.
+bool is_libfuzzer_parent(const std::vector<std::string>& args);
+
 // For a CUDA kernel ("cuda:..."), on a host with several devices: picks this worker's device and sets
-// CUDA_VISIBLE_DEVICES to it. Returns the device chosen, or "" when nothing was changed.
+// CUDA_VISIBLE_DEVICES to it. Returns the device chosen, or "" when nothing was changed. Call it in the workers
+// only (not when is_libfuzzer_parent).
 std::string pin_worker_to_one_device(const std::string& kernel, const std::string& lock_dir = "/tmp");
 
 }  // namespace attncheck::fuzz

@@ -50,5 +50,14 @@ TEST(DeviceSlot, PinsOnlyCudaKernelsOnSeveralDevices) {
   std::filesystem::remove_all(dir);
 }
 
+// The fork/jobs parent must not pin (its children inherit the environment); workers (no such flag) do.
+TEST(DeviceSlot, RecognisesLibFuzzerParent) {
+  EXPECT_TRUE(is_libfuzzer_parent({"fuzzer", "-fork=2", "-ignore_crashes=1", "corpus"}));
+  EXPECT_TRUE(is_libfuzzer_parent({"fuzzer", "-jobs=4"}));
+  EXPECT_FALSE(is_libfuzzer_parent({"fuzzer", "-fork=0", "corpus"}));
+  EXPECT_FALSE(is_libfuzzer_parent({"fuzzer", "-max_total_time=60", "-runs=10", "corpus"}));
+  EXPECT_FALSE(is_libfuzzer_parent({"fuzzer", "fork=2"}));  // a path, not a flag
+}
+
 }  // namespace
 }  // namespace attncheck::fuzz

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "harness/fuzz/device_slot.h"
 #include "harness/fuzz/kernel_target.h"
@@ -34,10 +35,13 @@ bool structured_mutator() {
 #endif
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   // A CUDA kernel on a host with several GPUs: this worker takes one device (device_slot.h), before any CUDA call.
+  // libFuzzer's fork/jobs parent runs no inputs and passes its environment on: it leaves the choice to the workers.
   const char* kernel = std::getenv("ATTNCHECK_FUZZ_KERNEL");
-  const std::string device = attncheck::fuzz::pin_worker_to_one_device(kernel ? kernel : "");
+  const bool parent =
+      argc && argv && attncheck::fuzz::is_libfuzzer_parent(std::vector<std::string>(*argv, *argv + *argc));
+  const std::string device = parent ? "" : attncheck::fuzz::pin_worker_to_one_device(kernel ? kernel : "");
   if (!device.empty() && !std::getenv("ATTNCHECK_FUZZ_QUIET"))
     std::fprintf(stderr, "attncheck-fuzz: this worker (pid %d) runs on CUDA device %s\n", static_cast<int>(::getpid()),
                  device.c_str());
