@@ -23,16 +23,6 @@ __device__ __forceinline__ float rnd(float x) {
   if constexpr (F == Format::kBF16) return __bfloat162float(__float2bfloat16_rn(x));
   else return x;
 }
-// A pair rounded to F in place.
-template <Format F>
-__device__ __forceinline__ void rnd_pair(float& a, float& b) {
-  if constexpr (F == Format::kBF16) {
-    const std::uint32_t r = cvt_bf16x2(a, b);
-    a = __uint_as_float(r << 16);
-    b = __uint_as_float(r & 0xffff0000u);
-  }
-}
-
 __device__ __forceinline__ void cp_async_4(void* smem, const void* gmem, bool valid) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
                "r"(valid ? 4 : 0));
@@ -139,9 +129,9 @@ __device__ __forceinline__ void add_partial(float (&acc)[kMT][kD / 8][4], const 
           for (int i = 0; i < 4; i += 2) {
             float* x = &acc[mt][2 * (dp2 + e) + u][i];
             float p0 = part[e][mt][u][i], p1 = part[e][mt][u][i + 1];
-            rnd_pair<Spec::grad_partial_fmt>(p0, p1);
+            round_pair<Spec::grad_partial_fmt>(p0, p1);
             float s0 = __fadd_rn(x[0], p0), s1 = __fadd_rn(x[1], p1);
-            rnd_pair<Spec::grad_acc_fmt>(s0, s1);
+            round_pair<Spec::grad_acc_fmt>(s0, s1);
             x[0] = s0, x[1] = s1;
           }
   }

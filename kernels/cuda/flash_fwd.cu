@@ -48,17 +48,6 @@ bool variant_is_fixed(Variant v) { return v == Variant::kFa2Fixed || v == Varian
 
 namespace {
 
-// Rounds a pair to format F in place (F is fp32: nothing to do; bf16: one cvt for both).
-template <Format F>
-__device__ __forceinline__ void round_pair(float& a, float& b) {
-  static_assert(F == Format::kF32 || F == Format::kBF16, "device formats are fp32 and bf16");
-  if constexpr (F == Format::kBF16) {
-    const std::uint32_t r = cvt_bf16x2(a, b);
-    a = __uint_as_float(r << 16);
-    b = __uint_as_float(r & 0xffff0000u);
-  }
-}
-
 // Blocks per SM asked of the register allocator: 4 for the 16-row-warp split at d 64 (128 registers; the paper's
 // numerics run it, 3-4% faster than at 141-160 registers and 3 blocks), 1 elsewhere (stating 1 instead of
 // leaving it out let the compiler give paper d128 244 registers instead of 182: +7%). Measured on the H200

@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "kernels/formats.h"
+
 namespace attncheck::cuda {
 
 __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1,
@@ -76,6 +78,17 @@ __device__ __forceinline__ uint32_t cvt_bf16x2(float lo, float hi) {
   uint32_t r;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
+}
+
+// Rounds a pair to format F in place (F is fp32: nothing to do; bf16: one cvt for both).
+template <Format F>
+__device__ __forceinline__ void round_pair(float& a, float& b) {
+  static_assert(F == Format::kF32 || F == Format::kBF16, "device formats are fp32 and bf16");
+  if constexpr (F == Format::kBF16) {
+    const std::uint32_t r = cvt_bf16x2(a, b);
+    a = __uint_as_float(r << 16);
+    b = __uint_as_float(r & 0xffff0000u);
+  }
 }
 
 // min that returns NaN when either input is NaN (min.NaN): a NaN score drops out of a running max afterwards
