@@ -42,10 +42,16 @@ BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in
   const model_detail::FormatTable f = fm.get();
   const Problem& p = in.problem;
   const Consts c = model_detail::make_consts(spec, p);
-  const int d = p.head_dim, tq = spec.tile_q, tk = spec.tile_k, group = p.group(), n_q = p.n_q;
-  const std::vector<float> q = model_detail::to_float(in.q), k = model_detail::to_float(in.k),
-                           v = model_detail::to_float(in.v), d_o = model_detail::to_float(in.d_o),
-                           o = model_detail::to_float(fwd.o);
+  const int d = p.head_dim, tq = spec.tile_q, tk = spec.tile_k, group = p.group(), n_q = p.n_q,
+            dw = model_detail::padded(d), qw = model_detail::padded(n_q);
+  // Rows padded to dw floats for the weighted sums (add_weighted_rows); Q and dO also transposed per head.
+  const std::size_t q_rows = p.rows(), kv_rows = std::size_t(p.batch) * p.heads_kv * p.n_k;
+  const std::vector<float> q = model_detail::to_float_rows(in.q, q_rows, d, dw),
+                           k = model_detail::to_float_rows(in.k, kv_rows, d, dw),
+                           v = model_detail::to_float_rows(in.v, kv_rows, d, dw),
+                           d_o = model_detail::to_float_rows(in.d_o, q_rows, d, dw), o = model_detail::to_float(fwd.o);
+  const auto q_row = [&](int b, int h, int i) { return std::size_t(p.row_at(b, h, i)) * dw; };
+  const auto kv_row = [&](int b, int hk, int j) { return ((std::size_t(b) * p.heads_kv + hk) * p.n_k + j) * dw; };
   BackwardOutput out;
   out.dq.assign(p.q_size(), 0.0);
   out.dk.assign(p.kv_size(), 0.0);
@@ -58,7 +64,7 @@ BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in
     float acc = 0.0f;
     for (int t = 0; t < d; ++t) {
       const std::size_t e = row * d + t;
-      acc = acc + model_detail::rnd(d_o[e] * o[e], f.delta_prod);
+      acc = acc + model_detail::rnd(d_o[row * dw + t] * o[e], f.delta_prod);
     }
     delta[row] = model_detail::rnd(acc, f.delta);
     out.delta[row] = delta[row];
@@ -69,15 +75,15 @@ BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in
   const int tkc = std::min(tk, p.n_k);
   std::vector<float> dq_acc(std::size_t(n_q) * d), dk_acc(std::size_t(p.n_k) * d), dv_acc(std::size_t(p.n_k) * d);
   std::vector<float> pvt(std::size_t(n_q) * tkc), dst(std::size_t(n_q) * tkc);
-  std::vector<float> part(d), qt, dot_t, sdot(n_q), dpdot(n_q), lse(n_q), lse_scaled(n_q);
+  std::vector<float> part(dw), w_col(std::min(tq, n_q)), qt, dot_t, sdot(qw), dpdot(qw), lse(n_q), lse_scaled(n_q);
   // GQA: per-head dK, dV (rounded) summed over the group in fp32.
   std::vector<float> dk_group(p.kv_size(), 0.0f), dv_group(p.kv_size(), 0.0f);
 
   for (int b = 0; b < p.batch; ++b) {
     for (int h = 0; h < p.heads_q; ++h) {
       const int hk = h / group;
-      model_detail::transpose_slice(in.q, p.q_at(b, h, 0, 0), n_q, d, qt);
-      model_detail::transpose_slice(in.d_o, p.q_at(b, h, 0, 0), n_q, d, dot_t);
+      model_detail::transpose_slice(in.q, p.q_at(b, h, 0, 0), n_q, d, qw, qt);
+      model_detail::transpose_slice(in.d_o, p.q_at(b, h, 0, 0), n_q, d, qw, dot_t);
       for (int i = 0; i < n_q; ++i) {
         lse[i] = static_cast<float>(fwd.lse[p.row_at(b, h, i)]);
         lse_scaled[i] = lse[i] * c.log2e;  // FA2: max_scaled = lse · float(M_LOG2E)
@@ -90,8 +96,8 @@ BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in
         // step 9 (per pair): s, p = exp(s − LSE), dP = dO·v, dS = p ∘ (dP − δ); masked: p = 0, hence dS = 0.
         for (int j = 0; j < keys; ++j) {
           const int kj = k0 + j;
-          model_detail::dots(&k[p.kv_at(b, hk, kj, 0)], qt.data(), n_q, d, sdot.data());
-          model_detail::dots(&v[p.kv_at(b, hk, kj, 0)], dot_t.data(), n_q, d, dpdot.data());
+          model_detail::dots(&k[kv_row(b, hk, kj)], qt.data(), qw, d, sdot.data());
+          model_detail::dots(&v[kv_row(b, hk, kj)], dot_t.data(), qw, d, dpdot.data());
           for (int i = 0; i < n_q; ++i) {
             float* pvij = &pvt[std::size_t(i) * tkc + j];
             float* dsij = &dst[std::size_t(i) * tkc + j];
@@ -117,20 +123,14 @@ BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in
             const int kj = k0 + j;
             float* dvj = &dv_acc[std::size_t(kj) * d];
             float* dkj = &dk_acc[std::size_t(kj) * d];
+            for (int r = 0; r < rows; ++r) w_col[r] = pvt[std::size_t(q0 + r) * tkc + j];
             std::fill(part.begin(), part.end(), 0.0f);
-            for (int r = 0; r < rows; ++r) {
-              const float w = pvt[std::size_t(q0 + r) * tkc + j];
-              const float* doi = &d_o[p.q_at(b, h, q0 + r, 0)];
-              for (int t = 0; t < d; ++t) part[t] = part[t] + w * doi[t];
-            }
+            model_detail::add_weighted_rows(w_col.data(), &d_o[q_row(b, h, q0)], rows, dw, part.data());
             for (int t = 0; t < d; ++t)
               dvj[t] = model_detail::rnd(dvj[t] + model_detail::rnd(part[t], f.grad_partial), f.grad_acc);
+            for (int r = 0; r < rows; ++r) w_col[r] = dst[std::size_t(q0 + r) * tkc + j];
             std::fill(part.begin(), part.end(), 0.0f);
-            for (int r = 0; r < rows; ++r) {
-              const float w = dst[std::size_t(q0 + r) * tkc + j];
-              const float* qi = &q[p.q_at(b, h, q0 + r, 0)];
-              for (int t = 0; t < d; ++t) part[t] = part[t] + w * qi[t];
-            }
+            model_detail::add_weighted_rows(w_col.data(), &q[q_row(b, h, q0)], rows, dw, part.data());
             for (int t = 0; t < d; ++t)
               dkj[t] = model_detail::rnd(dkj[t] + model_detail::rnd(part[t], f.grad_partial), f.grad_acc);
           }
@@ -138,11 +138,8 @@ BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in
           for (int r = 0; r < rows; ++r) {
             float* dqi = &dq_acc[std::size_t(q0 + r) * d];
             std::fill(part.begin(), part.end(), 0.0f);
-            for (int j = 0; j < keys; ++j) {
-              const float w = dst[std::size_t(q0 + r) * tkc + j];
-              const float* kjv = &k[p.kv_at(b, hk, k0 + j, 0)];
-              for (int t = 0; t < d; ++t) part[t] = part[t] + w * kjv[t];
-            }
+            model_detail::add_weighted_rows(&dst[std::size_t(q0 + r) * tkc], &k[kv_row(b, hk, k0)], keys, dw,
+                                            part.data());
             for (int t = 0; t < d; ++t)
               dqi[t] = model_detail::rnd(dqi[t] + model_detail::rnd(part[t], f.grad_partial), f.grad_acc);
           }

@@ -69,19 +69,23 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
   const model_detail::FormatTable f = fm.get();
   const Problem& p = in.problem;
   const Consts c = model_detail::make_consts(spec, p);
-  const int d = p.head_dim, tk = spec.tile_k, n_k = p.n_k;
-  const std::vector<float> q = model_detail::to_float(in.q), v = model_detail::to_float(in.v);
+  const int d = p.head_dim, tk = spec.tile_k, n_k = p.n_k, dw = model_detail::padded(d),
+            kw = model_detail::padded(n_k);
+  // V's rows padded to dw floats (the weighted sums of step 5 run in whole register blocks); K transposed.
+  const std::vector<float> q = model_detail::to_float(in.q),
+                           v = model_detail::to_float_rows(in.v, std::size_t(p.batch) * p.heads_kv * n_k, d, dw);
   ForwardOutput out;
   out.o.assign(p.q_size(), 0.0);
   out.lse.assign(p.rows(), 0.0);
 
   // Per row: visibility, scores (all keys), running state. Per (row, key tile): p̄ and the block output.
-  std::vector<float> kt, dot(n_k), s(n_k), acc(d), pbar(std::min(tk, n_k)), pv(pbar.size()), block_out(d);
+  std::vector<float> kt, dot(kw), s(n_k), acc(d), pbar(std::min(tk, n_k)), pv(pbar.size()), block_out(dw);
   std::vector<char> vis(n_k);
 
   for (int b = 0; b < p.batch; ++b) {
     for (int hk = 0; hk < p.heads_kv; ++hk) {
-      model_detail::transpose_slice(in.k, p.kv_at(b, hk, 0, 0), n_k, d, kt);
+      model_detail::transpose_slice(in.k, p.kv_at(b, hk, 0, 0), n_k, d, kw, kt);
+      const float* v_slice = &v[(std::size_t(b) * p.heads_kv + hk) * n_k * dw];
       for (int h = hk * p.group(); h < (hk + 1) * p.group(); ++h) {
         for (int i = 0; i < p.n_q; ++i) {
           const float* qi = &q[p.q_at(b, h, i, 0)];
@@ -94,7 +98,7 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
             any_visible |= vis[j] != 0;
           }
           // step 1: scores of this row against every key; masked keys get the mask value.
-          model_detail::dots(qi, kt.data(), n_k, d, dot.data());
+          model_detail::dots(qi, kt.data(), kw, d, dot.data());
           const double* bias_row = p.has_bias ? &in.bias[p.score_at(b, h, i, 0)] : nullptr;
           for (int j = 0; j < n_k; ++j)
             s[j] = vis[j] ? model_detail::finish_score(f, c, dot[j], bias_row ? bias_row + j : nullptr) : c.mask;
@@ -140,11 +144,7 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
             }
             // step 5: block output Σ_j round(p̄_j, pv_in_fmt)·v_j in fp32 (key order), rounded.
             std::fill(block_out.begin(), block_out.end(), 0.0f);
-            for (int j = 0; j < keys; ++j) {
-              const float* vj = &v[p.kv_at(b, hk, k0 + j, 0)];
-              const float w = pv[j];
-              for (int t = 0; t < d; ++t) block_out[t] = block_out[t] + w * vj[t];
-            }
+            model_detail::add_weighted_rows(pv.data(), v_slice + std::size_t(k0) * dw, keys, dw, block_out.data());
             // step 6: rescale the running state by α = exp(m_old − m_new) and add the block's share.
             const float alpha = model_detail::rnd(
                 f.folded ? std::exp2((m_old - m_sub) * c.scale_log2) : std::exp(model_detail::rnd(m_old - m_new, f.s)),

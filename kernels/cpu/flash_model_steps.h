@@ -13,12 +13,23 @@
 #pragma once
 
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "harness/problem.h"
 #include "kernels/numerics_spec.h"
 
 namespace attncheck::model_detail {
+
+// The data loops below (conversion, transposition, dot products, weighted sums) have no branch that depends on a
+// value: under libFuzzer their edge counters would only count loop trips, at a counter update per iteration of
+// the hottest loops of a fuzz run. Clang builds keep them out of line and uninstrumented; the models' own
+// branches (masks, ties, the max policy, empty rows) keep their coverage.
+#if defined(__clang__)
+#define ATTNCHECK_DATA_LOOP __attribute__((noinline, no_sanitize("coverage")))
+#else
+#define ATTNCHECK_DATA_LOOP
+#endif
 
 // Every rounding format of a spec, plus the choices that change the arithmetic (not the max policy, not tiles).
 struct FormatTable {
@@ -83,31 +94,89 @@ inline Consts make_consts(const NumericsSpec& spec, const Problem& p) {
   return c;
 }
 
-inline std::vector<float> to_float(const std::vector<double>& x) {
+ATTNCHECK_DATA_LOOP inline std::vector<float> to_float(const std::vector<double>& x) {
   std::vector<float> out(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) out[i] = static_cast<float>(x[i]);  // exact: inputs are ≤ fp32
   return out;
 }
 
-// One (batch, kv head) slice of a [.., n, d] tensor transposed to [d][n] floats: column t of every row is
-// contiguous, so dots() can run over all rows at once.
-inline void transpose_slice(const std::vector<double>& x, std::size_t at, int n, int d, std::vector<float>& out) {
-  out.resize(std::size_t(n) * d);
-  for (int j = 0; j < n; ++j)
-    for (int t = 0; t < d; ++t) out[std::size_t(t) * n + j] = static_cast<float>(x[at + std::size_t(j) * d + t]);
+// Row lengths padded to whole register blocks (kLanes floats): the padding is zeros, and what the loops below
+// compute in it is never read.
+constexpr int kLanes = 8;
+inline int padded(int n) { return (n + kLanes - 1) / kLanes * kLanes; }
+
+// x as `rows` rows of d floats, each stored in `stride` (>= d) floats, the rest zero.
+ATTNCHECK_DATA_LOOP inline std::vector<float> to_float_rows(const std::vector<double>& x, std::size_t rows, int d,
+                                                            int stride) {
+  std::vector<float> out(rows * stride, 0.0f);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (int t = 0; t < d; ++t) out[r * stride + t] = static_cast<float>(x[r * d + t]);  // exact: inputs are ≤ fp32
+  return out;
 }
 
-// step 1 (and dP of step 9), the dot products: out[j] = Σ_t a[t]·bt[t][j] for j < n, each accumulated in fp32
-// in head-dimension order starting from 0 (products of ≤ 12-bit significands are exact in fp32, so
-// mul-then-add equals fma here). The n sums are independent, so the loop over j vectorises without changing
-// any sum's order: each out[j] is the scalar loop `acc = acc + a[t] * b_j[t]` bit for bit.
-inline void dots(const float* a, const float* bt, int n, int d, float* out) {
-  for (int j = 0; j < n; ++j) out[j] = 0.0f;
+// One (batch, head) slice of a [.., n, d] tensor transposed to [d][stride] floats (stride >= n, zero padded):
+// column t of every row is contiguous, so dots() can run over all rows at once.
+ATTNCHECK_DATA_LOOP inline void transpose_slice(const std::vector<double>& x, std::size_t at, int n, int d,
+                                                int stride, std::vector<float>& out) {
+  out.assign(std::size_t(stride) * d, 0.0f);
+  for (int j = 0; j < n; ++j)
+    for (int t = 0; t < d; ++t) out[std::size_t(t) * stride + j] = static_cast<float>(x[at + std::size_t(j) * d + t]);
+}
+
+// The two inner loops of the passes, register-blocked: kBlocks·kLanes independent fp32 sums stay in registers
+// across the whole reduction (the fixed-length lane loops unroll), instead of a load and a store per term; up to
+// 4 blocks (8 SSE registers) keep enough additions in flight to hide their latency.
+template <int kBlocks>
+[[gnu::always_inline]] inline void dots_block(const float* a, const float* bt, std::size_t stride, int d, float* out) {
+  float acc[kBlocks * kLanes] = {};
   for (int t = 0; t < d; ++t) {
     const float x = a[t];
-    const float* col = bt + std::size_t(t) * n;
-    for (int j = 0; j < n; ++j) out[j] = out[j] + x * col[j];
+    const float* col = bt + std::size_t(t) * stride;
+    for (int l = 0; l < kBlocks * kLanes; ++l) acc[l] = acc[l] + x * col[l];
   }
+  for (int l = 0; l < kBlocks * kLanes; ++l) out[l] = acc[l];
+}
+
+template <int kBlocks>
+[[gnu::always_inline]] inline void add_weighted_rows_block(const float* w, const float* rows, std::size_t stride, int n, float* out) {
+  float acc[kBlocks * kLanes];
+  for (int l = 0; l < kBlocks * kLanes; ++l) acc[l] = out[l];
+  for (int j = 0; j < n; ++j) {
+    const float x = w[j];
+    const float* row = rows + std::size_t(j) * stride;
+    for (int l = 0; l < kBlocks * kLanes; ++l) acc[l] = acc[l] + x * row[l];
+  }
+  for (int l = 0; l < kBlocks * kLanes; ++l) out[l] = acc[l];
+}
+
+// Calls block(columns offset, Blocks) over `width` columns (a multiple of kLanes) in chunks of at most 4 blocks.
+template <class Block>
+[[gnu::always_inline]] inline void over_blocks(int width, Block block) {
+  int c0 = 0;
+  for (; width - c0 >= 4 * kLanes; c0 += 4 * kLanes) block(c0, std::integral_constant<int, 4>{});
+  switch ((width - c0) / kLanes) {
+    case 3: block(c0, std::integral_constant<int, 3>{}); break;
+    case 2: block(c0, std::integral_constant<int, 2>{}); break;
+    case 1: block(c0, std::integral_constant<int, 1>{}); break;
+    default: break;
+  }
+}
+
+// step 1 (and dP of step 9), the dot products: out[j] = Σ_t a[t]·bt[t][j] for j < width (bt: [d][width],
+// width = padded(n)), each accumulated in fp32 in head-dimension order starting from 0 (products of ≤ 12-bit
+// significands are exact in fp32, so mul-then-add equals fma here). The sums are independent, so they run side
+// by side without changing any sum's order: each out[j] is the scalar loop `acc = acc + a[t] * b_j[t]` bit for bit.
+ATTNCHECK_DATA_LOOP inline void dots(const float* a, const float* bt, int width, int d, float* out) {
+  over_blocks(width, [&](int c0, auto blocks) { dots_block<decltype(blocks)::value>(a, bt + c0, width, d, out + c0); });
+}
+
+// The weighted row sums of steps 5 and 9: out[t] = out[t] + w[j]·rows[j][t] for j = 0..n−1 in order (row j at
+// rows + j·width, width = padded(d)), each out[t] its own fp32 sum in key (or query) order, as the loop
+// `for j: for t:` adds them.
+ATTNCHECK_DATA_LOOP inline void add_weighted_rows(const float* w, const float* rows, int n, int width, float* out) {
+  over_blocks(width, [&](int c0, auto blocks) {
+    add_weighted_rows_block<decltype(blocks)::value>(w, rows + c0, width, n, out + c0);
+  });
 }
 
 // step 1 after the dot product: rounded to qk_fmt; the paper scales in s_fmt; bias is added in fp32 (fa2 adds

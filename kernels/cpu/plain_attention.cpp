@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/cpu/flash_model_steps.h"  // dots(), transpose_slice()
+#include "kernels/cpu/flash_model_steps.h"  // dots(), add_weighted_rows(), transpose_slice()
 
 namespace attncheck {
 namespace {
@@ -27,15 +27,16 @@ void check_inputs(const Instance& in, bool backward) {
 }
 
 // The probabilities P (bf16 values, n_q × n_k) of one (b, h); lse per row when asked. Returns per row
-// whether any key is visible. kt: this head's K transposed ([d][n_k], transpose_slice), so that a row's n_k dot
-// products run side by side (dots(): each still summed in head-dimension order, bit for bit the scalar loop).
-void softmax_rows(const Instance& in, const std::vector<float>& q, const std::vector<float>& kt, int b, int h,
+// whether any key is visible. q: rows of q_stride floats. kt: this head's K transposed ([d][kw], kw = padded(n_k); transpose_slice), so that
+// a row's n_k dot products run side by side (dots(): each still summed in head-dimension order, bit for bit the
+// scalar loop); s holds kw floats.
+void softmax_rows(const Instance& in, const std::vector<float>& q, int q_stride, const std::vector<float>& kt, int b, int h,
                   std::vector<float>& prob, std::vector<float>& s, std::vector<char>& nonempty, double* lse_out) {
   const Problem& p = in.problem;
   const int d = p.head_dim;
   const float scale = static_cast<float>(p.scale);
   for (int i = 0; i < p.n_q; ++i) {
-    model_detail::dots(&q[p.q_at(b, h, i, 0)], kt.data(), p.n_k, d, s.data());
+    model_detail::dots(&q[p.row_at(b, h, i) * q_stride], kt.data(), model_detail::padded(p.n_k), d, s.data());
     float mx = kNegInf;
     for (int j = 0; j < p.n_k; ++j) {
       if (!in.visible(b, h, i, j)) {
@@ -70,25 +71,24 @@ ForwardOutput plain_forward(const Instance& in) {
   check_inputs(in, false);
   const Problem& p = in.problem;
   const int d = p.head_dim;
-  const std::vector<float> q = to_float(in.q), v = to_float(in.v);
+  const int kw = model_detail::padded(p.n_k), dw = model_detail::padded(d);  // padded rows (flash_model_steps.h)
+  const std::vector<float> q = to_float(in.q),
+                           v = model_detail::to_float_rows(in.v, std::size_t(p.batch) * p.heads_kv * p.n_k, d, dw);
   ForwardOutput out;
   out.o.assign(p.q_size(), 0.0);
   out.lse.assign(p.rows(), 0.0);
-  std::vector<float> prob(std::size_t(p.n_q) * p.n_k), s(p.n_k), o_row(d), kt;
+  std::vector<float> prob(std::size_t(p.n_q) * p.n_k), s(kw), o_row(dw), kt;
   std::vector<char> nonempty(p.n_q);
   for (int b = 0; b < p.batch; ++b) {
     for (int h = 0; h < p.heads_q; ++h) {
       const int hk = h / p.group();
-      model_detail::transpose_slice(in.k, p.kv_at(b, hk, 0, 0), p.n_k, d, kt);
-      softmax_rows(in, q, kt, b, h, prob, s, nonempty, out.lse.data());
+      model_detail::transpose_slice(in.k, p.kv_at(b, hk, 0, 0), p.n_k, d, kw, kt);
+      softmax_rows(in, q, d, kt, b, h, prob, s, nonempty, out.lse.data());
       for (int i = 0; i < p.n_q; ++i) {
         if (!nonempty[i]) continue;  // O stays 0
-        std::fill(o_row.begin(), o_row.end(), 0.0f);
-        for (int j = 0; j < p.n_k; ++j) {
-          const float w = prob[std::size_t(i) * p.n_k + j];
-          const float* vj = &v[p.kv_at(b, hk, j, 0)];
-          for (int t = 0; t < d; ++t) o_row[t] = o_row[t] + w * vj[t];
-        }
+        std::fill(o_row.begin(), o_row.end(), 0.0f);  // Σ_j P_ij v_j in key order (add_weighted_rows)
+        model_detail::add_weighted_rows(&prob[std::size_t(i) * p.n_k], &v[p.kv_at(b, hk, 0, 0) / d * dw], p.n_k, dw,
+                                        o_row.data());
         for (int t = 0; t < d; ++t) out.o[p.q_at(b, h, i, t)] = round_bf16(o_row[t]);
       }
     }
@@ -101,28 +101,32 @@ BackwardOutput plain_backward(const Instance& in) {
   const Problem& p = in.problem;
   const int d = p.head_dim, nq = p.n_q, nk = p.n_k;
   const float scale = static_cast<float>(p.scale);
-  const std::vector<float> q = to_float(in.q), k = to_float(in.k), d_o = to_float(in.d_o);
+  const int kw = model_detail::padded(nk), dw = model_detail::padded(d);  // padded rows (flash_model_steps.h)
+  const std::vector<float> q = model_detail::to_float_rows(in.q, p.rows(), d, dw),
+                           k = model_detail::to_float_rows(in.k, std::size_t(p.batch) * p.heads_kv * nk, d, dw),
+                           d_o = model_detail::to_float_rows(in.d_o, p.rows(), d, dw);
+  const auto row_of = [&](std::size_t at) { return at / d * dw; };  // a row's start in the padded copies
   BackwardOutput out;
   out.dq.assign(p.q_size(), 0.0);
   out.dk.assign(p.kv_size(), 0.0);
   out.dv.assign(p.kv_size(), 0.0);
   out.delta.assign(p.rows(), 0.0);
-  std::vector<float> prob(std::size_t(nq) * nk), ds(std::size_t(nq) * nk), s(nk), acc(d), kt, vt, dp(nk);
+  std::vector<float> prob(std::size_t(nq) * nk), ds(std::size_t(nq) * nk), s(kw), acc(dw), kt, vt, dp(kw), w_col(nq);
   std::vector<float> dk_group(p.kv_size(), 0.0f), dv_group(p.kv_size(), 0.0f);
   std::vector<char> nonempty(nq);
   for (int b = 0; b < p.batch; ++b) {
     for (int h = 0; h < p.heads_q; ++h) {
       const int hk = h / p.group();
-      model_detail::transpose_slice(in.k, p.kv_at(b, hk, 0, 0), nk, d, kt);
-      model_detail::transpose_slice(in.v, p.kv_at(b, hk, 0, 0), nk, d, vt);
-      softmax_rows(in, q, kt, b, h, prob, s, nonempty, nullptr);
+      model_detail::transpose_slice(in.k, p.kv_at(b, hk, 0, 0), nk, d, kw, kt);
+      model_detail::transpose_slice(in.v, p.kv_at(b, hk, 0, 0), nk, d, kw, vt);
+      softmax_rows(in, q, dw, kt, b, h, prob, s, nonempty, nullptr);
       for (int i = 0; i < nq; ++i) {
-        const float* doi = &d_o[p.q_at(b, h, i, 0)];
+        const float* doi = &d_o[row_of(p.q_at(b, h, i, 0))];
         const float* pi = &prob[std::size_t(i) * nk];
         float* dsi = &ds[std::size_t(i) * nk];
         // dP = bf16(dO·Vᵀ) into dsi; δ = Σ_j P·dP in fp32; dS = bf16(P·(dP − δ)); dS' = bf16(dS·scale).
         float delta = 0.0f;
-        model_detail::dots(doi, vt.data(), nk, d, dp.data());  // dO_i·v_j for every key, in column order
+        model_detail::dots(doi, vt.data(), kw, d, dp.data());  // dO_i·v_j for every key, in column order
         for (int j = 0; j < nk; ++j) {
           dsi[j] = round_bf16(dp[j]);
           delta = delta + pi[j] * dsi[j];
@@ -131,27 +135,18 @@ BackwardOutput plain_backward(const Instance& in) {
         for (int j = 0; j < nk; ++j) dsi[j] = round_bf16(round_bf16(pi[j] * (dsi[j] - delta)) * scale);
         // dQ_i = bf16(Σ_j dS'_ij k_j)
         std::fill(acc.begin(), acc.end(), 0.0f);
-        for (int j = 0; j < nk; ++j) {
-          const float* kj = &k[p.kv_at(b, hk, j, 0)];
-          for (int t = 0; t < d; ++t) acc[t] = acc[t] + dsi[j] * kj[t];
-        }
+        model_detail::add_weighted_rows(dsi, &k[row_of(p.kv_at(b, hk, 0, 0))], nk, dw, acc.data());
         for (int t = 0; t < d; ++t) out.dq[p.q_at(b, h, i, t)] = round_bf16(acc[t]);
       }
       // Per key: dV_j = bf16(Σ_i P_ij dO_i), dK_j = bf16(Σ_i dS'_ij q_i); then the GQA group sum in fp32.
       for (int j = 0; j < nk; ++j) {
+        for (int i = 0; i < nq; ++i) w_col[i] = prob[std::size_t(i) * nk + j];
         std::fill(acc.begin(), acc.end(), 0.0f);
-        for (int i = 0; i < nq; ++i) {
-          const float w = prob[std::size_t(i) * nk + j];
-          const float* doi = &d_o[p.q_at(b, h, i, 0)];
-          for (int t = 0; t < d; ++t) acc[t] = acc[t] + w * doi[t];
-        }
+        model_detail::add_weighted_rows(w_col.data(), &d_o[row_of(p.q_at(b, h, 0, 0))], nq, dw, acc.data());
         for (int t = 0; t < d; ++t) dv_group[p.kv_at(b, hk, j, t)] += round_bf16(acc[t]);
+        for (int i = 0; i < nq; ++i) w_col[i] = ds[std::size_t(i) * nk + j];
         std::fill(acc.begin(), acc.end(), 0.0f);
-        for (int i = 0; i < nq; ++i) {
-          const float w = ds[std::size_t(i) * nk + j];
-          const float* qi = &q[p.q_at(b, h, i, 0)];
-          for (int t = 0; t < d; ++t) acc[t] = acc[t] + w * qi[t];
-        }
+        model_detail::add_weighted_rows(w_col.data(), &q[row_of(p.q_at(b, h, 0, 0))], nq, dw, acc.data());
         for (int t = 0; t < d; ++t) dk_group[p.kv_at(b, hk, j, t)] += round_bf16(acc[t]);
       }
     }
