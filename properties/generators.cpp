@@ -35,7 +35,11 @@ struct Rng {
   std::uint64_t seed;
   std::uint64_t counter = 0;
   std::uint64_t next() { return mix64(seed ^ mix64(counter++)); }
-  int below(int n) { return n <= 1 ? 0 : static_cast<int>(next() % static_cast<std::uint64_t>(n)); }
+  int below(int n) {  // a power of two masks (the same value as %, without the 64-bit division)
+    if (n <= 1) return 0;
+    const std::uint64_t u = static_cast<std::uint64_t>(n);
+    return static_cast<int>((u & (u - 1)) == 0 ? next() & (u - 1) : next() % u);
+  }
   double u01() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
   int sign() { return (next() & 1) ? 1 : -1; }
 };

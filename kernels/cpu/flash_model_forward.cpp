@@ -99,9 +99,17 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
           }
           // step 1: scores of this row against every key; masked keys get the mask value.
           model_detail::dots(qi, kt.data(), kw, d, dot.data());
-          const double* bias_row = p.has_bias ? &in.bias[p.score_at(b, h, i, 0)] : nullptr;
-          for (int j = 0; j < n_k; ++j)
-            s[j] = vis[j] ? model_detail::finish_score(f, c, dot[j], bias_row ? bias_row + j : nullptr) : c.mask;
+          // (Branch-free without bias: the rounding of a masked key's product is computed and dropped.)
+          if (p.has_bias) {
+            const double* bias_row = &in.bias[p.score_at(b, h, i, 0)];
+            for (int j = 0; j < n_k; ++j)
+              s[j] = vis[j] ? model_detail::finish_score(f, c, dot[j], bias_row + j) : c.mask;
+          } else {
+            for (int j = 0; j < n_k; ++j) {
+              const float sj = model_detail::finish_score(f, c, dot[j], nullptr);
+              s[j] = vis[j] ? sj : c.mask;
+            }
+          }
 
           float m = c.mask, l = 0.0f;  // the paper starts from −max(bf16), fa2 from −inf
           std::fill(acc.begin(), acc.end(), 0.0f);
@@ -126,12 +134,15 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
             const float m_sub = (f.folded && m_new == kNegInf) ? 0.0f : m_new;
             const float m_scaled = m_sub * c.scale_log2;
             // step 3: p̄ = exp(s − m) by exp_mode, rounded to p_fmt; masked keys give 0.
-            for (int j = 0; j < keys; ++j) {
+            for (int j = 0; j < keys; ++j)
               pbar[j] = vt[j] ? model_detail::rnd(model_detail::exp_shifted(f, c, st[j], m_sub, m_scaled), f.p) : 0.0f;
-              pv[j] = model_detail::rnd(pbar[j], f.pv_in);  // as p̄ enters the P̄V product
-              if (trace && vt[j] && pv[j] == 1.0f) {
-                ++trace->p_one;
-                saw_p_one = true;
+            for (int j = 0; j < keys; ++j) pv[j] = model_detail::rnd(pbar[j], f.pv_in);  // as p̄ enters the P̄V product
+            if (trace) {
+              for (int j = 0; j < keys; ++j) {
+                if (vt[j] && pv[j] == 1.0f) {
+                  ++trace->p_one;
+                  saw_p_one = true;
+                }
               }
             }
             // step 4: block row sum of p̄ (p_fmt values) in fp32, rounded, clamped (paper: >= 1e-10).
