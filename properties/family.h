@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,8 @@ Family default_family(const std::string& generator);
 // Instance `index` of the family (with dO filled, for backward properties). Throws Error on a bad family,
 // including a parameter outside its domain (domains: family.cpp).
 Instance make_instance(const Family& f, std::uint64_t index);
+// The same instance, shared and read-only: the memo's own (no copy of the tensors) when it holds this one.
+std::shared_ptr<const Instance> make_instance_shared(const Family& f, std::uint64_t index);
 
 nlohmann::json family_to_json(const Family& f);
 Family family_from_json(const nlohmann::json& j);  // throws Error naming the bad field

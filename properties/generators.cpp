@@ -286,9 +286,11 @@ struct FamilyFields {  // Family's fields as compared below: a new field changes
 };
 static_assert(sizeof(Family) == sizeof(FamilyFields), "Family changed: update make_instance's memo key");
 
-Instance make_instance(const Family& f, std::uint64_t index) {
+Instance make_instance(const Family& f, std::uint64_t index) { return *make_instance_shared(f, index); }
+
+std::shared_ptr<const Instance> make_instance_shared(const Family& f, std::uint64_t index) {
   using Key = std::pair<Family, std::uint64_t>;
-  auto& m = memo::OneEntry<struct MakeInstanceTag, Key, Instance>::mine();
+  auto& m = memo::OneEntry<struct MakeInstanceTag, Key, std::shared_ptr<const Instance>>::mine();
   auto same_family = [&](const Key& k) {
     const Family& key = k.first;
     return k.second == index && key.seed == f.seed && key.tile_q == f.tile_q && key.tile_k == f.tile_k &&
@@ -298,9 +300,9 @@ Instance make_instance(const Family& f, std::uint64_t index) {
              return a.first == b.first && std::memcmp(&a.second, &b.second, sizeof(double)) == 0;
            });
   };
-  if (const Instance* v = m.find(same_family)) return *v;
-  Instance in = make_instance_uncached(f, index);
-  if (memo::small(in)) m.remember(Key{f, index}, in);
+  if (const auto* v = m.find(same_family)) return *v;
+  auto in = std::make_shared<const Instance>(make_instance_uncached(f, index));
+  if (memo::small(*in)) m.remember(Key{f, index}, in);
   return in;
 }
 

@@ -51,9 +51,9 @@ Outcome run_per_instance(const std::string& property, const Kernel& k, const Fam
   int applicable = 0;
   for (int idx = 0; idx < std::max(1, b.instances); ++idx) {
     if (b.seconds > 0 && idx > 0 && since(t0) > b.seconds) break;
-    const Instance in = make_instance(f, static_cast<std::uint64_t>(idx));
+    const std::shared_ptr<const Instance> in = make_instance_shared(f, static_cast<std::uint64_t>(idx));
     nlohmann::json stats = nlohmann::json::object();
-    std::string why = one(kt, in, f, stats);
+    std::string why = one(kt, *in, f, stats);
     ++o.instances_run;
     if (why.rfind("skip:", 0) == 0) {  // the property does not apply to this instance
       last_skip = why.substr(5);

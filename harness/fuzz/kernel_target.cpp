@@ -126,11 +126,6 @@ double stat(const nlohmann::json& stats, std::initializer_list<const char*> keys
 
 }  // namespace
 
-// A data loop over the kernel's output (what it finds is fed back explicitly: record()): clang keeps it out of
-// libFuzzer's edge coverage, like the checkers in reference/ and properties/ (CMakeLists.txt).
-#if defined(__clang__)
-__attribute__((no_sanitize("coverage")))
-#endif
 ErrorSummary o_error(const std::vector<double>& got, const std::vector<double>& exact, Format out_fmt, int row_len) {
   ErrorSummary e;
   // ulp(x, out_fmt) (kernels/formats.h) for x >= 0, not NaN, with the format looked up once.
@@ -239,7 +234,8 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
     if (abort_on_finding && !cfg_.keep_going) std::abort();
   };
   try {
-    const Instance inst = make_instance(fam, 0);
+    const std::shared_ptr<const Instance> shared_inst = make_instance_shared(fam, 0);  // the properties' instance 0
+    const Instance& inst = *shared_inst;
     // Step 2: the observed error of instance 0, with the model's own event trace when it is a CPU model. The
     // kernel runs through the memo with the family's tiles applied exactly as the properties apply them
     // (tiled(), property_util.h), so the properties of step 4 reuse this run instead of repeating it.

@@ -2,6 +2,7 @@
 #include "harness/fuzz/memo_kernel.h"
 
 #include <cstring>
+#include <utility>
 
 #include "kernels/cpu/builtin_kernels.h"
 #include "reference/memo.h"
@@ -69,8 +70,9 @@ ForwardOutput MemoKernel::forward(const Instance& in) const {
   } else {
     e.fwd = base_.forward(in);
   }
-  if (store_->entries.size() < kMaxEntries) store_->entries.push_back(e);
-  return e.fwd;
+  if (store_->entries.size() >= kMaxEntries) return e.fwd;
+  store_->entries.push_back(std::move(e));  // moved, not copied (an instance and its outputs)
+  return store_->entries.back().fwd;
 }
 
 BackwardOutput MemoKernel::backward(const Instance& in, const ForwardOutput& fwd) const {
@@ -107,6 +109,7 @@ std::unique_ptr<Kernel> MemoKernel::with_tiles(int tile_q, int tile_k) const {
 
 void MemoKernel::clear() {
   store_->entries.clear();
+  store_->entries.reserve(kMaxEntries);  // no reallocation (entries move only when the vector grows)
   store_->hits = 0;
   store_->lend_once = false;
 }
