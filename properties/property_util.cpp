@@ -92,32 +92,28 @@ double envelope_gamma(const Family& f) {
 std::vector<double> score_error_bounds(const Instance& in) {
   const Problem& p = in.problem;
   const int d = p.head_dim, n_k = p.n_k;
-  constexpr int kLanes = 8;  // keys per register block (two sums each: 8 SSE registers)
-  const int kw = (n_k + kLanes - 1) / kLanes * kLanes;
   const double gamma_d = d * kU32 / (1.0 - d * kU32);
-  std::vector<double> sigma(p.rows(), 0.0), kt(std::size_t(d) * kw, 0.0), dot(kw), abs_dot(kw);
+  std::vector<double> sigma(p.rows(), 0.0), kt(std::size_t(d) * n_k), dot(n_k), abs_dot(n_k);
   for (int b = 0; b < p.batch; ++b)
     for (int hk = 0; hk < p.heads_kv; ++hk) {
-      // K of this kv head as [column][key] (keys padded to kw with zeros), so that one row's dot products run
-      // side by side, kLanes at a time in registers; each is still summed over the columns in order from 0
-      // (products of fp32 values are exact in fp64), bit for bit the per-key loop's value.
+      // K of this kv head as [column][key], so that one row's n_k dot products run side by side; each is still
+      // summed over the columns in order from 0 (products of fp32 values are exact in fp64), bit for bit the
+      // per-key loop's value.
       for (int j = 0; j < n_k; ++j)
-        for (int c = 0; c < d; ++c) kt[std::size_t(c) * kw + j] = in.k[p.kv_at(b, hk, j, c)];
+        for (int c = 0; c < d; ++c) kt[std::size_t(c) * n_k + j] = in.k[p.kv_at(b, hk, j, c)];
       for (int h = hk * p.group(); h < (hk + 1) * p.group(); ++h)
         for (int i = 0; i < p.n_q; ++i) {
+          std::fill(dot.begin(), dot.end(), 0.0);
+          std::fill(abs_dot.begin(), abs_dot.end(), 0.0);
           const double* qi = &in.q[p.q_at(b, h, i, 0)];
-          for (int j0 = 0; j0 < kw; j0 += kLanes) {
-            double dt[kLanes] = {}, ab[kLanes] = {};
-            for (int c = 0; c < d; ++c) {
-              const double x = qi[c];
-              const double* col = &kt[std::size_t(c) * kw + j0];
-              for (int l = 0; l < kLanes; ++l) {
-                const double t = x * col[l];
-                dt[l] += t;
-                ab[l] += std::fabs(t);
-              }
+          for (int c = 0; c < d; ++c) {
+            const double x = qi[c];
+            const double* col = &kt[std::size_t(c) * n_k];
+            for (int j = 0; j < n_k; ++j) {
+              const double t = x * col[j];
+              dot[j] += t;
+              abs_dot[j] += std::fabs(t);
             }
-            for (int l = 0; l < kLanes; ++l) dot[j0 + l] = dt[l], abs_dot[j0 + l] = ab[l];
           }
           double max_s = 0, max_abs_dot = 0;
           for (int j = 0; j < n_k; ++j) {  // key order, as the maxima were always taken

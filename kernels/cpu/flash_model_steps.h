@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 #include <vector>
 
@@ -192,13 +193,32 @@ ATTNCHECK_DATA_LOOP inline void add_weighted_rows(const float* w, const float* r
   return s;
 }
 
+// std::exp of every bf16 value, indexed by its 16 storage bits: the function itself on its whole bf16 domain,
+// so a lookup is std::exp's result bit for bit (NaN patterns included). Built on first use (65,536 expf calls,
+// well under a millisecond; thread-safe static). The paper evaluates exp on bf16 differences: one expf per
+// visible key was the largest single cost of its forward pass.
+inline const float* bf16_exp_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(std::size_t(1) << 16);
+    for (std::uint32_t u = 0; u < t.size(); ++u) t[u] = std::exp(bits_to_float(u << 16));
+    return t;
+  }();
+  return table.data();
+}
+
+// exp(x) for x rounded to format f (std::exp of that float; a table lookup when f is bf16).
+[[gnu::always_inline]] inline float exp_of_rounded(float x, Format f) {
+  if (f == Format::kBF16) return bf16_exp_table()[float_to_bits(x) >> 16];
+  return std::exp(x);
+}
+
 // exp(s − m) as the spec evaluates it (steps 3 and 9), before rounding to p_fmt / bwd_p_fmt.
 // folded (fa2): exp2(fma(s, scale·log2e, −m_scaled)); m_scaled is m·scale·log2e (forward) or LSE·log2e
 // (backward), computed once per row by the caller. Otherwise (paper): exp(round(s − m, s_fmt)).
 [[gnu::always_inline]] inline float exp_shifted(const FormatTable& f, const Consts& c, float s, float m,
                                                 float m_scaled) {
   if (f.folded) return std::exp2(std::fma(s, c.scale_log2, -m_scaled));
-  return std::exp(rnd(s - m, f.s));
+  return exp_of_rounded(rnd(s - m, f.s), f.s);
 }
 
 }  // namespace attncheck::model_detail
