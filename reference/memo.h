@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "harness/problem.h"
@@ -87,6 +88,12 @@ struct OneEntry {
     valid = false;
     key = k;
     value = v;
+    valid = true;
+  }
+  void remember(const Key& k, Value&& v) {
+    valid = false;
+    key = k;
+    value = std::move(v);
     valid = true;
   }
   bool valid = false;

@@ -9,7 +9,8 @@
 // O is clamped to the per-column range of the visible V rows (see outputs()). Layouts: harness/problem.h.
 // Everything is fp64; nothing is rounded to a storage format.
 // Non-finite inputs: a NaN score among a row's visible keys makes that row's outputs NaN.
-// reference_forward/backward memoise their last small input per thread (memo.h): same bits in, same answer.
+// reference_forward/backward memoise their last small input per thread (memo.h): same bits in, same answer; a
+// backward of the instance the forward memo holds reuses its P and O (the same values, computed once).
 // Run its tests: ctest -R reference
 #include "reference/reference.h"
 
@@ -140,7 +141,9 @@ std::vector<double> reference_scores(const Instance& in, int b, int h) {
   return std::vector<double>(s.data(), s.data() + s.size());
 }
 
-static ReferenceForward reference_forward_uncached(const Instance& in) {
+// The forward pass; with `slices_p`, each (b, h) slice's P as well (b-major, then h), for a backward on the same
+// instance to reuse (reference_backward_uncached): P and O are the same function of the same inputs there.
+static ReferenceForward reference_forward_uncached(const Instance& in, std::vector<Mat>* slices_p = nullptr) {
   check(in, false);
   const Problem& p = in.problem;
   ReferenceForward out;
@@ -155,29 +158,47 @@ static ReferenceForward reference_forward_uncached(const Instance& in) {
       MutMap(out.o.data() + p.q_at(b, h, 0, 0), p.n_q, p.head_dim) =
           outputs(p, s, prob, kv_slice(in, in.v, b, h / p.group()));
       for (int i = 0; i < p.n_q; ++i) out.lse[p.row_at(b, h, i)] = lse[i];
+      if (slices_p) slices_p->push_back(prob);
     }
   }
   return out;
 }
 
+// The forward memo's value: the answer and each slice's P (see above).
+struct ForwardMemo {
+  ReferenceForward out;
+  std::vector<Mat> slices_p;
+};
+using ForwardMemoEntry = memo::OneEntry<struct ForwardTag, Instance, ForwardMemo>;
+
 static ReferenceBackward reference_backward_uncached(const Instance& in) {
   check(in, true);
   const Problem& p = in.problem;
+  // The forward's P and O when the forward memo holds this instance (the fuzz target asks for the forward first).
+  const ForwardMemo* fwd = ForwardMemoEntry::mine().find(
+      [&](const Instance& k) { return memo::same_reference_inputs(in, k, false); });
+  if (fwd && fwd->slices_p.size() != std::size_t(p.batch) * p.heads_q) fwd = nullptr;
   ReferenceBackward out;
   out.dq.assign(p.q_size(), 0.0);
   out.dk.assign(p.kv_size(), 0.0);
   out.dv.assign(p.kv_size(), 0.0);
   out.delta.assign(p.rows(), 0.0);
-  Mat prob;
+  Mat prob_here;
   std::vector<double> lse;
   for (int b = 0; b < p.batch; ++b) {
     for (int h = 0; h < p.heads_q; ++h) {
       const int hk = h / p.group();
-      const Mat s = scores(in, b, h);
-      softmax(s, &prob, &lse);
       const ConstMap q = q_slice(in, in.q, b, h), d_o = q_slice(in, in.d_o, b, h);
       const ConstMap k = kv_slice(in, in.k, b, hk), v = kv_slice(in, in.v, b, hk);
-      const Mat o = outputs(p, s, prob, v);  // the exact O (fp64, as reference_forward gives it), not a kernel's
+      Mat o;  // the exact O (fp64, as reference_forward gives it), not a kernel's
+      if (fwd) {
+        o = ConstMap(fwd->out.o.data() + p.q_at(b, h, 0, 0), p.n_q, p.head_dim);
+      } else {
+        const Mat s = scores(in, b, h);
+        softmax(s, &prob_here, &lse);
+        o = outputs(p, s, prob_here, v);
+      }
+      const Mat& prob = fwd ? fwd->slices_p[std::size_t(b) * p.heads_q + h] : prob_here;
       const Eigen::VectorXd delta = (d_o.array() * o.array()).rowwise().sum();
       const Mat dp = d_o * v.transpose();
       const Mat ds = prob.array() * (dp.colwise() - delta).array();  // masked: P = 0 -> dS = 0
@@ -197,11 +218,13 @@ static ReferenceBackward reference_backward_uncached(const Instance& in) {
 // instance; the answer for a bit-identical input is the same, so it is computed once.
 ReferenceForward reference_forward(const Instance& in) {
   if (!memo::small(in)) return reference_forward_uncached(in);
-  auto& m = memo::OneEntry<struct ForwardTag, Instance, ReferenceForward>::mine();
-  if (const auto* v = m.find([&](const Instance& k) { return memo::same_reference_inputs(in, k, false); })) return *v;
-  ReferenceForward out = reference_forward_uncached(in);  // throws before anything is remembered
-  m.remember(in, out);
-  return out;
+  auto& m = ForwardMemoEntry::mine();
+  if (const auto* v = m.find([&](const Instance& k) { return memo::same_reference_inputs(in, k, false); }))
+    return v->out;
+  ForwardMemo fresh;
+  fresh.out = reference_forward_uncached(in, &fresh.slices_p);  // throws before anything is remembered
+  m.remember(in, std::move(fresh));
+  return m.value.out;
 }
 
 ReferenceBackward reference_backward(const Instance& in) {

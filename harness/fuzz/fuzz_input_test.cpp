@@ -207,6 +207,20 @@ TEST(FuzzMemo, ReferenceAndInstanceMemosAnswerOnlyBitIdenticalInputs) {
   Instance nz = z;
   nz.q[0] = -0.0;
   EXPECT_EQ(reference_forward(z).o, reference_forward(nz).o);  // same exact answer, computed twice
+  // A backward reuses the forward memo's P and O when it holds the same inputs (dO aside): the same gradients.
+  Instance d1 = a, d2 = a;
+  d1.d_o[0] = d1.d_o[0] == 1.0 ? 2.0 : 1.0;  // each its own backward memo key
+  d2.d_o[1] = d2.d_o[1] == 1.0 ? 2.0 : 1.0;
+  reference_forward(b);  // the forward memo holds another instance: computed from scratch
+  const ReferenceBackward scratch = reference_backward(d2);
+  const ReferenceBackward other = reference_backward(d1);  // (the backward memo now holds d1)
+  reference_forward(a);  // the forward memo holds a's inputs
+  const ReferenceBackward shared = reference_backward(d2);  // a backward memo miss: P and O from the forward memo
+  EXPECT_EQ(shared.dq, scratch.dq);
+  EXPECT_EQ(shared.dk, scratch.dk);
+  EXPECT_EQ(shared.dv, scratch.dv);
+  EXPECT_EQ(shared.delta, scratch.delta);
+  EXPECT_NE(other.dq, shared.dq);  // dO still counts
 }
 
 // validate_once (reference/memo.h) checks an instance with the last validated one's problem and sizes only where
