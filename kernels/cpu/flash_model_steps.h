@@ -12,9 +12,9 @@
 // (any other spec). Both instantiate the same code, so they round identically (FlashModel.FastPathsEqual...).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <type_traits>
 #include <vector>
 
 #include "harness/problem.h"
@@ -124,41 +124,33 @@ ATTNCHECK_DATA_LOOP inline void transpose_slice(const std::vector<double>& x, st
     for (int t = 0; t < d; ++t) out[std::size_t(t) * stride + j] = static_cast<float>(x[at + std::size_t(j) * d + t]);
 }
 
-// The two inner loops of the passes, register-blocked: kBlocks·kLanes independent fp32 sums stay in registers
-// across the whole reduction (the fixed-length lane loops unroll), instead of a load and a store per term; up to
-// 4 blocks (8 SSE registers) keep enough additions in flight to hide their latency.
+// The inner loop of the passes, register-blocked: out[l] = out[l] + Σ_k x[k]·m[k][l] over k = 0..n−1 in
+// order (m's rows `stride` floats apart), for kBlocks·kLanes columns l whose sums stay in registers across the
+// whole reduction (the fixed-length lane loops unroll) instead of a load and a store per term; up to 4 blocks
+// (8 SSE registers) keep enough additions in flight to hide their latency.
 template <int kBlocks>
-[[gnu::always_inline]] inline void dots_block(const float* a, const float* bt, std::size_t stride, int d, float* out) {
-  float acc[kBlocks * kLanes] = {};
-  for (int t = 0; t < d; ++t) {
-    const float x = a[t];
-    const float* col = bt + std::size_t(t) * stride;
-    for (int l = 0; l < kBlocks * kLanes; ++l) acc[l] = acc[l] + x * col[l];
-  }
-  for (int l = 0; l < kBlocks * kLanes; ++l) out[l] = acc[l];
-}
-
-template <int kBlocks>
-[[gnu::always_inline]] inline void add_weighted_rows_block(const float* w, const float* rows, std::size_t stride, int n, float* out) {
+[[gnu::always_inline]] inline void add_weighted_rows_block(const float* x, const float* m, std::size_t stride, int n,
+                                                           float* out) {
   float acc[kBlocks * kLanes];
   for (int l = 0; l < kBlocks * kLanes; ++l) acc[l] = out[l];
-  for (int j = 0; j < n; ++j) {
-    const float x = w[j];
-    const float* row = rows + std::size_t(j) * stride;
-    for (int l = 0; l < kBlocks * kLanes; ++l) acc[l] = acc[l] + x * row[l];
+  for (int k = 0; k < n; ++k) {
+    const float w = x[k];
+    const float* row = m + std::size_t(k) * stride;
+    for (int l = 0; l < kBlocks * kLanes; ++l) acc[l] = acc[l] + w * row[l];
   }
   for (int l = 0; l < kBlocks * kLanes; ++l) out[l] = acc[l];
 }
 
-// Calls block(columns offset, Blocks) over `width` columns (a multiple of kLanes) in chunks of at most 4 blocks.
-template <class Block>
-[[gnu::always_inline]] inline void over_blocks(int width, Block block) {
+// The weighted row sums of steps 5 and 9: out[t] = out[t] + w[j]·rows[j][t] for j = 0..n−1 in order (row j at
+// rows + j·width, width = padded(d), a multiple of kLanes), each out[t] its own fp32 sum in key (or query)
+// order, as the loop `for j: for t:` adds them.
+ATTNCHECK_DATA_LOOP inline void add_weighted_rows(const float* w, const float* rows, int n, int width, float* out) {
   int c0 = 0;
-  for (; width - c0 >= 4 * kLanes; c0 += 4 * kLanes) block(c0, std::integral_constant<int, 4>{});
+  for (; width - c0 >= 4 * kLanes; c0 += 4 * kLanes) add_weighted_rows_block<4>(w, rows + c0, width, n, out + c0);
   switch ((width - c0) / kLanes) {
-    case 3: block(c0, std::integral_constant<int, 3>{}); break;
-    case 2: block(c0, std::integral_constant<int, 2>{}); break;
-    case 1: block(c0, std::integral_constant<int, 1>{}); break;
+    case 3: add_weighted_rows_block<3>(w, rows + c0, width, n, out + c0); break;
+    case 2: add_weighted_rows_block<2>(w, rows + c0, width, n, out + c0); break;
+    case 1: add_weighted_rows_block<1>(w, rows + c0, width, n, out + c0); break;
     default: break;
   }
 }
@@ -166,18 +158,11 @@ template <class Block>
 // step 1 (and dP of step 9), the dot products: out[j] = Σ_t a[t]·bt[t][j] for j < width (bt: [d][width],
 // width = padded(n)), each accumulated in fp32 in head-dimension order starting from 0 (products of ≤ 12-bit
 // significands are exact in fp32, so mul-then-add equals fma here). The sums are independent, so they run side
-// by side without changing any sum's order: each out[j] is the scalar loop `acc = acc + a[t] * b_j[t]` bit for bit.
+// by side without changing any sum's order: each out[j] is the scalar loop `acc = acc + a[t] * b_j[t]` bit for
+// bit. It is the weighted row sum above with the roles swapped: weights a[t], rows bt[t].
 ATTNCHECK_DATA_LOOP inline void dots(const float* a, const float* bt, int width, int d, float* out) {
-  over_blocks(width, [&](int c0, auto blocks) { dots_block<decltype(blocks)::value>(a, bt + c0, width, d, out + c0); });
-}
-
-// The weighted row sums of steps 5 and 9: out[t] = out[t] + w[j]·rows[j][t] for j = 0..n−1 in order (row j at
-// rows + j·width, width = padded(d)), each out[t] its own fp32 sum in key (or query) order, as the loop
-// `for j: for t:` adds them.
-ATTNCHECK_DATA_LOOP inline void add_weighted_rows(const float* w, const float* rows, int n, int width, float* out) {
-  over_blocks(width, [&](int c0, auto blocks) {
-    add_weighted_rows_block<decltype(blocks)::value>(w, rows + c0, width, n, out + c0);
-  });
+  std::fill(out, out + width, 0.0f);
+  add_weighted_rows(a, bt, d, width, out);
 }
 
 // step 1 after the dot product: rounded to qk_fmt; the paper scales in s_fmt; bias is added in fp32 (fa2 adds
