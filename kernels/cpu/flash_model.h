@@ -2,7 +2,8 @@
 //
 // model_forward / model_backward follow kernels/numerics_spec.h step by step (same `// step N:` labels as
 // the CUDA kernels in kernels/cuda/), in float arithmetic, rounding where the spec says. Loop structure:
-// per (b, h), per query tile, per key tile, per row (backward: per key tile, per query tile, per row).
+// per (b, h), per row, per key tile (rows are independent: the query tiling changes no forward value);
+// backward per key tile, per query tile.
 // Tiles may be any size down to 1×1; the last tile of a dimension may be short (tails). Masks: causal
 // (bottom-right, Instance::visible), keep-mask, additive bias, GQA, batch. A row with no visible key gives
 // O = 0, LSE = −inf and zero gradients (never NaN).

@@ -1,9 +1,9 @@
 // flash_model_backward.cpp — model_backward: FlashAttention-2's algorithm 2 at a NumericsSpec's rounding
 // points, recomputing P from the forward's LSE.
 //
-// step 8 computes δ per row from the kernel's own O. Then per (b, h), per key tile, per query tile, per row:
-// step 9 recomputes s and p, forms dP and dS, and adds each tile's partial dV, dK, dQ into the running
-// sums; step 10 scales and rounds. Per-element accumulation order: dQ over key tiles in increasing order,
+// step 8 computes δ per row from the kernel's own O. Then per (b, h), per key tile: step 9 recomputes s and
+// p and forms dP and dS for every (query, key of the tile) pair (these depend on no tile), then per query
+// tile adds each tile's partial dV, dK, dQ into the running sums; step 10 scales and rounds. Per-element accumulation order: dQ over key tiles in increasing order,
 // dK and dV over query tiles in increasing order (the same for either loop nesting, so the paper's
 // query-outer loop and FA2's key-outer loop give identical results). GQA: each query head's dK, dV are
 // rounded to grad_out_fmt, then summed over the group in fp32 and rounded once (FA2's dk_expanded + sum).

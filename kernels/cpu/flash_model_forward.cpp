@@ -1,7 +1,8 @@
 // flash_model_forward.cpp — model_forward: the tiled forward pass at a NumericsSpec's rounding points.
 //
-// Per (b, h), per query tile, per key tile, per row: steps 1–6 of numerics_spec.h update the row's running
-// max m, row sum l and accumulator acc[d]; step 7 normalises after the last key tile. Scratch buffers are
+// Per (b, h), per row, per key tile: steps 1–6 of numerics_spec.h update the row's running max m, row sum l
+// and accumulator acc[d]; step 7 normalises after the last key tile. Rows are independent softmaxes, so this
+// is the per-query-tile order's arithmetic exactly (tile_q changes nothing in the forward). Scratch buffers are
 // sized once per call; nothing is allocated inside the loops. See flash_model.h for the contract.
 // Run the tests: ctest -R "FlashModel|PaperTransliteration"
 #include <algorithm>
