@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <utility>
 
 #include "kernels/cpu/flash_model.h"
 #include "kernels/cpu/plain_attention.h"
@@ -13,7 +15,9 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/cuda_twin.h"
 #include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/flash_fwd.h"
 #include "kernels/cuda/gpu_test_support.h"
+#include "kernels/cuda/host_packing.h"
 #include "kernels/numerics_spec.h"
 #include "reference/accuracy.h"
 #include "reference/reference.h"
@@ -190,6 +194,83 @@ TEST(CudaFixedPolicy, InfiniteToleranceCountsOnlyExistingKeys) {
     EXPECT_GE(o.rate(), v == Variant::kPaperFixed ? 0.95 : 0.99) << o.describe();
   }
 }
+
+// Every work split of the forward (FwdTiling) runs each row through the same per-tile steps in the same order
+// (only which warp holds a row, and when the next tile's q·k is issued, differ), so O and LSE must equal the default
+// split's bit for bit: no tolerance. Shapes: the GPU test instances, plus long key sequences where the pipelined
+// split reaches its steady state (runs of unmasked tiles) between masked diagonal and tail tiles, with fa2's causal
+// tile skip, GQA and n_q != n_k; each also with Q ×32 (exact in bf16), which drives exp2 arguments below −126
+// (exp2f's subnormal fix-up) and makes α = 1 rare.
+std::string split_name(cuda::FwdTiling t) {
+  static const char* const kNames[] = {"default",  "w16q4",    "w16q8",    "w32smem",
+                                       "w32regs",  "pipesmem", "piperegs", "pipesmem8"};
+  return kNames[static_cast<int>(t)];
+}
+
+class CudaFwdTiling : public ::testing::TestWithParam<cuda::FwdTiling> {
+ protected:
+  void SetUp() override { ATTN_SKIP_WITHOUT_GPU(); }
+};
+
+TEST_P(CudaFwdTiling, GivesTheDefaultSplitsBits) {
+  std::vector<Instance> ins = instances(false);
+  const std::vector<Problem> longer = {make_problem(1, 2, 1, 300, 1000, 128, true),
+                                       make_problem(1, 2, 2, 257, 777, 128, false),
+                                       make_problem(2, 2, 1, 190, 1100, 64, true),
+                                       make_problem(1, 1, 1, 129, 1024, 64, false)};
+  std::uint64_t seed = 77;
+  for (const Problem& p : longer) ins.push_back(random_instance(p, ++seed));
+  const std::size_t n_plain = ins.size();
+  for (std::size_t i = 0; i < n_plain; ++i) {
+    Instance hot = ins[i];
+    for (double& x : hot.q) x *= 32.0;
+    ins.push_back(hot);
+  }
+  std::size_t compared = 0, differ = 0;
+  for (const Instance& in : ins) {
+    const Problem& p = in.problem;
+    const int d = p.head_dim, kd = cuda::padded_dim(d);
+    std::vector<std::uint16_t> hq(p.q_size() / d * kd), hk(p.kv_size() / d * kd), hv(hk.size());
+    cuda::pack_rows(in.q, d, kd, hq.data(), "test", "Q");
+    cuda::pack_rows(in.k, d, kd, hk.data(), "test", "K");
+    cuda::pack_rows(in.v, d, kd, hv.data(), "test", "V");
+    cuda::DeviceBuffer<std::uint16_t> dq(hq.size()), dk(hk.size()), dv(hv.size()), o(hq.size());
+    cuda::DeviceBuffer<float> lse(p.rows());
+    dq.upload(hq), dk.upload(hk), dv.upload(hv);
+    cuda::FwdParams f;
+    f.q = dq.get(), f.k = dk.get(), f.v = dv.get(), f.o = o.get(), f.lse = lse.get();
+    f.batch = p.batch, f.heads_q = p.heads_q, f.heads_kv = p.heads_kv, f.n_q = p.n_q, f.n_k = p.n_k;
+    f.scale = static_cast<float>(p.scale);
+    f.scale_log2e = static_cast<float>(static_cast<double>(f.scale) * 1.4426950408889634);
+    f.causal = p.causal;
+    for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
+      auto run = [&](cuda::FwdTiling t) {
+        ATTN_CUDA_CHECK(cudaMemset(o.get(), 0xff, hq.size() * 2));  // poison: an unwritten element differs
+        ATTN_CUDA_CHECK(cudaMemset(lse.get(), 0xff, p.rows() * 4));
+        cuda::launch_flash_fwd(v, kd, f, nullptr, t);
+        ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+        return std::make_pair(o.download(), lse.download());
+      };
+      const auto want = run(cuda::FwdTiling::kDefault), got = run(GetParam());
+      std::size_t bad = 0;
+      for (std::size_t r = 0; r < p.rows(); ++r)
+        for (int c = 0; c < d; ++c) bad += got.first[r * kd + c] != want.first[r * kd + c];
+      for (std::size_t r = 0; r < p.rows(); ++r)
+        bad += std::memcmp(&got.second[r], &want.second[r], sizeof(float)) != 0;
+      compared += p.rows() * (d + 1), differ += bad;
+      EXPECT_EQ(bad, 0u) << cuda::variant_name(v) << " " << p.describe();
+    }
+  }
+  std::printf("[tiling] %s vs default: %zu of %zu O/LSE values differ\n", split_name(GetParam()).c_str(), differ,
+              compared);
+}
+
+INSTANTIATE_TEST_SUITE_P(Splits, CudaFwdTiling,
+                         ::testing::Values(cuda::FwdTiling::kWarp16Q4, cuda::FwdTiling::kWarp16Q8,
+                                           cuda::FwdTiling::kWarp32Smem, cuda::FwdTiling::kWarp32Regs,
+                                           cuda::FwdTiling::kPipeSmem, cuda::FwdTiling::kPipeRegs,
+                                           cuda::FwdTiling::kPipeSmem8),
+                         [](const auto& info) { return split_name(info.param); });
 
 // forward_many's throughput is a benchmark, not a test: kernels/cuda/bench_forward_many.cpp.
 
