@@ -36,9 +36,6 @@ std::string tiling_name(FwdTiling t) {
     case FwdTiling::kWarp16Q8: return "w16q8";
     case FwdTiling::kWarp32Smem: return "w32smem";
     case FwdTiling::kWarp32Regs: return "w32regs";
-    case FwdTiling::kPipeSmem: return "pipesmem";
-    case FwdTiling::kPipeRegs: return "piperegs";
-    case FwdTiling::kPipeSmem8: return "pipesmem8";
   }
   return "?";
 }
@@ -134,8 +131,7 @@ int main(int argc, char** argv) {
                 ->Unit(benchmark::kMillisecond);
           }
   const bool tilings = std::getenv("ATTNCHECK_BENCH_TILINGS") != nullptr;
-  for (FwdTiling t : {FwdTiling::kWarp16Q4, FwdTiling::kWarp16Q8, FwdTiling::kWarp32Smem, FwdTiling::kWarp32Regs,
-                      FwdTiling::kPipeSmem, FwdTiling::kPipeRegs, FwdTiling::kPipeSmem8})
+  for (FwdTiling t : {FwdTiling::kWarp16Q4, FwdTiling::kWarp16Q8, FwdTiling::kWarp32Smem, FwdTiling::kWarp32Regs})
     for (int d : {64, 128})
       for (bool causal : {false, true})
         for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {

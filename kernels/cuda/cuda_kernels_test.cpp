@@ -1,5 +1,6 @@
 // cuda_kernels_test.cpp — the CUDA kernels against their CPU models (bitwise-agreement rate, max ulp), against
-// the fp64 reference under FlashAttention's rule, for determinism, batching, and the NaN-poison guard check.
+// the fp64 reference under FlashAttention's rule, for determinism, batching, the NaN-poison guard check, and the
+// forward's work splits (FwdTiling) against the default split, bit for bit.
 // Label gpu: every test skips without a CUDA device. Run: ctest -L gpu   (or build-e/kernels/cuda/cuda_kernels_test)
 // The agreement numbers are printed and recorded as gtest properties (ci/gpu.sh collects them).
 #include <gtest/gtest.h>
@@ -196,14 +197,12 @@ TEST(CudaFixedPolicy, InfiniteToleranceCountsOnlyExistingKeys) {
 }
 
 // Every work split of the forward (FwdTiling) runs each row through the same per-tile steps in the same order
-// (only which warp holds a row, and when the next tile's q·k is issued, differ), so O and LSE must equal the default
-// split's bit for bit: no tolerance. Shapes: the GPU test instances, plus long key sequences where the pipelined
-// split reaches its steady state (runs of unmasked tiles) between masked diagonal and tail tiles, with fa2's causal
-// tile skip, GQA and n_q != n_k; each also with Q ×32 (exact in bf16), which drives exp2 arguments below −126
-// (exp2f's subnormal fix-up) and makes α = 1 rare.
+// (only which warp holds a row differs), so O and LSE must equal the default split's bit for bit: no tolerance.
+// Shapes: the GPU test instances, plus long key sequences (runs of unmasked tiles between masked diagonal and tail
+// tiles, fa2's causal tile skip, GQA, n_q != n_k); each also with Q ×32 (exact in bf16), which drives exp2
+// arguments below −126 (exp2f's subnormal fix-up) and makes α = 1 rare. A new split (FwdTiling) belongs in the list.
 std::string split_name(cuda::FwdTiling t) {
-  static const char* const kNames[] = {"default",  "w16q4",    "w16q8",    "w32smem",
-                                       "w32regs",  "pipesmem", "piperegs", "pipesmem8"};
+  static const char* const kNames[] = {"default", "w16q4", "w16q8", "w32smem", "w32regs"};
   return kNames[static_cast<int>(t)];
 }
 
@@ -267,9 +266,7 @@ TEST_P(CudaFwdTiling, GivesTheDefaultSplitsBits) {
 
 INSTANTIATE_TEST_SUITE_P(Splits, CudaFwdTiling,
                          ::testing::Values(cuda::FwdTiling::kWarp16Q4, cuda::FwdTiling::kWarp16Q8,
-                                           cuda::FwdTiling::kWarp32Smem, cuda::FwdTiling::kWarp32Regs,
-                                           cuda::FwdTiling::kPipeSmem, cuda::FwdTiling::kPipeRegs,
-                                           cuda::FwdTiling::kPipeSmem8),
+                                           cuda::FwdTiling::kWarp32Smem, cuda::FwdTiling::kWarp32Regs),
                          [](const auto& info) { return split_name(info.param); });
 
 // forward_many's throughput is a benchmark, not a test: kernels/cuda/bench_forward_many.cpp.

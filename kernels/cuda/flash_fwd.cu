@@ -22,7 +22,8 @@
 // One exact shortcut, taken warp-uniformly: α = 1 for every row of the warp gives round(α·acc) = acc, so the
 // rescale is skipped. ldmatrix addresses are per-lane offsets plus constants (see the comment at k_off).
 // Tried and dropped (measured on the H200, TENSOR_CORES.md): speculative steps 2-4 with the fixed count and a
-// bare ex2 checked after the fact (slower, and much slower for paper-fixed, whose bf16 scores tie often).
+// bare ex2 checked after the fact (slower, and much slower for paper-fixed, whose bf16 scores tie often); software
+// pipelining (next tile's q·k issued before this tile's softmax) at 16 rows per warp (20-25% slower; commit 7f194d9).
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -52,14 +53,10 @@ namespace {
 // numerics run it, 3-4% faster than at 141-160 registers and 3 blocks), 1 elsewhere (stating 1 instead of
 // leaving it out let the compiler give paper d128 244 registers instead of 182: +7%). Measured on the H200
 // with bench_attention (TENSOR_CORES.md).
-// The pipelined split holds two tiles' scores: 2 blocks of 4 warps (smem allows no more at d 128); 3 at d 64 with Q
-// in shared memory (fa2: 167 registers, no spill; with Q in registers 168 would spill, so 2 blocks there); 1 of 8.
-template <int kD, int kMT, int kNWarps, bool kQRegs, bool kPipe>
-constexpr int kMinBlocks =
-    kPipe ? (kNWarps == 8 ? 1 : kD == 64 && !kQRegs ? 3 : 2) : (kD == 64 && kMT == 1) ? 4 : 1;
-// kPipe: software-pipelined main loop (see the comment above it); the per-tile steps are the same.
-template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kPipe>
-__global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kQRegs, kPipe>) flash_fwd_kernel(const FwdParams p) {
+template <int kD, int kMT>
+constexpr int kMinBlocks = (kD == 64 && kMT == 1) ? 4 : 1;
+template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs>
+__global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT>) flash_fwd_kernel(const FwdParams p) {
   constexpr int kBlockM = 16 * kMT * kNWarps;
   constexpr int kBlockN = Spec::tile_k;
   static_assert(kBlockN == 64, "the fragment code below assumes 64-key tiles");
@@ -112,28 +109,9 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kQR
       cp_async_16(&v_dst[swz<kD>(r, col)], gv + off, ok);
     }
   };
-  // The pipelined loop loads K one tile ahead of V: commit group nb holds K(nb + 1) and V(nb).
-  auto load_rows = [&](const std::uint16_t* src, std::uint16_t* base, int nb) {
-    std::uint16_t* dst = base + (nb & 1) * kBlockN * kD;
-    for (int c = threadIdx.x; c < kBlockN * kChunks; c += kThreads) {
-      const int r = c / kChunks, col = (c % kChunks) * 8;
-      const int j = nb * kBlockN + r;
-      const bool ok = j < p.n_k;
-      cp_async_16(&dst[swz<kD>(r, col)], src + std::size_t(ok ? j : 0) * kD + col, ok);
-    }
-  };
-  if constexpr (!kPipe) {
-    if (n_blocks > 0) load_kv(0, 0);
-    cp_async_commit();
-    cp_async_wait<0>();
-  } else {
-    if (n_blocks > 0) load_rows(gk, sK, 0);
-    cp_async_commit();  // Q and K(0)
-    if (n_blocks > 1) load_rows(gk, sK, 1);
-    if (n_blocks > 0) load_rows(gv, sV, 0);
-    cp_async_commit();  // K(1) and V(0)
-    cp_async_wait<1>();
-  }
+  if (n_blocks > 0) load_kv(0, 0);
+  cp_async_commit();
+  cp_async_wait<0>();
   __syncthreads();
 
   // ldmatrix addresses. With the XOR swizzle, the chunk of k16 step kk (or output slice pair dp) of a lane is
@@ -171,29 +149,32 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kQR
 #pragma unroll
     for (int n = 0; n < kDT; ++n) acc[mt][n][0] = acc[mt][n][1] = acc[mt][n][2] = acc[mt][n][3] = 0.f;
 
-  // Tile nb's K and V lie in buffer nb & 1 (both loops below); s holds one tile's scores, then its p̄.
-  using Scores = float[kMT][kNT][4];
-  // Only the tail tile and tiles crossing the causal diagonal of this warp's rows need per-element masks;
-  // the steps are compiled twice (with and without the checks) so other tiles carry none of them.
-  auto tile_needs_mask = [&](int nb) {
+  for (int nb = 0; nb < n_blocks; ++nb) {
+    if (nb > 0) {
+      cp_async_wait<0>();
+      __syncthreads();  // tile nb has landed; every warp is done with the buffer refilled next
+    }
+    if (nb + 1 < n_blocks) load_kv(nb + 1, (nb + 1) & 1);
+    cp_async_commit();
+    if (nb >= warp_blocks) continue;  // fa2 causal: no row of this warp's tile_q group sees tile nb
+    const std::uint32_t buf = (nb & 1) * kTileBytes;
     const int n0 = nb * kBlockN;
-    return (n0 + kBlockN > p.n_k) || (p.causal && n0 + kBlockN - 1 > wrow0 + diag);
-  };
-  // exists: key inside [0, n_k); visible: exists and not causally masked for this element's row.
-  auto key_of = [&](int nb, int n, int i) { return nb * kBlockN + n * 8 + 2 * t + (i & 1); };
-  auto exists = [&](auto mask_tag, int nb, int n, int i) {
-    return !decltype(mask_tag)::value || key_of(nb, n, i) < p.n_k;
-  };
-  auto visible = [&](auto mask_tag, int nb, int mt, int n, int i) {
-    if (!decltype(mask_tag)::value) return true;
-    const int j = key_of(nb, n, i);
-    return j < p.n_k && (!p.causal || j <= row(2 * mt + (i >> 1)) + diag);
-  };
+    // Only the tail tile and tiles crossing the causal diagonal of this warp's rows need per-element masks;
+    // the steps are compiled twice (with and without the checks) so other tiles carry none of them.
+    const bool tile_needs_mask = (n0 + kBlockN > p.n_k) || (p.causal && n0 + kBlockN - 1 > wrow0 + diag);
+    // exists: key inside [0, n_k); visible: exists and not causally masked for this element's row.
+    auto key_of = [&](int n, int i) { return n0 + n * 8 + 2 * t + (i & 1); };
+    auto exists = [&](auto mask_tag, int n, int i) { return !decltype(mask_tag)::value || key_of(n, i) < p.n_k; };
+    auto visible = [&](auto mask_tag, int mt, int n, int i) {
+      if (!decltype(mask_tag)::value) return true;
+      const int j = key_of(n, i);
+      return j < p.n_k && (!p.causal || j <= row(2 * mt + (i >> 1)) + diag);
+    };
+    float s[kMT][kNT][4];
 
     // step 1: s_j = q·k_j on the tensor cores (fp32 accumulation, TENSOR_CORES.md), rounded to qk_fmt;
     //         scaled in s_fmt when the scale is not folded into the exponent; masked keys get mask_value.
-    auto scores = [&](auto mask_tag, Scores& s, int nb) {
-      const std::uint32_t buf = (nb & 1) * kTileBytes;
+    auto scores = [&](auto mask_tag) {
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -234,14 +215,14 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kQR
               x0 = __fmul_rn(x0, p.scale), x1 = __fmul_rn(x1, p.scale);
               round_pair<Spec::s_fmt>(x0, x1);
             }
-            if (!visible(mask_tag, nb, mt, n, i)) x0 = exists(mask_tag, nb, n, i) ? Spec::mask_value : -INFINITY;
-            if (!visible(mask_tag, nb, mt, n, i + 1)) x1 = exists(mask_tag, nb, n, i + 1) ? Spec::mask_value : -INFINITY;
+            if (!visible(mask_tag, mt, n, i)) x0 = exists(mask_tag, n, i) ? Spec::mask_value : -INFINITY;
+            if (!visible(mask_tag, mt, n, i + 1)) x1 = exists(mask_tag, n, i + 1) ? Spec::mask_value : -INFINITY;
           }
     };
 
     // steps 2-4 on s (the scores become p̄).
     float m_new[kRows], alpha[kRows], block_sum[kRows];
-    auto softmax = [&](auto mask_tag, Scores& s, int nb) {
+    auto softmax = [&](auto mask_tag) {
       // step 2: r = the tile's row max (exact); the fixed policy shifts it when c > 1 scores lie within the
       //         tolerance of r; m_new = round(max(m_old, r'), max_fmt). Reductions over the quad by shuffles.
       float r[kRows];
@@ -288,7 +269,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kQR
 #pragma unroll
             for (int n = 0; n < kNT; ++n)
 #pragma unroll
-              for (int i = 2 * ri; i < 2 * ri + 2; ++i) c += exists(mask_tag, nb, n, i) && !isnan(s[mt][n][i]);
+              for (int i = 2 * ri; i < 2 * ri + 2; ++i) c += exists(mask_tag, n, i) && !isnan(s[mt][n][i]);
             const unsigned quad = 0xfu << (lane & ~3);
             c += __shfl_xor_sync(quad, c, 1);
             several = c + __shfl_xor_sync(quad, c, 2) > 1;
@@ -333,8 +314,8 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kQR
               e[0] = expf(d0), e[1] = expf(d1);
             }
             round_pair<Spec::p_fmt>(e[0], e[1]);
-            s[mt][n][i] = visible(mask_tag, nb, mt, n, i) ? e[0] : 0.f;
-            s[mt][n][i + 1] = visible(mask_tag, nb, mt, n, i + 1) ? e[1] : 0.f;
+            s[mt][n][i] = visible(mask_tag, mt, n, i) ? e[0] : 0.f;
+            s[mt][n][i + 1] = visible(mask_tag, mt, n, i + 1) ? e[1] : 0.f;
           }
 
       // step 4: block row sum Σ_j p̄_j in fp32 (each thread in key order, then the quad), rounded to block_sum_fmt.
@@ -351,8 +332,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kQR
 
     // step 5: block output Σ_j round(p̄_j, pv_in_fmt)·v_j on the tensor cores (fp32), rounded to block_out_fmt;
     // step 6: acc = round(round(α·acc, acc_fmt) + block output, acc_fmt), per 8-column slice as it is ready.
-    auto update = [&](Scores& s, int nb) {
-      const std::uint32_t buf = (nb & 1) * kTileBytes;
+    auto update = [&]() {
       bool alpha_one = true;
 #pragma unroll
       for (int q = 0; q < kRows; ++q) alpha_one = alpha_one && alpha[q] == 1.f;
@@ -418,64 +398,15 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kQR
       }
     };
 
-    if constexpr (!kPipe) {
-      for (int nb = 0; nb < n_blocks; ++nb) {
-        if (nb > 0) {
-          cp_async_wait<0>();
-          __syncthreads();  // tile nb has landed; every warp is done with the buffer refilled next
-        }
-        if (nb + 1 < n_blocks) load_kv(nb + 1, (nb + 1) & 1);
-        cp_async_commit();
-        if (nb >= warp_blocks) continue;  // fa2 causal: no row of this warp's tile_q group sees tile nb
-        Scores s;
-        if (tile_needs_mask(nb)) {
-          scores(std::true_type{}, s, nb);
-          softmax(std::true_type{}, s, nb);
-        } else {
-          scores(std::false_type{}, s, nb);
-          softmax(std::false_type{}, s, nb);
-        }
-        update(s, nb);
-      }
+    if (tile_needs_mask) {
+      scores(std::true_type{});
+      softmax(std::true_type{});
     } else {
-      // Software pipeline (FA3's intra-warp overlap, with mma.sync): step 1 of tile nb + 1 is issued before
-      // steps 2-4 of tile nb, in one basic block when both tiles are unmasked, so the tensor cores run the next
-      // q·k while the ALUs do this tile's softmax. Step 1 depends on nothing of the running state, and steps
-      // 2-6 of every tile run in tile order, so every value is the sequential loop's. Iteration nb needs K(nb + 1)
-      // and V(nb) (commit group nb) and refills the buffers of K(nb) and V(nb − 1), read in iteration nb − 1.
-      Scores s, s_next;
-      if (warp_blocks > 0) {
-        if (tile_needs_mask(0)) scores(std::true_type{}, s, 0);
-        else scores(std::false_type{}, s, 0);
-      }
-      for (int nb = 0; nb < n_blocks; ++nb) {
-        cp_async_wait<0>();
-        __syncthreads();  // K(nb + 1) and V(nb) have landed; every warp is done with iteration nb − 1
-        if (nb + 2 < n_blocks) load_rows(gk, sK, nb + 2);
-        if (nb + 1 < n_blocks) load_rows(gv, sV, nb + 1);
-        cp_async_commit();
-        if (nb >= warp_blocks) continue;  // fa2 causal: no row of this warp's tile_q group sees tile nb
-        const bool next = nb + 1 < warp_blocks;
-        if (next && !tile_needs_mask(nb) && !tile_needs_mask(nb + 1)) {  // steady state: no branch in between
-          scores(std::false_type{}, s_next, nb + 1);
-          softmax(std::false_type{}, s, nb);
-        } else {
-          if (tile_needs_mask(nb)) softmax(std::true_type{}, s, nb);
-          else softmax(std::false_type{}, s, nb);
-          if (next) {
-            if (tile_needs_mask(nb + 1)) scores(std::true_type{}, s_next, nb + 1);
-            else scores(std::false_type{}, s_next, nb + 1);
-          }
-        }
-        update(s, nb);
-#pragma unroll
-        for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-          for (int n = 0; n < kNT; ++n)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) s[mt][n][i] = s_next[mt][n][i];
-      }
+      scores(std::false_type{});
+      softmax(std::false_type{});
     }
+    update();
+  }
 
   // step 7: o = acc / l (divide) or acc · round(1/l, fp32) (reciprocal) in out_div_fmt, then out_fmt;
   //         LSE = m·(scale if scale_in_exp) + round(log(l), log_l_fmt) in lse_fmt. A row with no visible key
@@ -516,11 +447,11 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kQR
   }
 }
 
-template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kPipe = false>
+template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs>
 void launch(const FwdParams& p, cudaStream_t stream) {
   constexpr int kBlockM = 16 * kMT * kNWarps;
   constexpr int kSmem = (kBlockM + 4 * Spec::tile_k) * kD * 2;
-  auto kernel = flash_fwd_kernel<kD, Spec, kMT, kNWarps, kQRegs, kPipe>;
+  auto kernel = flash_fwd_kernel<kD, Spec, kMT, kNWarps, kQRegs>;
   ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   // gridDim.z is limited to 65535: long batches go in slices.
   constexpr int kMaxZ = 65535;
@@ -549,9 +480,6 @@ void launch_tiling(FwdTiling tiling, const FwdParams& p, cudaStream_t stream) {
     case FwdTiling::kWarp16Q8: return launch<kD, Spec, 1, 8, true>(p, stream);
     case FwdTiling::kWarp32Smem: return launch<kD, Spec, 2, 4, false>(p, stream);
     case FwdTiling::kWarp32Regs: return launch<kD, Spec, 2, 4, true>(p, stream);
-    case FwdTiling::kPipeSmem: return launch<kD, Spec, 1, 4, false, true>(p, stream);
-    case FwdTiling::kPipeRegs: return launch<kD, Spec, 1, 4, true, true>(p, stream);
-    case FwdTiling::kPipeSmem8: return launch<kD, Spec, 1, 8, false, true>(p, stream);
   }
   throw Error("launch_flash_fwd: unknown tiling");
 }

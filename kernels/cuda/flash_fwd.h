@@ -42,9 +42,6 @@ enum class FwdTiling : int {
   kWarp16Q8,    // 8 warps × 16 rows, Q in registers
   kWarp32Smem,  // 4 warps × 32 rows, Q from shared memory
   kWarp32Regs,  // 4 warps × 32 rows, Q in registers
-  kPipeSmem,    // 4 warps × 16 rows, software-pipelined (next tile's q·k during this tile's softmax), Q from smem
-  kPipeRegs,    // the same with Q in registers
-  kPipeSmem8,   // kPipeSmem with 8 warps (128 rows per block: half the K/V traffic per row)
 };
 
 // Launches one forward pass on `stream` (asynchronous). head_dim must be 64 or 128.
