@@ -274,8 +274,9 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT>) flash_fwd_k
             c += __shfl_xor_sync(quad, c, 1);
             several = c + __shfl_xor_sync(quad, c, 2) > 1;
           }
-          if (several && isfinite(m1))
-            r[q] = m1 > 0.f ? round_float(__fmul_rn(p.beta, m1), Spec::max_fmt) : (m1 < 0.f ? 0.f : m1);
+          // Selects, not a branch: the shift and the exps after it stay in one basic block.
+          const float shifted = m1 > 0.f ? round_float(__fmul_rn(p.beta, m1), Spec::max_fmt) : fmaxf(m1, 0.f);
+          r[q] = several && isfinite(m1) ? shifted : m1;
         }
       }
       float m_scaled[kRows];
