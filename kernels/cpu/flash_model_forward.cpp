@@ -160,7 +160,7 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
             // step 6: rescale the running state by α = exp(m_old − m_new) and add the block's share.
             const float alpha = model_detail::rnd(
                 f.folded ? std::exp2((m_old - m_sub) * c.scale_log2)
-                         : model_detail::exp_of_rounded(model_detail::rnd(m_old - m_new, f.s), f.s),
+                         : model_detail::exp_of_rounded(f, c, model_detail::rnd(m_old - m_new, f.s)),
                 f.rescale);
             l = model_detail::rnd(model_detail::rnd(alpha * l, f.rowsum) + block_sum, f.rowsum);
             for (int t = 0; t < d; ++t) {

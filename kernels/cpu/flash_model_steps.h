@@ -72,6 +72,19 @@ struct DynamicFormats {
   return round_float(x, f);
 }
 
+// std::exp of every bf16 value, indexed by its 16 storage bits: the function itself on its whole bf16 domain,
+// so a lookup is std::exp's result bit for bit (NaN patterns included). Built on first use (65,536 expf calls,
+// well under a millisecond; thread-safe static). The paper evaluates exp on bf16 differences: one expf per
+// visible key was the largest single cost of its forward pass.
+inline const float* bf16_exp_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(std::size_t(1) << 16);
+    for (std::uint32_t u = 0; u < t.size(); ++u) t[u] = std::exp(bits_to_float(u << 16));
+    return t;
+  }();
+  return table.data();
+}
+
 // Spec constants in the float form the kernels use them.
 struct Consts {
   float scale;       // Problem::scale (fp32-representable)
@@ -81,6 +94,7 @@ struct Consts {
   float beta;        // max policy β as the torch scalar enters an fp32 opmath multiply
   float tol;         // max policy tolerance, likewise
   float sum_min;     // step 4 clamp, already rounded to block_sum_fmt (torch clamps a bf16 tensor)
+  const float* exp_bf16;  // bf16_exp_table() when s_fmt is bf16 (exp of rounded differences), else null
 };
 
 inline Consts make_consts(const NumericsSpec& spec, const Problem& p) {
@@ -92,6 +106,7 @@ inline Consts make_consts(const NumericsSpec& spec, const Problem& p) {
   c.beta = static_cast<float>(spec.max_policy.beta);
   c.tol = static_cast<float>(spec.max_policy.tolerance);
   c.sum_min = round_float(static_cast<float>(spec.block_sum_min), spec.block_sum_fmt);
+  c.exp_bf16 = spec.s_fmt == Format::kBF16 ? bf16_exp_table() : nullptr;  // looked up once per pass
   return c;
 }
 
@@ -178,22 +193,9 @@ ATTNCHECK_DATA_LOOP inline void dots(const float* a, const float* bt, int width,
   return s;
 }
 
-// std::exp of every bf16 value, indexed by its 16 storage bits: the function itself on its whole bf16 domain,
-// so a lookup is std::exp's result bit for bit (NaN patterns included). Built on first use (65,536 expf calls,
-// well under a millisecond; thread-safe static). The paper evaluates exp on bf16 differences: one expf per
-// visible key was the largest single cost of its forward pass.
-inline const float* bf16_exp_table() {
-  static const std::vector<float> table = [] {
-    std::vector<float> t(std::size_t(1) << 16);
-    for (std::uint32_t u = 0; u < t.size(); ++u) t[u] = std::exp(bits_to_float(u << 16));
-    return t;
-  }();
-  return table.data();
-}
-
-// exp(x) for x rounded to format f (std::exp of that float; a table lookup when f is bf16).
-[[gnu::always_inline]] inline float exp_of_rounded(float x, Format f) {
-  if (f == Format::kBF16) return bf16_exp_table()[float_to_bits(x) >> 16];
+// exp(x) for x rounded to s_fmt (std::exp of that float; a table lookup when s_fmt is bf16).
+[[gnu::always_inline]] inline float exp_of_rounded(const FormatTable& f, const Consts& c, float x) {
+  if (f.s == Format::kBF16) return c.exp_bf16[float_to_bits(x) >> 16];
   return std::exp(x);
 }
 
@@ -203,7 +205,7 @@ inline const float* bf16_exp_table() {
 [[gnu::always_inline]] inline float exp_shifted(const FormatTable& f, const Consts& c, float s, float m,
                                                 float m_scaled) {
   if (f.folded) return std::exp2(std::fma(s, c.scale_log2, -m_scaled));
-  return exp_of_rounded(rnd(s - m, f.s), f.s);
+  return exp_of_rounded(f, c, rnd(s - m, f.s));
 }
 
 }  // namespace attncheck::model_detail
