@@ -44,8 +44,9 @@ struct Rng {
   int sign() { return (next() & 1) ? 1 : -1; }
 };
 
-// sign · 2^e · (1 + m / 2^mbits): m random with only its top `quant` bits kept.
-double value(Rng& r, Format fmt, int e_lo, int e_hi, int sign, int quant) {
+// sign · 2^e · (1 + m / 2^mbits): m random with only its top `quant` bits kept. Inlined into the fill loops, where
+// everything but the random numbers is the same for every element (the format's constants, the range).
+[[gnu::always_inline]] inline double value(Rng& r, Format fmt, int e_lo, int e_hi, int sign, int quant) {
   const FormatInfo fi = format_info(fmt);
   const int mbits = fi.precision - 1;
   const int keep = std::clamp(quant, 0, mbits);
