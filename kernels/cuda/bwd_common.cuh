@@ -114,10 +114,7 @@ __device__ __forceinline__ void add_partial(float (&acc)[kMT][kD / 8][4], const 
         std::uint32_t b[4];
         ldsm_x4_t_at(b, b_base + off_a[dp % 4] + 2 * js * 16 * kD + 128 * (dp / 4));
 #pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) {
-          mma_bf16_16816(part[e][mt][0], a[mt][js], b[0], b[1], part[e][mt][0]);
-          mma_bf16_16816(part[e][mt][1], a[mt][js], b[2], b[3], part[e][mt][1]);
-        }
+        for (int mt = 0; mt < kMT; ++mt) mma_bf16_16816_n16(part[e][mt][0], part[e][mt][1], a[mt][js], b);
       }
 #pragma unroll
     for (int e = 0; e < kG; ++e)

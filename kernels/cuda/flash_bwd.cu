@@ -149,10 +149,8 @@ __global__ void __launch_bounds__(kKW * 32) bwd_dkdv_kernel(const BwdParams p) {
         std::uint32_t qb[4], ob[4];
         ldsm_x4_at(qb, q_base + off_b[kk % 4] + 2 * np * 16 * kD + 128 * (kk / 4));
         ldsm_x4_at(ob, o_base + off_b[kk % 4] + 2 * np * 16 * kD + 128 * (kk / 4));
-        mma_bf16_16816(pt[2 * np], ka, qb[0], qb[1], pt[2 * np]);
-        mma_bf16_16816(pt[2 * np + 1], ka, qb[2], qb[3], pt[2 * np + 1]);
-        mma_bf16_16816(dt[2 * np], va, ob[0], ob[1], dt[2 * np]);
-        mma_bf16_16816(dt[2 * np + 1], va, ob[2], ob[3], dt[2 * np + 1]);
+        mma_bf16_16816_n16(pt[2 * np], pt[2 * np + 1], ka, qb);
+        mma_bf16_16816_n16(dt[2 * np], dt[2 * np + 1], va, ob);
       }
     }
     // p (rounded to pv_in_fmt = bf16) and dS (ds_fmt = bf16) as A fragments over k = the 64 queries:

@@ -196,10 +196,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT>) flash_fwd_k
           std::uint32_t kb[4];
           ldsm_x4_at(kb, k_off[kk % 4] + buf + 2 * (np * 16 * kD + 64 * (kk / 4)));
 #pragma unroll
-          for (int mt = 0; mt < kMT; ++mt) {
-            mma_bf16_16816(s[mt][2 * np], qs[mt], kb[0], kb[1], s[mt][2 * np]);
-            mma_bf16_16816(s[mt][2 * np + 1], qs[mt], kb[2], kb[3], s[mt][2 * np + 1]);
-          }
+          for (int mt = 0; mt < kMT; ++mt) mma_bf16_16816_n16(s[mt][2 * np], s[mt][2 * np + 1], qs[mt], kb);
         }
       }
 #pragma unroll
@@ -362,10 +359,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT>) flash_fwd_k
             std::uint32_t vb[4];
             ldsm_x4_t_at(vb, v_off[dp % 4] + buf + 2 * (js * 16 * kD + 64 * (dp / 4)));
 #pragma unroll
-            for (int mt = 0; mt < kMT; ++mt) {
-              mma_bf16_16816(blk[mt][0], pf[mt][js], vb[0], vb[1], blk[mt][0]);
-              mma_bf16_16816(blk[mt][1], pf[mt][js], vb[2], vb[3], blk[mt][1]);
-            }
+            for (int mt = 0; mt < kMT; ++mt) mma_bf16_16816_n16(blk[mt][0], blk[mt][1], pf[mt][js], vb);
           }
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt)

@@ -1,6 +1,7 @@
 // mma_ops.cuh — the few PTX instructions the CUDA kernels are built from (sm_80+; built for sm_90).
 //
-//   mma_bf16_16816: D(16x8, fp32) = A(16x16, bf16, row) · B(16x8, bf16, col) + C, one warp.
+//   mma_bf16_16816: D(16x8, fp32) = A(16x16, bf16, row) · B(16x8, bf16, col) + C, one warp
+//     (mma_bf16_16816_n16: two of them in place, for the 16 columns of one ldmatrix.x4 B fragment).
 //     Fragment layout (g = lane/4, t = lane%4): A regs a0 (row g, k 2t..2t+1), a1 (row g+8, k 2t..),
 //     a2 (row g, k 2t+8..), a3 (row g+8, k 2t+8..); B regs b0 (k 2t..2t+1, col g), b1 (k 2t+8.., col g);
 //     C/D c0,c1 (row g, cols 2t, 2t+1), c2,c3 (row g+8, cols 2t, 2t+1).
@@ -24,6 +25,13 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a
       : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]),
         "f"(c[3]));
+}
+// One k16 step into two adjacent n8 tiles: c0 += a·(b0, b1), c1 += a·(b2, b3), with b the four registers one
+// ldmatrix.x4 gives for 16 columns (every kernel's B fragments come that way).
+__device__ __forceinline__ void mma_bf16_16816_n16(float (&c0)[4], float (&c1)[4], const uint32_t (&a)[4],
+                                                   const uint32_t (&b)[4]) {
+  mma_bf16_16816(c0, a, b[0], b[1], c0);
+  mma_bf16_16816(c1, a, b[2], b[3], c1);
 }
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
