@@ -89,6 +89,9 @@ struct Instance {
     if (p.has_mask && !mask[p.score_at(b, h, i, j)]) return false;
     return true;
   }
+  // visible() is the same for every row of a (b, h) (no causal mask, no keep-mask): per-row work over the visible
+  // keys then gives every row the same result and can run once per (b, h).
+  bool every_row_sees_every_key() const { return !problem.causal && !problem.has_mask; }
   // Throws Error naming the first problem: wrong sizes, values not representable in the declared format.
   void validate() const;
 };

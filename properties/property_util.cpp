@@ -146,7 +146,7 @@ std::vector<double> output_envelope(const Instance& in, const Family& f, const s
         // on the order it is taken in (std::max never picks a NaN operand second), so this is the per-column
         // loop's value, at a fraction of the visible() calls. Without causality or a mask every row sees every
         // key: the same computation gives the same M for every row of (b, h), so it runs once.
-        if (i == 0 || p.causal || p.has_mask) {
+        if (i == 0 || !in.every_row_sees_every_key()) {
           std::fill(m_col.begin(), m_col.end(), 0.0);
           for (int j = 0; j < p.n_k; ++j) {
             if (!in.visible(b, h, i, j)) continue;

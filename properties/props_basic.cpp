@@ -141,7 +141,7 @@ std::string check_within_v_range(const Kernel& k, const Instance& in, const Fami
         // Column ranges over the visible keys in one pass over V's rows: for each column the values are taken
         // in the same key order as a per-column loop would, so min/max (and their choice between ±0) agree.
         // Without causality or a mask every row sees every key: the ranges of (b, h) are computed once.
-        if (i == 0 || p.causal || p.has_mask) {
+        if (i == 0 || !in.every_row_sees_every_key()) {
           std::fill(lo_c.begin(), lo_c.end(), HUGE_VAL);
           std::fill(hi_c.begin(), hi_c.end(), -HUGE_VAL);
           std::fill(m_c.begin(), m_c.end(), 0.0);
