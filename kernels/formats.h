@@ -20,8 +20,10 @@
 
 #if defined(__CUDACC__)
 #define ATTN_HD __host__ __device__ inline
+#define ATTN_HD_ALWAYS_INLINE __host__ __device__ __forceinline__
 #else
 #define ATTN_HD inline
+#define ATTN_HD_ALWAYS_INLINE [[gnu::always_inline]] inline
 #endif
 
 namespace attncheck {
@@ -163,8 +165,9 @@ ATTN_HD float round_bf16(float x) {
   return bits_to_float(u & 0xffff0000u);
 }
 
-// Round a float to format f and return it as float (every format but f64 fits in float).
-ATTN_HD float round_float(float x, Format f) {
+// Round a float to format f and return it as float (every format but f64 fits in float). Always inlined: with a
+// constant f (the CPU models' FixedFormats tables) it folds to the identity or one bf16 rounding.
+ATTN_HD_ALWAYS_INLINE float round_float(float x, Format f) {
   if (f == Format::kF32 || f == Format::kF64) return x;
   if (f == Format::kBF16) return round_bf16(x);
   return static_cast<float>(round_to(static_cast<double>(x), f));

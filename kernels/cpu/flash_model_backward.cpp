@@ -64,9 +64,9 @@ BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in
     float acc = 0.0f;
     for (int t = 0; t < d; ++t) {
       const std::size_t e = row * d + t;
-      acc = acc + model_detail::rnd(d_o[row * dw + t] * o[e], f.delta_prod);
+      acc = acc + round_float(d_o[row * dw + t] * o[e], f.delta_prod);
     }
-    delta[row] = model_detail::rnd(acc, f.delta);
+    delta[row] = round_float(acc, f.delta);
     out.delta[row] = delta[row];
   }
 
@@ -107,13 +107,13 @@ BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in
             }
             const double* bias = p.has_bias ? &in.bias[p.score_at(b, h, i, kj)] : nullptr;
             const float s = model_detail::finish_score(f, c, sdot[i], bias);
-            const float pr = model_detail::rnd(model_detail::exp_shifted(f, c, s, lse[i], lse_scaled[i]), f.bwd_p);
-            *pvij = model_detail::rnd(pr, f.pv_in);
+            const float pr = round_float(model_detail::exp_shifted(f, c, s, lse[i], lse_scaled[i]), f.bwd_p);
+            *pvij = round_float(pr, f.pv_in);
             if (trace && *pvij == 1.0f) ++trace->bwd_p_one;
-            const float dp = model_detail::rnd(dpdot[i], f.dp);
-            const float t1 = f.scale_in_exp ? pr : model_detail::rnd(pr * c.scale, f.ds_term);
-            const float t2 = model_detail::rnd(dp - delta[p.row_at(b, h, i)], f.ds_term);
-            *dsij = model_detail::rnd(t1 * t2, f.ds);
+            const float dp = round_float(dpdot[i], f.dp);
+            const float t1 = f.scale_in_exp ? pr : round_float(pr * c.scale, f.ds_term);
+            const float t2 = round_float(dp - delta[p.row_at(b, h, i)], f.ds_term);
+            *dsij = round_float(t1 * t2, f.ds);
           }
         }
         for (int q0 = 0; q0 < n_q; q0 += tq) {
@@ -127,12 +127,12 @@ BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in
             std::fill(part.begin(), part.end(), 0.0f);
             model_detail::add_weighted_rows(w_col.data(), &d_o[q_row(b, h, q0)], rows, dw, part.data());
             for (int t = 0; t < d; ++t)
-              dvj[t] = model_detail::rnd(dvj[t] + model_detail::rnd(part[t], f.grad_partial), f.grad_acc);
+              dvj[t] = round_float(dvj[t] + round_float(part[t], f.grad_partial), f.grad_acc);
             for (int r = 0; r < rows; ++r) w_col[r] = dst[std::size_t(q0 + r) * tkc + j];
             std::fill(part.begin(), part.end(), 0.0f);
             model_detail::add_weighted_rows(w_col.data(), &q[q_row(b, h, q0)], rows, dw, part.data());
             for (int t = 0; t < d; ++t)
-              dkj[t] = model_detail::rnd(dkj[t] + model_detail::rnd(part[t], f.grad_partial), f.grad_acc);
+              dkj[t] = round_float(dkj[t] + round_float(part[t], f.grad_partial), f.grad_acc);
           }
           // step 9 (per row): dQ_i += Σ_j dS_ij·k_j, key order.
           for (int r = 0; r < rows; ++r) {
@@ -141,7 +141,7 @@ BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in
             model_detail::add_weighted_rows(&dst[std::size_t(q0 + r) * tkc], &k[kv_row(b, hk, k0)], keys, dw,
                                             part.data());
             for (int t = 0; t < d; ++t)
-              dqi[t] = model_detail::rnd(dqi[t] + model_detail::rnd(part[t], f.grad_partial), f.grad_acc);
+              dqi[t] = round_float(dqi[t] + round_float(part[t], f.grad_partial), f.grad_acc);
           }
         }
       }
@@ -149,20 +149,20 @@ BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in
       const float post = f.scale_in_exp ? c.scale : 1.0f;
       for (int i = 0; i < n_q; ++i)
         for (int t = 0; t < d; ++t)
-          out.dq[p.q_at(b, h, i, t)] = model_detail::rnd(dq_acc[std::size_t(i) * d + t] * post, f.grad_out);
+          out.dq[p.q_at(b, h, i, t)] = round_float(dq_acc[std::size_t(i) * d + t] * post, f.grad_out);
       for (int j = 0; j < p.n_k; ++j) {
         for (int t = 0; t < d; ++t) {
           const std::size_t e = p.kv_at(b, hk, j, t), a = std::size_t(j) * d + t;
-          dk_group[e] = dk_group[e] + model_detail::rnd(dk_acc[a] * post, f.grad_out);
-          dv_group[e] = dv_group[e] + model_detail::rnd(dv_acc[a], f.grad_out);
+          dk_group[e] = dk_group[e] + round_float(dk_acc[a] * post, f.grad_out);
+          dv_group[e] = dv_group[e] + round_float(dv_acc[a], f.grad_out);
         }
       }
     }
   }
   // step 10 (GQA): the group sum rounded once; with group == 1 this is the per-head value unchanged.
   for (std::size_t e = 0; e < p.kv_size(); ++e) {
-    out.dk[e] = model_detail::rnd(dk_group[e], f.grad_out);
-    out.dv[e] = model_detail::rnd(dv_group[e], f.grad_out);
+    out.dk[e] = round_float(dk_group[e], f.grad_out);
+    out.dv[e] = round_float(dv_group[e], f.grad_out);
   }
   return out;
 }

@@ -130,14 +130,14 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
             }
             const float r_shifted = apply_max_policy(spec, c, st, keys, tile_max, trace);
             const float m_old = m;
-            const float m_new = model_detail::rnd(std::max(m_old, r_shifted), f.max);
+            const float m_new = round_float(std::max(m_old, r_shifted), f.max);
             // FA2 (Check_inf): a running max of −inf is used as 0 in subtractions, so no (−inf) − (−inf).
             const float m_sub = (f.folded && m_new == kNegInf) ? 0.0f : m_new;
             const float m_scaled = m_sub * c.scale_log2;
             // step 3: p̄ = exp(s − m) by exp_mode, rounded to p_fmt; masked keys give 0.
             for (int j = 0; j < keys; ++j)
-              pbar[j] = vt[j] ? model_detail::rnd(model_detail::exp_shifted(f, c, st[j], m_sub, m_scaled), f.p) : 0.0f;
-            for (int j = 0; j < keys; ++j) pv[j] = model_detail::rnd(pbar[j], f.pv_in);  // as p̄ enters the P̄V product
+              pbar[j] = vt[j] ? round_float(model_detail::exp_shifted(f, c, st[j], m_sub, m_scaled), f.p) : 0.0f;
+            for (int j = 0; j < keys; ++j) pv[j] = round_float(pbar[j], f.pv_in);  // as p̄ enters the P̄V product
             if (trace) {
               for (int j = 0; j < keys; ++j) {
                 if (vt[j] && pv[j] == 1.0f) {
@@ -149,7 +149,7 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
             // step 4: block row sum of p̄ (p_fmt values) in fp32, rounded, clamped (paper: >= 1e-10).
             float block_sum = 0.0f;
             for (int j = 0; j < keys; ++j) block_sum = block_sum + pbar[j];
-            block_sum = model_detail::rnd(block_sum, f.block_sum);
+            block_sum = round_float(block_sum, f.block_sum);
             if (block_sum < c.sum_min) {
               block_sum = c.sum_min;
               if (trace) ++trace->clamped_sums;
@@ -158,14 +158,14 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
             std::fill(block_out.begin(), block_out.end(), 0.0f);
             model_detail::add_weighted_rows(pv.data(), v_slice + std::size_t(k0) * dw, keys, dw, block_out.data());
             // step 6: rescale the running state by α = exp(m_old − m_new) and add the block's share.
-            const float alpha = model_detail::rnd(
+            const float alpha = round_float(
                 f.folded ? std::exp2((m_old - m_sub) * c.scale_log2)
-                         : model_detail::exp_of_rounded(f, c, model_detail::rnd(m_old - m_new, f.s)),
+                         : model_detail::exp_of_rounded(f, c, round_float(m_old - m_new, f.s)),
                 f.rescale);
-            l = model_detail::rnd(model_detail::rnd(alpha * l, f.rowsum) + block_sum, f.rowsum);
+            l = round_float(round_float(alpha * l, f.rowsum) + block_sum, f.rowsum);
             for (int t = 0; t < d; ++t) {
-              const float bo = model_detail::rnd(block_out[t], f.block_out);
-              acc[t] = model_detail::rnd(model_detail::rnd(alpha * acc[t], f.acc) + bo, f.acc);
+              const float bo = round_float(block_out[t], f.block_out);
+              acc[t] = round_float(round_float(alpha * acc[t], f.acc) + bo, f.acc);
             }
             m = m_new;
           }
@@ -185,12 +185,12 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
           if (empty_sum && trace) ++trace->zero_row_sums;
           if (f.reciprocal) {
             // FA2: inv_sum = (sum == 0 || sum != sum) ? 1 : 1 / sum.
-            const float inv = empty_sum ? 1.0f : model_detail::rnd(1.0f / l, f.out_div);
-            for (int t = 0; t < d; ++t) o_row[t] = model_detail::rnd(model_detail::rnd(acc[t] * inv, f.out_div), f.out);
+            const float inv = empty_sum ? 1.0f : round_float(1.0f / l, f.out_div);
+            for (int t = 0; t < d; ++t) o_row[t] = round_float(round_float(acc[t] * inv, f.out_div), f.out);
           } else {
-            for (int t = 0; t < d; ++t) o_row[t] = model_detail::rnd(model_detail::rnd(acc[t] / l, f.out_div), f.out);
+            for (int t = 0; t < d; ++t) o_row[t] = round_float(round_float(acc[t] / l, f.out_div), f.out);
           }
-          const float log_l = model_detail::rnd(std::log(l), f.log_l);
+          const float log_l = round_float(std::log(l), f.log_l);
           float lse;
           if (f.scale_in_exp) {
             lse = std::fma(m, c.scale, log_l);  // nvcc contracts FA2's row_max * scale + __logf(row_sum)
@@ -198,7 +198,7 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
           } else {
             lse = log_l + m;
           }
-          out.lse[row] = model_detail::rnd(lse, f.lse);
+          out.lse[row] = round_float(lse, f.lse);
         }
       }
     }

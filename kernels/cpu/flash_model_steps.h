@@ -3,9 +3,8 @@
 // one query against all keys), the exp of steps 3, 6 and 9.
 //
 // Invariants: every function computes in float with -ffp-contract=off (the top CMakeLists.txt), so each
-// a*b+c is two roundings unless written as std::fma; rounding to a spec format goes through rnd(), which is
-// round_float (kernels/formats.h) spelled out so that it inlines: exact for float, bit-identical to round_to
-// for narrower formats.
+// a*b+c is two roundings unless written as std::fma; rounding to a spec format goes through round_float
+// (kernels/formats.h, always inlined): exact for float, bit-identical to round_to for narrower formats.
 // Speed (the fuzz target runs ~10 model calls per input): the passes are templates on a Formats accessor.
 // FixedFormats<table> makes every format a compile-time constant (the built-in specs' tables: the rounding
 // branches vanish and the elementwise loops vectorise); DynamicFormats reads them from the spec at run time
@@ -64,13 +63,6 @@ struct DynamicFormats {
   FormatTable table;
   FormatTable get() const { return table; }
 };
-
-// round_float(x, f) (kernels/formats.h), always inlined: with a constant f it is the identity or one bf16 add-mask.
-[[gnu::always_inline]] inline float rnd(float x, Format f) {
-  if (f == Format::kF32 || f == Format::kF64) return x;
-  if (f == Format::kBF16) return round_bf16(x);
-  return round_float(x, f);
-}
 
 // std::exp of every bf16 value, indexed by its 16 storage bits: the function itself on its whole bf16 domain,
 // so a lookup is std::exp's result bit for bit (NaN patterns included). Built on first use (65,536 expf calls,
@@ -184,11 +176,11 @@ ATTNCHECK_DATA_LOOP inline void dots(const float* a, const float* bt, int width,
 // fp32(bias/scale) to the unscaled score, as FA2 adds ALiBi).
 [[gnu::always_inline]] inline float finish_score(const FormatTable& f, const Consts& c, float acc,
                                                  const double* bias) {
-  float s = rnd(acc, f.qk);
-  if (!f.scale_in_exp) s = rnd(s * c.scale, f.s);
+  float s = round_float(acc, f.qk);
+  if (!f.scale_in_exp) s = round_float(s * c.scale, f.s);
   if (bias) {
     const float b = static_cast<float>(*bias);
-    s = f.scale_in_exp ? rnd(s + b / c.scale, f.s) : rnd(s + b, f.s);
+    s = f.scale_in_exp ? round_float(s + b / c.scale, f.s) : round_float(s + b, f.s);
   }
   return s;
 }
@@ -205,7 +197,7 @@ ATTNCHECK_DATA_LOOP inline void dots(const float* a, const float* bt, int width,
 [[gnu::always_inline]] inline float exp_shifted(const FormatTable& f, const Consts& c, float s, float m,
                                                 float m_scaled) {
   if (f.folded) return std::exp2(std::fma(s, c.scale_log2, -m_scaled));
-  return exp_of_rounded(f, c, rnd(s - m, f.s));
+  return exp_of_rounded(f, c, round_float(s - m, f.s));
 }
 
 }  // namespace attncheck::model_detail
