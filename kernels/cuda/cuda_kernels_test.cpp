@@ -202,8 +202,7 @@ TEST(CudaFixedPolicy, InfiniteToleranceCountsOnlyExistingKeys) {
 // tiles, fa2's causal tile skip, GQA, n_q != n_k); each also with Q ×32 (exact in bf16), which drives exp2
 // arguments below −126 (exp2f's subnormal fix-up) and makes α = 1 rare. A new split (FwdTiling) belongs in the list.
 std::string split_name(cuda::FwdTiling t) {
-  static const char* const kNames[] = {"default", "w16q4", "w16q8", "w32smem", "w32regs", "ping32smem", "ping32regs",
-                                       "ping16regs"};
+  static const char* const kNames[] = {"default", "w16q4", "w16q8", "w32smem", "w32regs"};
   return kNames[static_cast<int>(t)];
 }
 
@@ -267,9 +266,7 @@ TEST_P(CudaFwdTiling, GivesTheDefaultSplitsBits) {
 
 INSTANTIATE_TEST_SUITE_P(Splits, CudaFwdTiling,
                          ::testing::Values(cuda::FwdTiling::kWarp16Q4, cuda::FwdTiling::kWarp16Q8,
-                                           cuda::FwdTiling::kWarp32Smem, cuda::FwdTiling::kWarp32Regs,
-                                           cuda::FwdTiling::kPing32Smem, cuda::FwdTiling::kPing32Regs,
-                                           cuda::FwdTiling::kPing16Regs),
+                                           cuda::FwdTiling::kWarp32Smem, cuda::FwdTiling::kWarp32Regs),
                          [](const auto& info) { return split_name(info.param); });
 
 // forward_many's throughput is a benchmark, not a test: kernels/cuda/bench_forward_many.cpp.

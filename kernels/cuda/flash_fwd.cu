@@ -49,18 +49,15 @@ bool variant_is_fixed(Variant v) { return v == Variant::kFa2Fixed || v == Varian
 
 namespace {
 
-// Blocks per SM asked of the register allocator: 16 warps per SM for the 16-row-warp splits at d 64 (4 blocks of
-// 4 warps or 2 of 8: 128 registers; the paper's numerics run it, 3-4% faster than at 141-160 registers and 3 blocks), 1 elsewhere (stating 1 instead of
+// Blocks per SM asked of the register allocator: 4 for the 16-row-warp split at d 64 (128 registers; the paper's
+// numerics run it, 3-4% faster than at 141-160 registers and 3 blocks), 1 elsewhere (stating 1 instead of
 // leaving it out let the compiler give paper d128 244 registers instead of 182: +7%). Measured on the H200
 // with bench_attention (TENSOR_CORES.md).
-template <int kD, int kMT, int kNWarps>
-constexpr int kMinBlocks = (kD == 64 && kMT == 1) ? 16 / kNWarps : 1;
-template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kPingPong>
-__global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>) flash_fwd_kernel(const FwdParams p) {
-  static_assert(!kPingPong || kNWarps == 8, "ping-pong: two warp groups of four warps");
+template <int kD, int kMT>
+constexpr int kMinBlocks = (kD == 64 && kMT == 1) ? 4 : 1;
+template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs>
+__global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT>) flash_fwd_kernel(const FwdParams p) {
   constexpr int kBlockM = 16 * kMT * kNWarps;
-  constexpr int kStages = kPingPong ? 4 : 2;                   // K/V tiles in shared memory
-  constexpr int kLoaders = kPingPong ? 128 : kNWarps * 32;     // threads issuing the K/V copies (warp group 0)
   constexpr int kBlockN = Spec::tile_k;
   static_assert(kBlockN == 64, "the fragment code below assumes 64-key tiles");
   static_assert(Spec::tile_q % (16 * kMT) == 0, "a warp's rows lie in one tile_q group (fa2's causal skip)");
@@ -71,8 +68,8 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>) fl
   constexpr int kChunks = kD / 8;   // 16-byte chunks per row
   extern __shared__ __align__(128) std::uint16_t smem[];
   std::uint16_t* sQ = smem;
-  std::uint16_t* sK = sQ + kBlockM * kD;  // [kStages][kBlockN][kD]
-  std::uint16_t* sV = sK + kStages * kBlockN * kD;
+  std::uint16_t* sK = sQ + kBlockM * kD;  // [2][kBlockN][kD]
+  std::uint16_t* sV = sK + 2 * kBlockN * kD;
 
   // Causal: the last query blocks see the most keys, so they are started first (shorter tail of the grid).
   const int m_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x, h = blockIdx.y, b = blockIdx.z;
@@ -103,7 +100,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>) fl
   auto load_kv = [&](int nb, int buf) {
     std::uint16_t* k_dst = sK + buf * kBlockN * kD;
     std::uint16_t* v_dst = sV + buf * kBlockN * kD;
-    for (int c = threadIdx.x; c < kBlockN * kChunks; c += kLoaders) {
+    for (int c = threadIdx.x; c < kBlockN * kChunks; c += kThreads) {
       const int r = c / kChunks, col = (c % kChunks) * 8;
       const int j = nb * kBlockN + r;
       const bool ok = j < p.n_k;
@@ -112,22 +109,9 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>) fl
       cp_async_16(&v_dst[swz<kD>(r, col)], gv + off, ok);
     }
   };
-  if constexpr (kPingPong) {  // Q (every thread) | tile 0 | tile 1 (warp group 0): three commit groups
-    cp_async_commit();
-    if (warp < 4) {
-      if (n_blocks > 0) load_kv(0, 0);
-      cp_async_commit();
-      if (n_blocks > 1) load_kv(1, 1);
-      cp_async_commit();
-      cp_async_wait<2>();
-    } else {
-      cp_async_wait<0>();
-    }
-  } else {
-    if (n_blocks > 0) load_kv(0, 0);
-    cp_async_commit();
-    cp_async_wait<0>();
-  }
+  if (n_blocks > 0) load_kv(0, 0);
+  cp_async_commit();
+  cp_async_wait<0>();
   __syncthreads();
 
   // ldmatrix addresses. With the XOR swizzle, the chunk of k16 step kk (or output slice pair dp) of a lane is
@@ -165,306 +149,258 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>) fl
 #pragma unroll
     for (int n = 0; n < kDT; ++n) acc[mt][n][0] = acc[mt][n][1] = acc[mt][n][2] = acc[mt][n][3] = 0.f;
 
-  // Per-tile state: the scores (then p̄) of the tile in flight and its row statistics, which step 6 uses.
-  float s[kMT][kNT][4];
-  float m_new[kRows], alpha[kRows], block_sum[kRows];
-  std::uint32_t pf[kMT][kNT / 2][4];
-  // Only the tail tile and tiles crossing the causal diagonal of this warp's rows need per-element masks;
-  // the steps are compiled twice (with and without the checks) so other tiles carry none of them.
-  auto with_mask = [&](int nb, auto&& step) {
-    const int n0 = nb * kBlockN;
-    if ((n0 + kBlockN > p.n_k) || (p.causal && n0 + kBlockN - 1 > wrow0 + diag)) step(std::true_type{});
-    else step(std::false_type{});
-  };
-  // exists: key inside [0, n_k); visible: exists and not causally masked for this element's row.
-  auto key_of = [&](int n0, int n, int i) { return n0 + n * 8 + 2 * t + (i & 1); };
-  auto exists = [&](auto mask_tag, int n0, int n, int i) {
-    return !decltype(mask_tag)::value || key_of(n0, n, i) < p.n_k;
-  };
-  auto visible = [&](auto mask_tag, int n0, int mt, int n, int i) {
-    if (!decltype(mask_tag)::value) return true;
-    const int j = key_of(n0, n, i);
-    return j < p.n_k && (!p.causal || j <= row(2 * mt + (i >> 1)) + diag);
-  };
-
-
-  // step 1: s_j = q·k_j on the tensor cores (fp32 accumulation, TENSOR_CORES.md), rounded to qk_fmt;
-  //         scaled in s_fmt when the scale is not folded into the exponent; masked keys get mask_value.
-  auto scores = [&](auto mask_tag, int nb) {
-    const int n0 = nb * kBlockN;
-    const std::uint32_t buf = std::uint32_t(nb % kStages) * kTileBytes;
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int n = 0; n < kNT; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < kKQ; ++kk) {
-      std::uint32_t qs[kMT][4];
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        if constexpr (kQRegs) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) qs[mt][e] = qf[mt][kk][e];
-        } else {
-          ldsm_x4_at(qs[mt], q_addr(mt, kk));
-        }
-      }
-#pragma unroll
-      for (int np = 0; np < kNT / 2; ++np) {
-        std::uint32_t kb[4];
-        ldsm_x4_at(kb, k_off[kk % 4] + buf + 2 * (np * 16 * kD + 64 * (kk / 4)));
-#pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) mma_bf16_16816_n16(s[mt][2 * np], s[mt][2 * np + 1], qs[mt], kb);
-      }
+  for (int nb = 0; nb < n_blocks; ++nb) {
+    if (nb > 0) {
+      cp_async_wait<0>();
+      __syncthreads();  // tile nb has landed; every warp is done with the buffer refilled next
     }
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int n = 0; n < kNT; ++n)
-#pragma unroll
-        for (int i = 0; i < 4; i += 2) {
-          float& x0 = s[mt][n][i];
-          float& x1 = s[mt][n][i + 1];
-          round_pair<Spec::qk_fmt>(x0, x1);
-          if constexpr (!Spec::scale_in_exp) {
-            x0 = __fmul_rn(x0, p.scale), x1 = __fmul_rn(x1, p.scale);
-            round_pair<Spec::s_fmt>(x0, x1);
-          }
-          if (!visible(mask_tag, n0, mt, n, i)) x0 = exists(mask_tag, n0, n, i) ? Spec::mask_value : -INFINITY;
-          if (!visible(mask_tag, n0, mt, n, i + 1)) x1 = exists(mask_tag, n0, n, i + 1) ? Spec::mask_value : -INFINITY;
-        }
-  };
-
-  // steps 2-4 on s (the scores become p̄).
-  auto softmax = [&](auto mask_tag, int nb) {
+    if (nb + 1 < n_blocks) load_kv(nb + 1, (nb + 1) & 1);
+    cp_async_commit();
+    if (nb >= warp_blocks) continue;  // fa2 causal: no row of this warp's tile_q group sees tile nb
+    const std::uint32_t buf = (nb & 1) * kTileBytes;
     const int n0 = nb * kBlockN;
-    // step 2: r = the tile's row max (exact); the fixed policy shifts it when c > 1 scores lie within the
-    //         tolerance of r; m_new = round(max(m_old, r'), max_fmt). Reductions over the quad by shuffles.
-    float r[kRows];
-    if constexpr (!Spec::fixed) {
-#pragma unroll
-      for (int q = 0; q < kRows; ++q) {
-        const int mt = q / 2, ri = q % 2;
-        float hi = -INFINITY;
-#pragma unroll
-        for (int n = 0; n < kNT; ++n) hi = fmaxf(hi, fmaxf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]));
-        r[q] = quad_max(hi);
-      }
-    } else {
-      // The public code counts `attn_weights >= block_row_maxes - 1e-3` on bf16 tensors: fp32 opmath, s_fmt.
-      // Only "count > 1" matters, and with thr <= r that is exactly "the second largest score (repeats
-      // counted) >= thr", so the row max and the runner-up are reduced together (top2, no count pass after
-      // the max). Keys past n_k hold −inf, so they count only if thr = −inf (r − tolerance overflowed, or
-      // tolerance = inf); in that rare case the tail tile counts its existing keys as the public code does.
-      // Only a finite r is shifted: fa2's all-masked tile (r = −inf) is left alone.
-#pragma unroll
-      for (int q = 0; q < kRows; ++q) {
-        const int mt = q / 2, ri = q % 2;
-        // Tournament over the pairs (shallower than a chain: the critical path is what costs here).
-        float hi[kNT], lo[kNT];
-#pragma unroll
-        for (int n = 0; n < kNT; ++n) {
-          hi[n] = fmaxf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]);
-          lo[n] = fmin_nan(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]);
-        }
-#pragma unroll
-        for (int w = kNT / 2; w >= 1; w /= 2)
-#pragma unroll
-          for (int k = 0; k < w; ++k) top2_pair(hi[k], lo[k], hi[2 * k], lo[2 * k], hi[2 * k + 1], lo[2 * k + 1]);
-        float m1 = hi[0], m2 = lo[0];
-#pragma unroll
-        for (int lane_mask = 1; lane_mask <= 2; lane_mask *= 2)
-          top2_pair(m1, m2, m1, m2, __shfl_xor_sync(0xffffffffu, m1, lane_mask),
-                    __shfl_xor_sync(0xffffffffu, m2, lane_mask));
-        r[q] = m1;
-        const float thr = round_float(__fsub_rn(m1, p.tolerance), Spec::s_fmt);
-        bool several = m2 >= thr;
-        if (decltype(mask_tag)::value && thr == -INFINITY) {  // quad-uniform branch: shuffle within the quad
-          int c = 0;
-#pragma unroll
-          for (int n = 0; n < kNT; ++n)
-#pragma unroll
-            for (int i = 2 * ri; i < 2 * ri + 2; ++i) c += exists(mask_tag, n0, n, i) && !isnan(s[mt][n][i]);
-          const unsigned quad = 0xfu << (lane & ~3);
-          c += __shfl_xor_sync(quad, c, 1);
-          several = c + __shfl_xor_sync(quad, c, 2) > 1;
-        }
-        // Selects, not a branch: the shift and the exps after it stay in one basic block.
-        const float shifted = m1 > 0.f ? round_float(__fmul_rn(p.beta, m1), Spec::max_fmt) : fmaxf(m1, 0.f);
-        r[q] = several && isfinite(m1) ? shifted : m1;
-      }
-    }
-    float m_scaled[kRows];
-#pragma unroll
-    for (int q = 0; q < kRows; ++q) {
-      m_new[q] = round_float(fmaxf(m_run[q], r[q]), Spec::max_fmt);
-      // step 6 (first half): α = exp(m_old − m_new) by exp_mode, rounded to rescale_fmt.
-      if constexpr (Spec::exp2_folded) {
-        const float m_cur = m_new[q] == -INFINITY ? 0.f : m_new[q];  // FA2: no (−inf) − (−inf)
-        alpha[q] = round_float(exp2f(__fmul_rn(__fsub_rn(m_run[q], m_cur), p.scale_log2e)), Spec::rescale_fmt);
-      } else {
-        const float d = round_float(__fsub_rn(m_run[q], m_new[q]), Spec::s_fmt);
-        alpha[q] = round_float(expf(d), Spec::rescale_fmt);
-      }
-      m_scaled[q] = m_new[q] == -INFINITY ? 0.f : __fmul_rn(m_new[q], p.scale_log2e);
-    }
+    // Only the tail tile and tiles crossing the causal diagonal of this warp's rows need per-element masks;
+    // the steps are compiled twice (with and without the checks) so other tiles carry none of them.
+    const bool tile_needs_mask = (n0 + kBlockN > p.n_k) || (p.causal && n0 + kBlockN - 1 > wrow0 + diag);
+    // exists: key inside [0, n_k); visible: exists and not causally masked for this element's row.
+    auto key_of = [&](int n, int i) { return n0 + n * 8 + 2 * t + (i & 1); };
+    auto exists = [&](auto mask_tag, int n, int i) { return !decltype(mask_tag)::value || key_of(n, i) < p.n_k; };
+    auto visible = [&](auto mask_tag, int mt, int n, int i) {
+      if (!decltype(mask_tag)::value) return true;
+      const int j = key_of(n, i);
+      return j < p.n_k && (!p.causal || j <= row(2 * mt + (i >> 1)) + diag);
+    };
+    float s[kMT][kNT][4];
 
-    // step 3: p̄_j = exp(s_j − m_new) by exp_mode, rounded to p_fmt; masked keys give 0.
+    // step 1: s_j = q·k_j on the tensor cores (fp32 accumulation, TENSOR_CORES.md), rounded to qk_fmt;
+    //         scaled in s_fmt when the scale is not folded into the exponent; masked keys get mask_value.
+    auto scores = [&](auto mask_tag) {
 #pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
+      for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-      for (int n = 0; n < kNT; ++n)
+        for (int n = 0; n < kNT; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
 #pragma unroll
-        for (int i = 0; i < 4; i += 2) {
-          const int q = 2 * mt + (i >> 1);
-          float e[2];
-          if constexpr (Spec::exp2_folded) {
+      for (int kk = 0; kk < kKQ; ++kk) {
+        std::uint32_t qs[kMT][4];
 #pragma unroll
-            for (int u = 0; u < 2; ++u) {
-              const float a = __fmaf_rn(s[mt][n][i + u], p.scale_log2e, -m_scaled[q]);
-              e[u] = exp2f(a);
-            }
+        for (int mt = 0; mt < kMT; ++mt) {
+          if constexpr (kQRegs) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) qs[mt][e] = qf[mt][kk][e];
           } else {
-            float d0 = __fsub_rn(s[mt][n][i], m_new[q]), d1 = __fsub_rn(s[mt][n][i + 1], m_new[q]);
-            round_pair<Spec::s_fmt>(d0, d1);
-            e[0] = expf(d0), e[1] = expf(d1);
+            ldsm_x4_at(qs[mt], q_addr(mt, kk));
           }
-          round_pair<Spec::p_fmt>(e[0], e[1]);
-          s[mt][n][i] = visible(mask_tag, n0, mt, n, i) ? e[0] : 0.f;
-          s[mt][n][i + 1] = visible(mask_tag, n0, mt, n, i + 1) ? e[1] : 0.f;
         }
-
-    // step 4: block row sum Σ_j p̄_j in fp32 (each thread in key order, then the quad), rounded to block_sum_fmt.
 #pragma unroll
-    for (int q = 0; q < kRows; ++q) {
-      const int mt = q / 2, ri = q % 2;
-      float part = 0.f;
+        for (int np = 0; np < kNT / 2; ++np) {
+          std::uint32_t kb[4];
+          ldsm_x4_at(kb, k_off[kk % 4] + buf + 2 * (np * 16 * kD + 64 * (kk / 4)));
 #pragma unroll
-      for (int n = 0; n < kNT; ++n) part = __fadd_rn(__fadd_rn(part, s[mt][n][2 * ri]), s[mt][n][2 * ri + 1]);
-      block_sum[q] = round_float(quad_sum(part), Spec::block_sum_fmt);
-      if (block_sum[q] < Spec::block_sum_min) block_sum[q] = round_float(Spec::block_sum_min, Spec::block_sum_fmt);
-    }
-    // p̄ as step 5's bf16 A fragments (round(p̄, pv_in_fmt)): 2 values per register, so a tile waiting for its
-    // step 5 (the ping-pong's other phase) holds half the registers.
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int js = 0; js < kNT / 2; ++js) {
-        pf[mt][js][0] = cvt_bf16x2(s[mt][2 * js][0], s[mt][2 * js][1]);
-        pf[mt][js][1] = cvt_bf16x2(s[mt][2 * js][2], s[mt][2 * js][3]);
-        pf[mt][js][2] = cvt_bf16x2(s[mt][2 * js + 1][0], s[mt][2 * js + 1][1]);
-        pf[mt][js][3] = cvt_bf16x2(s[mt][2 * js + 1][2], s[mt][2 * js + 1][3]);
+          for (int mt = 0; mt < kMT; ++mt) mma_bf16_16816_n16(s[mt][2 * np], s[mt][2 * np + 1], qs[mt], kb);
+        }
       }
-  };
-
-  // step 5: block output Σ_j round(p̄_j, pv_in_fmt)·v_j on the tensor cores (fp32), rounded to block_out_fmt;
-  // step 6: acc = round(round(α·acc, acc_fmt) + block output, acc_fmt), per 8-column slice as it is ready.
-  auto update = [&](int nb) {
-    const std::uint32_t buf = std::uint32_t(nb % kStages) * kTileBytes;
-    bool alpha_one = true;
 #pragma unroll
-    for (int q = 0; q < kRows; ++q) alpha_one = alpha_one && alpha[q] == 1.f;
-    alpha_one = __all_sync(0xffffffffu, alpha_one);
-    auto pv = [&](auto one_tag) {
-      constexpr bool one = decltype(one_tag)::value;  // α = 1 in every row of the warp
+      for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-      for (int dp = 0; dp < kDT / 2; ++dp) {
-        float blk[kMT][2][4];
+        for (int n = 0; n < kNT; ++n)
 #pragma unroll
-        for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-          for (int u = 0; u < 2; ++u) blk[mt][u][0] = blk[mt][u][1] = blk[mt][u][2] = blk[mt][u][3] = 0.f;
-#pragma unroll
-        for (int js = 0; js < kNT / 2; ++js) {
-          std::uint32_t vb[4];
-          ldsm_x4_t_at(vb, v_off[dp % 4] + buf + 2 * (js * 16 * kD + 64 * (dp / 4)));
-#pragma unroll
-          for (int mt = 0; mt < kMT; ++mt) mma_bf16_16816_n16(blk[mt][0], blk[mt][1], pf[mt][js], vb);
-        }
-#pragma unroll
-        for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-          for (int u = 0; u < 2; ++u)
-#pragma unroll
-            for (int i = 0; i < 4; i += 2) {
-              float* a = &acc[mt][2 * dp + u][i];
-              float o0 = blk[mt][u][i], o1 = blk[mt][u][i + 1];
-              round_pair<Spec::block_out_fmt>(o0, o1);
-              float x0 = a[0], x1 = a[1];
-              if constexpr (!one) {
-                const float al = alpha[2 * mt + (i >> 1)];
-                x0 = __fmul_rn(al, x0), x1 = __fmul_rn(al, x1);
-                round_pair<Spec::acc_fmt>(x0, x1);
-              }
-              x0 = __fadd_rn(x0, o0), x1 = __fadd_rn(x1, o1);
-              round_pair<Spec::acc_fmt>(x0, x1);
-              a[0] = x0, a[1] = x1;
+          for (int i = 0; i < 4; i += 2) {
+            float& x0 = s[mt][n][i];
+            float& x1 = s[mt][n][i + 1];
+            round_pair<Spec::qk_fmt>(x0, x1);
+            if constexpr (!Spec::scale_in_exp) {
+              x0 = __fmul_rn(x0, p.scale), x1 = __fmul_rn(x1, p.scale);
+              round_pair<Spec::s_fmt>(x0, x1);
             }
+            if (!visible(mask_tag, mt, n, i)) x0 = exists(mask_tag, n, i) ? Spec::mask_value : -INFINITY;
+            if (!visible(mask_tag, mt, n, i + 1)) x1 = exists(mask_tag, n, i + 1) ? Spec::mask_value : -INFINITY;
+          }
+    };
+
+    // steps 2-4 on s (the scores become p̄).
+    float m_new[kRows], alpha[kRows], block_sum[kRows];
+    auto softmax = [&](auto mask_tag) {
+      // step 2: r = the tile's row max (exact); the fixed policy shifts it when c > 1 scores lie within the
+      //         tolerance of r; m_new = round(max(m_old, r'), max_fmt). Reductions over the quad by shuffles.
+      float r[kRows];
+      if constexpr (!Spec::fixed) {
+#pragma unroll
+        for (int q = 0; q < kRows; ++q) {
+          const int mt = q / 2, ri = q % 2;
+          float hi = -INFINITY;
+#pragma unroll
+          for (int n = 0; n < kNT; ++n) hi = fmaxf(hi, fmaxf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]));
+          r[q] = quad_max(hi);
+        }
+      } else {
+        // The public code counts `attn_weights >= block_row_maxes - 1e-3` on bf16 tensors: fp32 opmath, s_fmt.
+        // Only "count > 1" matters, and with thr <= r that is exactly "the second largest score (repeats
+        // counted) >= thr", so the row max and the runner-up are reduced together (top2, no count pass after
+        // the max). Keys past n_k hold −inf, so they count only if thr = −inf (r − tolerance overflowed, or
+        // tolerance = inf); in that rare case the tail tile counts its existing keys as the public code does.
+        // Only a finite r is shifted: fa2's all-masked tile (r = −inf) is left alone.
+#pragma unroll
+        for (int q = 0; q < kRows; ++q) {
+          const int mt = q / 2, ri = q % 2;
+          // Tournament over the pairs (shallower than a chain: the critical path is what costs here).
+          float hi[kNT], lo[kNT];
+#pragma unroll
+          for (int n = 0; n < kNT; ++n) {
+            hi[n] = fmaxf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]);
+            lo[n] = fmin_nan(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]);
+          }
+#pragma unroll
+          for (int w = kNT / 2; w >= 1; w /= 2)
+#pragma unroll
+            for (int k = 0; k < w; ++k) top2_pair(hi[k], lo[k], hi[2 * k], lo[2 * k], hi[2 * k + 1], lo[2 * k + 1]);
+          float m1 = hi[0], m2 = lo[0];
+#pragma unroll
+          for (int lane_mask = 1; lane_mask <= 2; lane_mask *= 2)
+            top2_pair(m1, m2, m1, m2, __shfl_xor_sync(0xffffffffu, m1, lane_mask),
+                      __shfl_xor_sync(0xffffffffu, m2, lane_mask));
+          r[q] = m1;
+          const float thr = round_float(__fsub_rn(m1, p.tolerance), Spec::s_fmt);
+          bool several = m2 >= thr;
+          if (decltype(mask_tag)::value && thr == -INFINITY) {  // quad-uniform branch: shuffle within the quad
+            int c = 0;
+#pragma unroll
+            for (int n = 0; n < kNT; ++n)
+#pragma unroll
+              for (int i = 2 * ri; i < 2 * ri + 2; ++i) c += exists(mask_tag, n, i) && !isnan(s[mt][n][i]);
+            const unsigned quad = 0xfu << (lane & ~3);
+            c += __shfl_xor_sync(quad, c, 1);
+            several = c + __shfl_xor_sync(quad, c, 2) > 1;
+          }
+          // Selects, not a branch: the shift and the exps after it stay in one basic block.
+          const float shifted = m1 > 0.f ? round_float(__fmul_rn(p.beta, m1), Spec::max_fmt) : fmaxf(m1, 0.f);
+          r[q] = several && isfinite(m1) ? shifted : m1;
+        }
+      }
+      float m_scaled[kRows];
+#pragma unroll
+      for (int q = 0; q < kRows; ++q) {
+        m_new[q] = round_float(fmaxf(m_run[q], r[q]), Spec::max_fmt);
+        // step 6 (first half): α = exp(m_old − m_new) by exp_mode, rounded to rescale_fmt.
+        if constexpr (Spec::exp2_folded) {
+          const float m_cur = m_new[q] == -INFINITY ? 0.f : m_new[q];  // FA2: no (−inf) − (−inf)
+          alpha[q] = round_float(exp2f(__fmul_rn(__fsub_rn(m_run[q], m_cur), p.scale_log2e)), Spec::rescale_fmt);
+        } else {
+          const float d = round_float(__fsub_rn(m_run[q], m_new[q]), Spec::s_fmt);
+          alpha[q] = round_float(expf(d), Spec::rescale_fmt);
+        }
+        m_scaled[q] = m_new[q] == -INFINITY ? 0.f : __fmul_rn(m_new[q], p.scale_log2e);
+      }
+
+      // step 3: p̄_j = exp(s_j − m_new) by exp_mode, rounded to p_fmt; masked keys give 0.
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int n = 0; n < kNT; ++n)
+#pragma unroll
+          for (int i = 0; i < 4; i += 2) {
+            const int q = 2 * mt + (i >> 1);
+            float e[2];
+            if constexpr (Spec::exp2_folded) {
+#pragma unroll
+              for (int u = 0; u < 2; ++u) {
+                const float a = __fmaf_rn(s[mt][n][i + u], p.scale_log2e, -m_scaled[q]);
+                e[u] = exp2f(a);
+              }
+            } else {
+              float d0 = __fsub_rn(s[mt][n][i], m_new[q]), d1 = __fsub_rn(s[mt][n][i + 1], m_new[q]);
+              round_pair<Spec::s_fmt>(d0, d1);
+              e[0] = expf(d0), e[1] = expf(d1);
+            }
+            round_pair<Spec::p_fmt>(e[0], e[1]);
+            s[mt][n][i] = visible(mask_tag, mt, n, i) ? e[0] : 0.f;
+            s[mt][n][i + 1] = visible(mask_tag, mt, n, i + 1) ? e[1] : 0.f;
+          }
+
+      // step 4: block row sum Σ_j p̄_j in fp32 (each thread in key order, then the quad), rounded to block_sum_fmt.
+#pragma unroll
+      for (int q = 0; q < kRows; ++q) {
+        const int mt = q / 2, ri = q % 2;
+        float part = 0.f;
+#pragma unroll
+        for (int n = 0; n < kNT; ++n) part = __fadd_rn(__fadd_rn(part, s[mt][n][2 * ri]), s[mt][n][2 * ri + 1]);
+        block_sum[q] = round_float(quad_sum(part), Spec::block_sum_fmt);
+        if (block_sum[q] < Spec::block_sum_min) block_sum[q] = round_float(Spec::block_sum_min, Spec::block_sum_fmt);
       }
     };
-    if (alpha_one) pv(std::true_type{});
-    else pv(std::false_type{});
-    // step 6 (rest): l = round(round(α·l, rowsum_fmt) + block sum, rowsum_fmt); m_old = m_new.
-#pragma unroll
-    for (int q = 0; q < kRows; ++q) {
-      l_run[q] = round_float(__fadd_rn(round_float(__fmul_rn(alpha[q], l_run[q]), Spec::rowsum_fmt), block_sum[q]),
-                             Spec::rowsum_fmt);
-      m_run[q] = m_new[q];
-    }
-  };
 
-  if constexpr (!kPingPong) {
-    for (int nb = 0; nb < n_blocks; ++nb) {
-      if (nb > 0) {
-        cp_async_wait<0>();
-        __syncthreads();  // tile nb has landed; every warp is done with the buffer refilled next
-      }
-      if (nb + 1 < n_blocks) load_kv(nb + 1, (nb + 1) % kStages);
-      cp_async_commit();
-      if (nb >= warp_blocks) continue;  // fa2 causal: no row of this warp's tile_q group sees tile nb
-      with_mask(nb, [&](auto tag) {
-        scores(tag, nb);
-        softmax(tag, nb);
-      });
-      update(nb);
-    }
-  } else {
-    // Ping-pong (FA3's inter-warpgroup schedule, with mma.sync): two warp groups of four warps, 128 rows each,
-    // share the K/V tiles and take turns on the tensor cores. A group's "matmul phase" t is step 5-6 of tile t−1
-    // then step 1 of tile t; its steps 2-4 of tile t run while the other group is in its matmul phase. Named
-    // barriers (bar.sync/bar.arrive with 256 threads: one group waits, the other arrives):
-    //   kSched + g: group g may start its matmul phase (the other group finished its own);
-    //   kFull + b / kEmpty + b: buffer b holds its tile / group 1 is done with it. Group 0 issues every K/V copy,
-    //   four buffers deep (tile t+2 goes into the buffer of tile t−2, which group 1 left one phase ago).
-    // Every arrive is matched by one sync of the same generation (the conditions below are the same set).
-    constexpr int kLocal0 = 1, kSched = 2, kFull = 4, kEmpty = 8;
-    const int group = warp / 4;
-    for (int nb = 0; nb < n_blocks; ++nb) {
-      if (group == 0) {
-        cp_async_wait<1>();              // this thread's copies of tile nb (tile nb + 1 may be in flight)
-        named_sync(kLocal0, 128);        // ... and every group-0 thread's: tile nb is in shared memory
-        named_arrive(kFull + nb % 4, 256);
-        if (nb + 2 < n_blocks) {
-          if (nb >= 2) named_sync(kEmpty + (nb + 2) % 4, 256);  // group 1 finished tile nb − 2
-          load_kv(nb + 2, (nb + 2) % 4);
+    // step 5: block output Σ_j round(p̄_j, pv_in_fmt)·v_j on the tensor cores (fp32), rounded to block_out_fmt;
+    // step 6: acc = round(round(α·acc, acc_fmt) + block output, acc_fmt), per 8-column slice as it is ready.
+    auto update = [&]() {
+      bool alpha_one = true;
+#pragma unroll
+      for (int q = 0; q < kRows; ++q) alpha_one = alpha_one && alpha[q] == 1.f;
+      alpha_one = __all_sync(0xffffffffu, alpha_one);
+      std::uint32_t pf[kMT][kNT / 2][4];
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int js = 0; js < kNT / 2; ++js) {
+          pf[mt][js][0] = cvt_bf16x2(s[mt][2 * js][0], s[mt][2 * js][1]);
+          pf[mt][js][1] = cvt_bf16x2(s[mt][2 * js][2], s[mt][2 * js][3]);
+          pf[mt][js][2] = cvt_bf16x2(s[mt][2 * js + 1][0], s[mt][2 * js + 1][1]);
+          pf[mt][js][3] = cvt_bf16x2(s[mt][2 * js + 1][2], s[mt][2 * js + 1][3]);
         }
-        cp_async_commit();
-        if (nb >= 1) named_sync(kSched + 0, 256);
-      } else {
-        named_sync(kFull + nb % 4, 256);
-        named_sync(kSched + 1, 256);
+      auto pv = [&](auto one_tag) {
+        constexpr bool one = decltype(one_tag)::value;  // α = 1 in every row of the warp
+#pragma unroll
+        for (int dp = 0; dp < kDT / 2; ++dp) {
+          float blk[kMT][2][4];
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+            for (int u = 0; u < 2; ++u) blk[mt][u][0] = blk[mt][u][1] = blk[mt][u][2] = blk[mt][u][3] = 0.f;
+#pragma unroll
+          for (int js = 0; js < kNT / 2; ++js) {
+            std::uint32_t vb[4];
+            ldsm_x4_t_at(vb, v_off[dp % 4] + buf + 2 * (js * 16 * kD + 64 * (dp / 4)));
+#pragma unroll
+            for (int mt = 0; mt < kMT; ++mt) mma_bf16_16816_n16(blk[mt][0], blk[mt][1], pf[mt][js], vb);
+          }
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+            for (int u = 0; u < 2; ++u)
+#pragma unroll
+              for (int i = 0; i < 4; i += 2) {
+                float* a = &acc[mt][2 * dp + u][i];
+                float o0 = blk[mt][u][i], o1 = blk[mt][u][i + 1];
+                round_pair<Spec::block_out_fmt>(o0, o1);
+                float x0 = a[0], x1 = a[1];
+                if constexpr (!one) {
+                  const float al = alpha[2 * mt + (i >> 1)];
+                  x0 = __fmul_rn(al, x0), x1 = __fmul_rn(al, x1);
+                  round_pair<Spec::acc_fmt>(x0, x1);
+                }
+                x0 = __fadd_rn(x0, o0), x1 = __fadd_rn(x1, o1);
+                round_pair<Spec::acc_fmt>(x0, x1);
+                a[0] = x0, a[1] = x1;
+              }
+        }
+      };
+      if (alpha_one) pv(std::true_type{});
+      else pv(std::false_type{});
+      // step 6 (rest): l = round(round(α·l, rowsum_fmt) + block sum, rowsum_fmt); m_old = m_new.
+#pragma unroll
+      for (int q = 0; q < kRows; ++q) {
+        l_run[q] = round_float(__fadd_rn(round_float(__fmul_rn(alpha[q], l_run[q]), Spec::rowsum_fmt), block_sum[q]),
+                               Spec::rowsum_fmt);
+        m_run[q] = m_new[q];
       }
-      if (nb >= 1 && nb - 1 < warp_blocks) update(nb - 1);
-      if (nb < warp_blocks) with_mask(nb, [&](auto tag) { scores(tag, nb); });
-      if (group == 0) {
-        named_arrive(kSched + 1, 256);
-      } else {
-        if (nb >= 1 && nb + 3 < n_blocks) named_arrive(kEmpty + (nb - 1) % 4, 256);
-        if (nb + 1 < n_blocks) named_arrive(kSched + 0, 256);
-      }
-      if (nb < warp_blocks) with_mask(nb, [&](auto tag) { softmax(tag, nb); });
+    };
+
+    if (tile_needs_mask) {
+      scores(std::true_type{});
+      softmax(std::true_type{});
+    } else {
+      scores(std::false_type{});
+      softmax(std::false_type{});
     }
-    if (n_blocks >= 1 && n_blocks - 1 < warp_blocks) update(n_blocks - 1);
+    update();
   }
 
   // step 7: o = acc / l (divide) or acc · round(1/l, fp32) (reciprocal) in out_div_fmt, then out_fmt;
@@ -506,11 +442,11 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>) fl
   }
 }
 
-template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kPingPong = false>
+template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs>
 void launch(const FwdParams& p, cudaStream_t stream) {
   constexpr int kBlockM = 16 * kMT * kNWarps;
-  constexpr int kSmem = (kBlockM + 2 * (kPingPong ? 4 : 2) * Spec::tile_k) * kD * 2;  // Q + K/V stages
-  auto kernel = flash_fwd_kernel<kD, Spec, kMT, kNWarps, kQRegs, kPingPong>;
+  constexpr int kSmem = (kBlockM + 4 * Spec::tile_k) * kD * 2;
+  auto kernel = flash_fwd_kernel<kD, Spec, kMT, kNWarps, kQRegs>;
   ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   // gridDim.z is limited to 65535: long batches go in slices.
   constexpr int kMaxZ = 65535;
@@ -539,9 +475,6 @@ void launch_tiling(FwdTiling tiling, const FwdParams& p, cudaStream_t stream) {
     case FwdTiling::kWarp16Q8: return launch<kD, Spec, 1, 8, true>(p, stream);
     case FwdTiling::kWarp32Smem: return launch<kD, Spec, 2, 4, false>(p, stream);
     case FwdTiling::kWarp32Regs: return launch<kD, Spec, 2, 4, true>(p, stream);
-    case FwdTiling::kPing32Smem: return launch<kD, Spec, 2, 8, false, true>(p, stream);
-    case FwdTiling::kPing32Regs: return launch<kD, Spec, 2, 8, true, true>(p, stream);
-    case FwdTiling::kPing16Regs: return launch<kD, Spec, 1, 8, true, true>(p, stream);
   }
   throw Error("launch_flash_fwd: unknown tiling");
 }

@@ -42,9 +42,6 @@ enum class FwdTiling : int {
   kWarp16Q8,    // 8 warps × 16 rows, Q in registers
   kWarp32Smem,  // 4 warps × 32 rows, Q from shared memory
   kWarp32Regs,  // 4 warps × 32 rows, Q in registers
-  kPing32Smem,  // ping-pong: two groups of 4 warps × 32 rows taking turns on the tensor cores, Q from shared memory
-  kPing32Regs,  // the same with Q in registers
-  kPing16Regs,  // ping-pong, 2 × 4 warps × 16 rows, Q in registers
 };
 
 // Launches one forward pass on `stream` (asynchronous). head_dim must be 64 or 128.

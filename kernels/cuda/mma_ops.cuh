@@ -73,16 +73,6 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-// Named barriers (ids 1-15; 0 is __syncthreads): bar.sync waits until `threads` threads (a multiple of 32, whole
-// warps) have arrived at `id`, counting itself; bar.arrive counts itself and goes on. Both order this thread's
-// earlier memory accesses (cp.async data included, once waited for) before the barrier completes for the waiters.
-__device__ __forceinline__ void named_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-__device__ __forceinline__ void named_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
 // Two floats already holding bf16 values -> one bf16x2 register (low half = first). Exact: no rounding here,
 // the caller rounds with round_float(x, Format::kBF16) at the step the spec names.
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
