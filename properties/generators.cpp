@@ -301,9 +301,13 @@ std::shared_ptr<const Instance> make_instance_shared(const Family& f, std::uint6
              return a.first == b.first && std::memcmp(&a.second, &b.second, sizeof(double)) == 0;
            });
   };
-  if (const auto* v = m.find(same_family)) return *v;
-  auto in = std::make_shared<const Instance>(make_instance_uncached(f, index));
+  if (const auto* v = m.find(same_family)) {
+    memo::adopt_shared(*v);  // the memos below may answer for it by identity (memo.h)
+    return *v;
+  }
+  auto in = std::make_shared<const Instance>(make_instance_uncached(f, index));  // validated there
   if (memo::small(*in)) m.remember(Key{f, index}, in);
+  memo::adopt_shared(in);
   return in;
 }
 

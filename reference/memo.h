@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -101,6 +102,51 @@ struct OneEntry {
   Value value;
 };
 
+// Instances that cannot change. make_instance_shared (properties/family.h) hands out shared_ptr<const Instance>:
+// objects created const, which nobody may write. A memo entry that keeps such a pointer (its "owner") answers a
+// call on the same object without comparing the tensors (the fuzz target asks ten properties about one shared
+// instance: a dozen full compares per input were ~2% of a run): the object is alive, because the entry holds a
+// reference, and const, so its bits are the ones the entry was made from. Other objects are compared as before.
+// make_instance_shared records the instance it returns last (adopt_shared below); shared_owner(in) is that pointer
+// when `in` is that very object, else null. Only small instances (the memo's sizes) are recorded.
+inline std::shared_ptr<const Instance>& last_shared_instance() {
+  thread_local std::shared_ptr<const Instance> p;
+  return p;
+}
+inline std::shared_ptr<const Instance> shared_owner(const Instance& in) {
+  const std::shared_ptr<const Instance>& p = last_shared_instance();
+  return p.get() == &in ? p : nullptr;
+}
+
+// A one-entry memo keyed by an instance: its owner when it is a shared one (no copy; found by identity first),
+// else a copy compared by `same`.
+template <class Tag, class Value>
+struct InstanceEntry {
+  static InstanceEntry& mine() {
+    thread_local InstanceEntry m;
+    return m;
+  }
+  const Instance& key() const { return owner ? *owner : copy; }
+  template <class Same>
+  const Value* find(const Instance& in, Same same) const {
+    if (!valid) return nullptr;
+    if (owner && owner.get() == &in) return &value;
+    return same(key()) ? &value : nullptr;
+  }
+  template <class V>
+  void remember(const Instance& in, V&& v) {  // invalid while being written (see OneEntry)
+    valid = false;
+    owner = shared_owner(in);
+    if (!owner) copy = in;  // (a stale copy stays allocated while an owner is the key: reused next time)
+    value = std::forward<V>(v);
+    valid = true;
+  }
+  bool valid = false;
+  std::shared_ptr<const Instance> owner;
+  Instance copy;
+  Value value;
+};
+
 // Instance::validate()'s per-element rules (harness/problem.cpp): Q, K, V, dO values of the input format; a
 // keep-mask of 0/1; a bias of fp32 values, neither NaN nor +inf. Everything else it checks (the problem, the
 // tensor sizes) is a function of the problem and the sizes alone. FuzzMemo.IncrementalValidation... pins these
@@ -135,9 +181,10 @@ bool changed_elements_ok(const std::vector<T>& now, const std::vector<T>& was, O
 // transformed copies the properties derive from a validated instance (logit_shift changes one column) cheap to
 // validate. Such an instance does not replace the root; anything else is validated in full and becomes the root.
 inline void validate_once(const Instance& in) {
-  auto& m = OneEntry<struct ValidateTag, Instance, bool>::mine();
+  auto& m = InstanceEntry<struct ValidateTag, bool>::mine();
   if (m.valid) {
-    const Instance& root = m.key;
+    if (m.owner && m.owner.get() == &in) return;  // the root itself (a shared, immutable instance)
+    const Instance& root = m.key();
     const Format f = in.problem.input_format;
     const auto input_ok = [f](double x) { return valid_input_value(x, f); };
     if (same_problem(in.problem, root.problem) && changed_elements_ok(in.q, root.q, input_ok) &&
@@ -148,6 +195,17 @@ inline void validate_once(const Instance& in) {
   }
   in.validate();  // throws: the memo stays as it was
   if (small(in)) m.remember(in, true);
+}
+
+// Called by make_instance_shared with the instance it is about to return (validated: make_instance validates every
+// instance it builds, through validate_once): later calls see it as shared_owner, and it becomes the validation
+// root by identity, so the properties' calls on it and the copies derived from it compare against it directly.
+inline void adopt_shared(const std::shared_ptr<const Instance>& in) {
+  if (!small(*in)) return;
+  last_shared_instance() = in;
+  auto& m = InstanceEntry<struct ValidateTag, bool>::mine();
+  if (m.valid && m.owner == in) return;
+  m.remember(*in, true);  // *in passed validate_once when it was built (its bits have not changed since: const)
 }
 
 }  // namespace attncheck::memo

@@ -98,28 +98,50 @@ Mat outputs(const Problem& p, const Mat& s, const Mat& prob, const ConstMap& v) 
     }
   };
   if (!p.has_mask && !p.has_bias) {
-    // Row i sees keys 0..last (all of them without causality): ranges of prefixes of V, O(n_k·d) per slice.
-    Mat lo = v, hi = v;
-    for (Eigen::Index j = 1; j < v.rows(); ++j) {
-      lo.row(j) = lo.row(j).cwiseMin(lo.row(j - 1));
-      hi.row(j) = hi.row(j).cwiseMax(hi.row(j - 1));
-    }
+    // Row i sees keys 0..last (all of them without causality): the ranges of prefixes of V, O(n_k·d) per slice.
+    // One running range, advanced key by key as `last` grows with i: the prefix range at `last` is the fold
+    // lo = min(v_j, lo) over j = 0..last in key order, exactly the recurrence of a table of all prefixes
+    // (std::min(a, b) = b < a ? b : a, as Eigen's cwiseMin), so the same values, ±0 and NaN included.
+    std::vector<double> lo(v.cols()), hi(v.cols());
+    Eigen::Index folded = -1;  // keys 0..folded are in lo, hi
     for (Eigen::Index i = 0; i < s.rows(); ++i) {
       const Eigen::Index last = p.causal ? std::min<Eigen::Index>(i + p.n_k - p.n_q, p.n_k - 1) : p.n_k - 1;
-      if (last >= 0) clamp_row(i, lo.row(last), hi.row(last));
+      if (last < 0) continue;
+      for (; folded < last; ++folded) {
+        const double* vj = v.data() + (folded + 1) * v.cols();
+        for (Eigen::Index c = 0; c < v.cols(); ++c) {
+          lo[c] = folded < 0 ? vj[c] : std::min(vj[c], lo[c]);
+          hi[c] = folded < 0 ? vj[c] : std::max(vj[c], hi[c]);
+        }
+      }
+      clamp_row(i, lo, hi);
     }
     return o;
   }
-  Eigen::RowVectorXd lo(v.cols()), hi(v.cols());
+  // Per row, the range over its visible keys, folded in key order (lo = min(lo, v_j), as Eigen's cwiseMin of the
+  // running row and v_j). A row whose visible keys are the previous row's (every row, without causality, a mask
+  // or -inf biases) has the previous row's range: the same fold over the same rows, so it is not redone.
+  const Eigen::Index n = s.cols(), d = v.cols();
+  std::vector<double> lo(d), hi(d);
+  std::vector<char> seen(n), prev(n);
+  bool any = false, have_prev = false;
   for (Eigen::Index i = 0; i < s.rows(); ++i) {
-    lo.setConstant(HUGE_VAL);
-    hi.setConstant(-HUGE_VAL);
-    bool any = false;
-    for (Eigen::Index j = 0; j < s.cols(); ++j) {
-      if (s(i, j) == kNegInf) continue;  // masked: not part of the combination
-      lo = lo.cwiseMin(v.row(j));        // whole rows at a time: V is row-major
-      hi = hi.cwiseMax(v.row(j));
-      any = true;
+    for (Eigen::Index j = 0; j < n; ++j) seen[j] = s(i, j) != kNegInf;  // masked: not part of the combination
+    if (!have_prev || seen != prev) {
+      std::fill(lo.begin(), lo.end(), HUGE_VAL);
+      std::fill(hi.begin(), hi.end(), -HUGE_VAL);
+      any = false;
+      for (Eigen::Index j = 0; j < n; ++j) {
+        if (!seen[j]) continue;
+        const double* vj = v.data() + j * d;  // V is row-major
+        for (Eigen::Index c = 0; c < d; ++c) {
+          lo[c] = std::min(lo[c], vj[c]);
+          hi[c] = std::max(hi[c], vj[c]);
+        }
+        any = true;
+      }
+      prev.swap(seen);
+      have_prev = true;
     }
     if (any) clamp_row(i, lo, hi);  // no visible key: O stays 0
   }
@@ -169,14 +191,14 @@ struct ForwardMemo {
   ReferenceForward out;
   std::vector<Mat> slices_p;
 };
-using ForwardMemoEntry = memo::OneEntry<struct ForwardTag, Instance, ForwardMemo>;
+using ForwardMemoEntry = memo::InstanceEntry<struct ForwardTag, ForwardMemo>;
 
 static ReferenceBackward reference_backward_uncached(const Instance& in) {
   check(in, true);
   const Problem& p = in.problem;
   // The forward's P and O when the forward memo holds this instance (the fuzz target asks for the forward first).
   const ForwardMemo* fwd = ForwardMemoEntry::mine().find(
-      [&](const Instance& k) { return memo::same_reference_inputs(in, k, false); });
+      in, [&](const Instance& k) { return memo::same_reference_inputs(in, k, false); });
   if (fwd && fwd->slices_p.size() != std::size_t(p.batch) * p.heads_q) fwd = nullptr;
   ReferenceBackward out;
   out.dq.assign(p.q_size(), 0.0);
@@ -219,7 +241,7 @@ static ReferenceBackward reference_backward_uncached(const Instance& in) {
 ReferenceForward reference_forward(const Instance& in) {
   if (!memo::small(in)) return reference_forward_uncached(in);
   auto& m = ForwardMemoEntry::mine();
-  if (const auto* v = m.find([&](const Instance& k) { return memo::same_reference_inputs(in, k, false); }))
+  if (const auto* v = m.find(in, [&](const Instance& k) { return memo::same_reference_inputs(in, k, false); }))
     return v->out;
   ForwardMemo fresh;
   fresh.out = reference_forward_uncached(in, &fresh.slices_p);  // throws before anything is remembered
@@ -229,8 +251,9 @@ ReferenceForward reference_forward(const Instance& in) {
 
 ReferenceBackward reference_backward(const Instance& in) {
   if (!memo::small(in)) return reference_backward_uncached(in);
-  auto& m = memo::OneEntry<struct BackwardTag, Instance, ReferenceBackward>::mine();
-  if (const auto* v = m.find([&](const Instance& k) { return memo::same_reference_inputs(in, k, true); })) return *v;
+  auto& m = memo::InstanceEntry<struct BackwardTag, ReferenceBackward>::mine();
+  if (const auto* v = m.find(in, [&](const Instance& k) { return memo::same_reference_inputs(in, k, true); }))
+    return *v;
   ReferenceBackward out = reference_backward_uncached(in);
   m.remember(in, out);
   return out;

@@ -201,7 +201,10 @@ KernelTarget::KernelTarget(TargetConfig cfg) : cfg_(std::move(cfg)) {
       continue;
     (p.across_instances ? across_ : per_instance_).push_back(&p);
   }
-  for (const Property* p : per_instance_) property_index_.push_back(static_cast<int>(p - all.data()));
+  for (const Property* p : per_instance_) {
+    property_index_.push_back(static_cast<int>(p - all.data()));
+    lend_once_.push_back(p->name == "deterministic");  // once here, not a string compare per property per input
+  }
 }
 
 RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bool abort_on_finding) {
@@ -283,7 +286,7 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
     b.instances = cfg_.instances;
     for (std::size_t i = 0; i < per_instance_.size(); ++i) {
       const Property& p = *per_instance_[i];
-      memo_->set_lend_once(p.name == "deterministic");
+      memo_->set_lend_once(lend_once_[i] != 0);
       const Outcome o = p.check(*memo_, fam, b);
       record_property(property_index_[i], static_cast<int>(o.status));
       if (o.status == Status::kFail) finding(p, o, b);

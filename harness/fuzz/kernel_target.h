@@ -85,6 +85,7 @@ class KernelTarget {
   std::unique_ptr<MemoKernel> memo_;  // kernel_ behind a one-input memo, for every property but `deterministic`
   std::vector<const Property*> per_instance_, across_;
   std::vector<int> property_index_;  // index into all_properties() for the feedback slot
+  std::vector<char> lend_once_;      // per per_instance_ entry: `deterministic` (the memo lends it one run)
   std::set<std::pair<std::string, std::string>> reported_;  // keep_going: (property, generator) written
 };
 
