@@ -89,11 +89,19 @@ double envelope_gamma(const Family& f) {
   return ru < 0.5 ? ru / (1.0 - ru) : 1.0;  // beyond R·u = 1/2 the bound is vacuous: cap at "anything"
 }
 
-std::vector<double> score_error_bounds(const Instance& in) {
+namespace {
+// σ of every row of `in` and, with `last_q` (one Q last column per copy), of copies of `in` whose Q differs only in
+// column d−1 (copy m's row r has last_q[m][r] there; K, V, mask, bias, scale the same): the dot products over
+// columns 0..d−2 are formed once and each copy adds its own last term after them, so every σ is bit for bit what
+// score_error_bounds gives for that copy (the same additions in the same order). With `last_q` empty: σ of `in`.
+std::vector<std::vector<double>> sigma_of(const Instance& in, const std::vector<const std::vector<double>*>& last_q) {
   const Problem& p = in.problem;
   const int d = p.head_dim, n_k = p.n_k;
   const double gamma_d = d * kU32 / (1.0 - d * kU32);
-  std::vector<double> sigma(p.rows(), 0.0), kt(std::size_t(d) * n_k), dot(n_k), abs_dot(n_k);
+  // The copies: `in` itself (its own last column) when last_q is empty.
+  const std::size_t copies = last_q.empty() ? 1 : last_q.size();
+  std::vector<std::vector<double>> sigma(copies, std::vector<double>(p.rows(), 0.0));
+  std::vector<double> kt(std::size_t(d) * n_k), dot(n_k), abs_dot(n_k), dot_c(n_k), abs_c(n_k);
   for (int b = 0; b < p.batch; ++b)
     for (int hk = 0; hk < p.heads_kv; ++hk) {
       // K of this kv head as [column][key], so that one row's n_k dot products run side by side; each is still
@@ -106,7 +114,7 @@ std::vector<double> score_error_bounds(const Instance& in) {
           std::fill(dot.begin(), dot.end(), 0.0);
           std::fill(abs_dot.begin(), abs_dot.end(), 0.0);
           const double* qi = &in.q[p.q_at(b, h, i, 0)];
-          for (int c = 0; c < d; ++c) {
+          for (int c = 0; c < d - 1; ++c) {
             const double x = qi[c];
             const double* col = &kt[std::size_t(c) * n_k];
             for (int j = 0; j < n_k; ++j) {
@@ -115,17 +123,39 @@ std::vector<double> score_error_bounds(const Instance& in) {
               abs_dot[j] += std::fabs(t);
             }
           }
-          double max_s = 0, max_abs_dot = 0;
-          for (int j = 0; j < n_k; ++j) {  // key order, as the maxima were always taken
-            if (!in.visible(b, h, i, j)) continue;
-            const double s = p.scale * dot[j] + (p.has_bias ? in.bias[p.score_at(b, h, i, j)] : 0.0);
-            max_s = std::max(max_s, std::fabs(s));
-            max_abs_dot = std::max(max_abs_dot, abs_dot[j]);
+          const std::size_t row = p.row_at(b, h, i);
+          const double* last_col = &kt[std::size_t(d - 1) * n_k];
+          for (std::size_t m = 0; m < copies; ++m) {
+            const double x = last_q.empty() ? qi[d - 1] : (*last_q[m])[row];
+            for (int j = 0; j < n_k; ++j) {
+              const double t = x * last_col[j];
+              dot_c[j] = dot[j] + t;
+              abs_c[j] = abs_dot[j] + std::fabs(t);
+            }
+            double max_s = 0, max_abs_dot = 0;
+            for (int j = 0; j < n_k; ++j) {  // key order, as the maxima were always taken
+              if (!in.visible(b, h, i, j)) continue;
+              const double s = p.scale * dot_c[j] + (p.has_bias ? in.bias[p.score_at(b, h, i, j)] : 0.0);
+              max_s = std::max(max_s, std::fabs(s));
+              max_abs_dot = std::max(max_abs_dot, abs_c[j]);
+            }
+            sigma[m][row] = 4 * kU32 * max_s + p.scale * gamma_d * max_abs_dot;
           }
-          sigma[p.row_at(b, h, i)] = 4 * kU32 * max_s + p.scale * gamma_d * max_abs_dot;
         }
     }
   return sigma;
+}
+}  // namespace
+
+std::vector<double> score_error_bounds(const Instance& in) { return std::move(sigma_of(in, {})[0]); }
+
+std::vector<std::vector<double>> score_error_bounds_last_q(const Instance& in,
+                                                           const std::vector<const std::vector<double>*>& last_q) {
+  const Problem& p = in.problem;
+  for (const auto* col : last_q)
+    if (!col || col->size() != p.rows()) throw Error("score_error_bounds_last_q: one value per row expected");
+  if (last_q.empty()) return {};
+  return sigma_of(in, last_q);
 }
 
 std::vector<double> output_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_o) {

@@ -53,6 +53,11 @@ Outcome run_per_instance(const std::string& property, const Kernel& k, const Fam
 // The envelope above: γ for the family, σ_i for one row, M_c over attended keys.
 double envelope_gamma(const Family& f);
 std::vector<double> score_error_bounds(const Instance& in);  // σ_i of every row (row_at order)
+// σ of copies of `in` that differ from it only in Q's last column (copy m has (*last_q[m])[r] at row r, column
+// d−1): element for element score_error_bounds(copy m), with the shared columns' dot products formed once
+// (logit_shift's base and shifted instances). Throws Error unless every column has one value per row.
+std::vector<std::vector<double>> score_error_bounds_last_q(const Instance& in,
+                                                           const std::vector<const std::vector<double>*>& last_q);
 // E_ic for every O element (Q layout): the bound on |O_kernel − O_exact| under the envelope. Either a finite
 // non-negative number or +inf ("no bound": the exact value is not finite, or the bound passes fp64's range),
 // never NaN; the same for lse_envelope. Callers compare non-finite outputs exactly, never through a tolerance.

@@ -133,17 +133,21 @@ std::string check_logit_shift(const Kernel& k, const Instance& in0, const Family
   for (std::size_t r = 0; r < std::size_t(p.batch) * p.heads_kv * p.n_k; ++r) base.k[r * p.head_dim + last] = 1.0;
   for (std::size_t r = 0; r < p.rows(); ++r) base.q[r * p.head_dim + last] = 0.0;
   Instance t = base;
-  std::vector<double> shift(p.rows());
+  std::vector<double> shift(p.rows()), q_last_b(p.rows(), 0.0), q_last_t(p.rows());
   std::uint64_t s = mix64(in0.seed ^ 0x7368696674ull);
   for (std::size_t r = 0; r < p.rows(); ++r) {
     s = mix64(s);
     const double tv = ((s & 1) ? 1.0 : -1.0) * std::ldexp(1.0, static_cast<int>((s >> 1) % 3));
     t.q[r * p.head_dim + last] = tv;
+    q_last_t[r] = tv;
     shift[r] = p.scale * tv;
   }
   const ReferenceForward rb = reference_forward(base), rt = reference_forward(t);
   const ForwardOutput a = k.forward(base), b = k.forward(t);
-  const auto sigma_b = score_error_bounds(base), sigma_t = score_error_bounds(t);
+  // σ of base and of t (they differ in Q's last column only): score_error_bounds of each, in one pass.
+  const auto sigmas = score_error_bounds_last_q(base, {&q_last_b, &q_last_t});
+  const std::vector<double>& sigma_b = sigmas[0];
+  const std::vector<double>& sigma_t = sigmas[1];
   auto tol_o = output_envelope(base, f, rb.o, sigma_b);
   const auto tol_o2 = output_envelope(t, f, rt.o, sigma_t);
   auto tol_l = lse_envelope(base, f, rb.lse, sigma_b);

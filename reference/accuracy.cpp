@@ -3,19 +3,35 @@
 #include "reference/accuracy.h"
 
 #include <cmath>
-#include <sstream>
+#include <cstdio>
+#include <string>
 
 #include "harness/problem.h"
 
 namespace attncheck {
 namespace {
 
-std::string describe(std::size_t i, const std::vector<double>& kernel, const std::vector<double>& plain,
-                     const std::vector<double>& exact) {
-  std::ostringstream s;
-  s.precision(17);
-  s << "index " << i << ": kernel " << kernel[i] << ", plain " << plain[i] << ", exact " << exact[i];
-  return s.str();
+// The message is built on every call (five per fuzz input), so with snprintf rather than an ostringstream: the
+// same text (an ostream prints a double with precision p as printf's "%.*g", a size_t as "%zu"), a fraction of
+// the cost.
+void append_num(std::string& s, double x, int precision) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*g", precision, x);
+  s += buf;
+}
+
+void append_describe(std::string& s, std::size_t i, const std::vector<double>& kernel,
+                     const std::vector<double>& plain, const std::vector<double>& exact) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%zu", i);
+  s += "index ";
+  s += buf;
+  s += ": kernel ";
+  append_num(s, kernel[i], 17);
+  s += ", plain ";
+  append_num(s, plain[i], 17);
+  s += ", exact ";
+  append_num(s, exact[i], 17);
 }
 
 bool same_value(double a, double b) { return a == b && std::signbit(a) == std::signbit(b); }
@@ -28,7 +44,8 @@ double ulp_of_finite(double x, const FormatInfo& fi) { return exp2_int(quantum_e
 double fp32_accumulation_floor_scale(std::size_t n) { return kDefaultFloorScale + 2.0 * static_cast<double>(n); }
 
 AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector<double>& plain,
-                            const std::vector<double>& exact, double factor, double floor_scale, Format out_format) {
+                            const std::vector<double>& exact, double factor, double floor_scale, Format out_format,
+                            bool message_on_pass) {
   if (kernel.size() != exact.size() || plain.size() != exact.size())
     throw Error("accuracy_rule: sizes differ (kernel " + std::to_string(kernel.size()) + ", plain " +
                 std::to_string(plain.size()) + ", exact " + std::to_string(exact.size()) + ")");
@@ -43,7 +60,9 @@ AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector
   auto flag = [&](const char* why, std::size_t i) {
     if (bad.empty()) bad = why, bad_at = i;
   };
-  double exact_max = 0;
+  // The running maxima in locals, not in r: r is the caller's return slot, which the compiler must assume may
+  // alias the inputs, so every element would store and reload them.
+  double exact_max = 0, kernel_err = r.kernel_err, plain_err = r.plain_err;
   for (std::size_t i = 0; i < exact.size(); ++i) {
     const double k = kernel[i], p = plain[i], e = exact[i];
     if (std::isnan(e)) {
@@ -62,13 +81,15 @@ AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector
       }
     } else {
       const double err = std::fabs(k - e);
-      if (err > r.kernel_err) r.kernel_err = err, worst_err_at = i;
+      if (err > kernel_err) kernel_err = err, worst_err_at = i;
     }
     if (std::isfinite(e)) {
       exact_max = std::fmax(exact_max, std::fabs(e));
-      if (std::isfinite(p)) r.plain_err = std::fmax(r.plain_err, std::fabs(p - e));
+      if (std::isfinite(p)) plain_err = std::fmax(plain_err, std::fabs(p - e));
     }
   }
+  r.kernel_err = kernel_err;
+  r.plain_err = plain_err;
   r.floor = floor_scale * 0x1p-24 * exact_max;
   r.bound = factor * r.plain_err + r.floor;
   // Finite entries against their allowance: the bound, or (format known) one ulp of the format at the exact
@@ -90,22 +111,42 @@ AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector
   }
   r.ratio = std::fmax(std::fmax(ratio[0], ratio[1]), std::fmax(ratio[2], ratio[3]));
   r.worst = !bad.empty() ? bad_at : over ? over_at : worst_err_at;
-  std::ostringstream s;
-  s.precision(6);
+  if (bad.empty() && !over && !message_on_pass) {
+    r.ok = true;
+    return r;
+  }
+  std::string& s = r.message;
+  s.reserve(320);
   if (!bad.empty()) {
     r.ok = false;
-    s << "fail: " << bad << " at " << describe(r.worst, kernel, plain, exact);
+    s += "fail: ";
+    s += bad;
+    s += " at ";
+    append_describe(s, r.worst, kernel, plain, exact);
   } else {
     r.ok = !over;
     const bool within = r.kernel_err <= r.bound;
-    s << (r.ok ? "pass" : "fail") << ": max|kernel - exact| = " << r.kernel_err << (within ? " <= " : " > ") << factor
-      << " x max|plain - exact| (" << r.plain_err << ") + floor (" << r.floor << ") = " << r.bound;
-    if (known_format && !within)
-      s << (r.ok ? "; every larger error within one " : "; beyond one ") << format_name(out_format)
-        << " ulp of its exact value";
-    if (!exact.empty()) s << "; worst " << describe(r.worst, kernel, plain, exact);
+    s += r.ok ? "pass" : "fail";
+    s += ": max|kernel - exact| = ";
+    append_num(s, r.kernel_err, 6);
+    s += within ? " <= " : " > ";
+    append_num(s, factor, 6);
+    s += " x max|plain - exact| (";
+    append_num(s, r.plain_err, 6);
+    s += ") + floor (";
+    append_num(s, r.floor, 6);
+    s += ") = ";
+    append_num(s, r.bound, 6);
+    if (known_format && !within) {
+      s += r.ok ? "; every larger error within one " : "; beyond one ";
+      s += format_name(out_format);
+      s += " ulp of its exact value";
+    }
+    if (!exact.empty()) {
+      s += "; worst ";
+      append_describe(s, r.worst, kernel, plain, exact);
+    }
   }
-  r.message = s.str();
   return r;
 }
 
