@@ -62,7 +62,9 @@ AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector
   };
   // The running maxima in locals, not in r: r is the caller's return slot, which the compiler must assume may
   // alias the inputs, so every element would store and reload them.
-  double exact_max = 0, kernel_err = r.kernel_err, plain_err = r.plain_err;
+  // exact_max and plain_err are maxima of non-NaN values (|e| and |p − e| of finite e, p), which no grouping
+  // changes: four running maxima each (lane i % 4), so that one fmax need not wait for the previous one.
+  double kernel_err = r.kernel_err, exact_lane[4] = {0, 0, 0, 0}, plain_lane[4] = {r.plain_err, 0, 0, 0};
   for (std::size_t i = 0; i < exact.size(); ++i) {
     const double k = kernel[i], p = plain[i], e = exact[i];
     if (std::isnan(e)) {
@@ -84,12 +86,14 @@ AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector
       if (err > kernel_err) kernel_err = err, worst_err_at = i;
     }
     if (std::isfinite(e)) {
-      exact_max = std::fmax(exact_max, std::fabs(e));
-      if (std::isfinite(p)) plain_err = std::fmax(plain_err, std::fabs(p - e));
+      exact_lane[i % 4] = std::fmax(exact_lane[i % 4], std::fabs(e));
+      if (std::isfinite(p)) plain_lane[i % 4] = std::fmax(plain_lane[i % 4], std::fabs(p - e));
     }
   }
+  const double exact_max =
+      std::fmax(std::fmax(exact_lane[0], exact_lane[1]), std::fmax(exact_lane[2], exact_lane[3]));
   r.kernel_err = kernel_err;
-  r.plain_err = plain_err;
+  r.plain_err = std::fmax(std::fmax(plain_lane[0], plain_lane[1]), std::fmax(plain_lane[2], plain_lane[3]));
   r.floor = floor_scale * 0x1p-24 * exact_max;
   r.bound = factor * r.plain_err + r.floor;
   // Finite entries against their allowance: the bound, or (format known) one ulp of the format at the exact

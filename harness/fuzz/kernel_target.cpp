@@ -134,27 +134,28 @@ ErrorSummary o_error(const std::vector<double>& got, const std::vector<double>& 
   double sum = 0;
   const std::size_t n = std::min(got.size(), exact.size());
   const std::size_t len = row_len < 1 ? 1 : static_cast<std::size_t>(row_len);
-  double row_rms = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i % len == 0) {  // a new row: its exact rms
-      double ss = 0;
-      int m = 0;
-      for (std::size_t j = i; j < std::min(n, i + len); ++j)
-        if (std::isfinite(exact[j])) ss += exact[j] * exact[j], ++m;
-      row_rms = m ? std::sqrt(ss / m) : 0;
+  // Row by row (no modulo per element); within a row the elements in order, so every sum is as it was.
+  for (std::size_t row = 0; row < n; row += len) {
+    const std::size_t end = std::min(n, row + len);
+    double ss = 0;  // the row's exact rms
+    int m = 0;
+    for (std::size_t j = row; j < end; ++j)
+      if (std::isfinite(exact[j])) ss += exact[j] * exact[j], ++m;
+    const double row_rms = m ? std::sqrt(ss / m) : 0;
+    for (std::size_t i = row; i < end; ++i) {
+      if (!std::isfinite(exact[i])) continue;
+      if (!std::isfinite(got[i])) {
+        e.max_ulp = NAN;
+        continue;
+      }
+      const double u = (got[i] - exact[i]) / ulp_at(std::max(std::fabs(exact[i]), row_rms));
+      sum += u;
+      if (u != 0) {
+        ++e.nonzero;
+        if (u > 0) ++e.positive;
+      }
+      if (!std::isnan(e.max_ulp) && std::fabs(u) > e.max_ulp) e.max_ulp = std::fabs(u);
     }
-    if (!std::isfinite(exact[i])) continue;
-    if (!std::isfinite(got[i])) {
-      e.max_ulp = NAN;
-      continue;
-    }
-    const double u = (got[i] - exact[i]) / ulp_at(std::max(std::fabs(exact[i]), row_rms));
-    sum += u;
-    if (u != 0) {
-      ++e.nonzero;
-      if (u > 0) ++e.positive;
-    }
-    if (!std::isnan(e.max_ulp) && std::fabs(u) > e.max_ulp) e.max_ulp = std::fabs(u);
   }
   e.mean_signed_ulp = n ? sum / static_cast<double>(n) : 0;
   return e;
