@@ -126,8 +126,12 @@ Mat outputs(const Problem& p, const Mat& s, const Mat& prob, const ConstMap& v) 
   std::vector<char> seen(n), prev(n);
   bool any = false, have_prev = false;
   for (Eigen::Index i = 0; i < s.rows(); ++i) {
-    for (Eigen::Index j = 0; j < n; ++j) seen[j] = s(i, j) != kNegInf;  // masked: not part of the combination
-    if (!have_prev || seen != prev) {
+    bool same = have_prev;  // compared here, not with vector's operator!= (libFuzzer hooks every unequal memcmp)
+    for (Eigen::Index j = 0; j < n; ++j) {
+      seen[j] = s(i, j) != kNegInf;  // masked: not part of the combination
+      same = same && seen[j] == prev[j];
+    }
+    if (!same) {
       std::fill(lo.begin(), lo.end(), HUGE_VAL);
       std::fill(hi.begin(), hi.end(), -HUGE_VAL);
       any = false;
