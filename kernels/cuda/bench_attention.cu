@@ -36,6 +36,11 @@ std::string tiling_name(FwdTiling t) {
     case FwdTiling::kWarp16Q8: return "w16q8";
     case FwdTiling::kWarp32Smem: return "w32smem";
     case FwdTiling::kWarp32Regs: return "w32regs";
+    case FwdTiling::kWgmma64: return "wgmma64";
+    case FwdTiling::kWgmma128: return "wgmma128";
+    case FwdTiling::kWgmma64Lock: return "wgmma64lock";
+    case FwdTiling::kWgmma128Lock: return "wgmma128lock";
+    case FwdTiling::kWgmma192Lock: return "wgmma192lock";
   }
   return "?";
 }
@@ -131,11 +136,13 @@ int main(int argc, char** argv) {
                 ->Unit(benchmark::kMillisecond);
           }
   const bool tilings = std::getenv("ATTNCHECK_BENCH_TILINGS") != nullptr;
-  for (FwdTiling t : {FwdTiling::kWarp16Q4, FwdTiling::kWarp16Q8, FwdTiling::kWarp32Smem, FwdTiling::kWarp32Regs})
+  for (FwdTiling t : {FwdTiling::kWarp16Q4, FwdTiling::kWarp16Q8, FwdTiling::kWarp32Smem, FwdTiling::kWarp32Regs,
+                      FwdTiling::kWgmma64, FwdTiling::kWgmma128, FwdTiling::kWgmma64Lock, FwdTiling::kWgmma128Lock,
+                      FwdTiling::kWgmma192Lock})
     for (int d : {64, 128})
       for (bool causal : {false, true})
         for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
-          if (!tilings) break;
+          if (!tilings || (t >= FwdTiling::kWgmma64 && !fwd_has_wgmma())) break;
           Config c{false, v, d, 4096, causal};
           c.tiling = t;
           const std::string name = "fwdtile/" + tiling_name(t) + "/" + variant_name(v) + "/d" + std::to_string(d) +

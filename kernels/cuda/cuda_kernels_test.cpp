@@ -202,13 +202,18 @@ TEST(CudaFixedPolicy, InfiniteToleranceCountsOnlyExistingKeys) {
 // tiles, fa2's causal tile skip, GQA, n_q != n_k); each also with Q ×32 (exact in bf16), which drives exp2
 // arguments below −126 (exp2f's subnormal fix-up) and makes α = 1 rare. A new split (FwdTiling) belongs in the list.
 std::string split_name(cuda::FwdTiling t) {
-  static const char* const kNames[] = {"default", "w16q4", "w16q8", "w32smem", "w32regs"};
+  static const char* const kNames[] = {"default", "w16q4", "w16q8", "w32smem", "w32regs", "wgmma64", "wgmma128",
+                                       "wgmma64lock", "wgmma128lock", "wgmma192lock"};
   return kNames[static_cast<int>(t)];
 }
 
 class CudaFwdTiling : public ::testing::TestWithParam<cuda::FwdTiling> {
  protected:
-  void SetUp() override { ATTN_SKIP_WITHOUT_GPU(); }
+  void SetUp() override {
+    ATTN_SKIP_WITHOUT_GPU();
+    const bool wgmma = GetParam() >= cuda::FwdTiling::kWgmma64;
+    if (wgmma && !cuda::fwd_has_wgmma()) GTEST_SKIP() << "built without sm_90a: no wgmma splits";
+  }
 };
 
 TEST_P(CudaFwdTiling, GivesTheDefaultSplitsBits) {
@@ -266,7 +271,10 @@ TEST_P(CudaFwdTiling, GivesTheDefaultSplitsBits) {
 
 INSTANTIATE_TEST_SUITE_P(Splits, CudaFwdTiling,
                          ::testing::Values(cuda::FwdTiling::kWarp16Q4, cuda::FwdTiling::kWarp16Q8,
-                                           cuda::FwdTiling::kWarp32Smem, cuda::FwdTiling::kWarp32Regs),
+                                           cuda::FwdTiling::kWarp32Smem, cuda::FwdTiling::kWarp32Regs,
+                                           cuda::FwdTiling::kWgmma64, cuda::FwdTiling::kWgmma128,
+                                           cuda::FwdTiling::kWgmma64Lock, cuda::FwdTiling::kWgmma128Lock,
+                                           cuda::FwdTiling::kWgmma192Lock),
                          [](const auto& info) { return split_name(info.param); });
 
 // forward_many's throughput is a benchmark, not a test: kernels/cuda/bench_forward_many.cpp.

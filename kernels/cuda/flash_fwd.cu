@@ -33,6 +33,7 @@
 #include "kernels/cuda/device_spec.h"
 #include "kernels/cuda/flash_fwd.h"
 #include "kernels/cuda/mma_ops.cuh"
+#include "kernels/cuda/wgmma_ops.cuh"
 
 namespace attncheck::cuda {
 
@@ -46,17 +47,23 @@ const char* variant_name(Variant v) {
   return "?";
 }
 bool variant_is_fixed(Variant v) { return v == Variant::kFa2Fixed || v == Variant::kPaperFixed; }
+#if defined(ATTNCHECK_WGMMA)
+bool fwd_has_wgmma() { return true; }
+#else
+bool fwd_has_wgmma() { return false; }
+#endif
 
 namespace {
 
-// Blocks per SM asked of the register allocator: 4 for the 16-row-warp split at d 64 (128 registers; the paper's
-// numerics run it, 3-4% faster than at 141-160 registers and 3 blocks), 1 elsewhere (stating 1 instead of
+// Blocks per SM asked of the register allocator: 16 warps per SM for the 16-row-warp splits at d 64 (4 blocks of
+// 4 warps or 2 of 8: 128 registers; the paper's numerics run it, 3-4% faster than at 141-160 registers and 3 blocks), 1 elsewhere (stating 1 instead of
 // leaving it out let the compiler give paper d128 244 registers instead of 182: +7%). Measured on the H200
 // with bench_attention (TENSOR_CORES.md).
-template <int kD, int kMT>
-constexpr int kMinBlocks = (kD == 64 && kMT == 1) ? 4 : 1;
-template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs>
-__global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT>) flash_fwd_kernel(const FwdParams p) {
+template <int kD, int kMT, int kNWarps, bool kWgmma>
+constexpr int kMinBlocks = (kD == 64 && kMT == 1 && 16 / kNWarps > 1) ? 16 / kNWarps : 1;
+template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kWgmma, bool kPipe = true>
+__global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kWgmma>) flash_fwd_kernel(const FwdParams p) {
+  static_assert(!kWgmma || (kMT == 1 && kNWarps % 4 == 0), "wgmma: warpgroups of 4 warps x 16 rows");
   constexpr int kBlockM = 16 * kMT * kNWarps;
   constexpr int kBlockN = Spec::tile_k;
   static_assert(kBlockN == 64, "the fragment code below assumes 64-key tiles");
@@ -66,10 +73,17 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT>) flash_fwd_k
   constexpr int kDT = kD / 8;       // 8-column slices of the output
   constexpr int kKQ = kD / 16;      // k16 steps of q·k
   constexpr int kChunks = kD / 8;   // 16-byte chunks per row
-  extern __shared__ __align__(128) std::uint16_t smem[];
+  extern __shared__ __align__(128) std::uint8_t smem_raw[];
+  // wgmma's 128-byte swizzle repeats every 1024 bytes, so its tiles start 1024-aligned (launch adds the slack).
+  std::uint16_t* smem = reinterpret_cast<std::uint16_t*>(
+      kWgmma ? (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023)
+             : reinterpret_cast<std::uintptr_t>(smem_raw));
+  // Where element (r, col) of a Q/K/V tile lives: the XOR swizzle for ldmatrix, or wgmma's layout.
+  auto tile_off = [](int r, int col, int rows) { return kWgmma ? sw128_offset(r, col, rows) : swz<kD>(r, col); };
   std::uint16_t* sQ = smem;
-  std::uint16_t* sK = sQ + kBlockM * kD;  // [2][kBlockN][kD]
-  std::uint16_t* sV = sK + 2 * kBlockN * kD;
+  constexpr int kStages = kWgmma && kPipe ? 3 : 2;  // K/V tiles in shared memory
+  std::uint16_t* sK = sQ + kBlockM * kD;    // [kStages][kBlockN][kD]
+  std::uint16_t* sV = sK + kStages * kBlockN * kD;
 
   // Causal: the last query blocks see the most keys, so they are started first (shorter tail of the grid).
   const int m_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x, h = blockIdx.y, b = blockIdx.z;
@@ -95,7 +109,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT>) flash_fwd_k
   for (int c = threadIdx.x; c < kBlockM * kChunks; c += kThreads) {
     const int r = c / kChunks, col = (c % kChunks) * 8;
     const bool ok = row0 + r < p.n_q;
-    cp_async_16(&sQ[swz<kD>(r, col)], gq + std::size_t(ok ? row0 + r : 0) * kD + col, ok);
+    cp_async_16(&sQ[tile_off(r, col, kBlockM)], gq + std::size_t(ok ? row0 + r : 0) * kD + col, ok);
   }
   auto load_kv = [&](int nb, int buf) {
     std::uint16_t* k_dst = sK + buf * kBlockN * kD;
@@ -105,13 +119,14 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT>) flash_fwd_k
       const int j = nb * kBlockN + r;
       const bool ok = j < p.n_k;
       const std::size_t off = std::size_t(ok ? j : 0) * kD + col;
-      cp_async_16(&k_dst[swz<kD>(r, col)], gk + off, ok);
-      cp_async_16(&v_dst[swz<kD>(r, col)], gv + off, ok);
+      cp_async_16(&k_dst[tile_off(r, col, kBlockN)], gk + off, ok);
+      cp_async_16(&v_dst[tile_off(r, col, kBlockN)], gv + off, ok);
     }
   };
   if (n_blocks > 0) load_kv(0, 0);
   cp_async_commit();
   cp_async_wait<0>();
+  if constexpr (kWgmma) fence_proxy_async();
   __syncthreads();
 
   // ldmatrix addresses. With the XOR swizzle, the chunk of k16 step kk (or output slice pair dp) of a lane is
@@ -149,258 +164,401 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT>) flash_fwd_k
 #pragma unroll
     for (int n = 0; n < kDT; ++n) acc[mt][n][0] = acc[mt][n][1] = acc[mt][n][2] = acc[mt][n][3] = 0.f;
 
-  for (int nb = 0; nb < n_blocks; ++nb) {
-    if (nb > 0) {
-      cp_async_wait<0>();
-      __syncthreads();  // tile nb has landed; every warp is done with the buffer refilled next
-    }
-    if (nb + 1 < n_blocks) load_kv(nb + 1, (nb + 1) & 1);
-    cp_async_commit();
-    if (nb >= warp_blocks) continue;  // fa2 causal: no row of this warp's tile_q group sees tile nb
-    const std::uint32_t buf = (nb & 1) * kTileBytes;
-    const int n0 = nb * kBlockN;
-    // Only the tail tile and tiles crossing the causal diagonal of this warp's rows need per-element masks;
-    // the steps are compiled twice (with and without the checks) so other tiles carry none of them.
-    const bool tile_needs_mask = (n0 + kBlockN > p.n_k) || (p.causal && n0 + kBlockN - 1 > wrow0 + diag);
-    // exists: key inside [0, n_k); visible: exists and not causally masked for this element's row.
-    auto key_of = [&](int n, int i) { return n0 + n * 8 + 2 * t + (i & 1); };
-    auto exists = [&](auto mask_tag, int n, int i) { return !decltype(mask_tag)::value || key_of(n, i) < p.n_k; };
-    auto visible = [&](auto mask_tag, int mt, int n, int i) {
-      if (!decltype(mask_tag)::value) return true;
-      const int j = key_of(n, i);
-      return j < p.n_k && (!p.causal || j <= row(2 * mt + (i >> 1)) + diag);
-    };
-    float s[kMT][kNT][4];
+  // The tile in flight: its scores (then p̄), its row statistics for step 6 and p̄ as bf16 A fragments. buf and
+  // n0 say which tile the steps below work on; the drivers set them.
+  float s[kMT][kNT][4];
+  float m_new[kRows], alpha[kRows], block_sum[kRows];
+  std::uint32_t pf[kMT][kNT / 2][4];
+  std::uint32_t buf = 0;  // byte offset of the tile's K/V stage
+  int n0 = 0;             // the tile's first key
+  // exists: key inside [0, n_k); visible: exists and not causally masked for this element's row.
+  auto key_of = [&](int n, int i) { return n0 + n * 8 + 2 * t + (i & 1); };
+  auto exists = [&](auto mask_tag, int n, int i) { return !decltype(mask_tag)::value || key_of(n, i) < p.n_k; };
+  auto visible = [&](auto mask_tag, int mt, int n, int i) {
+    if (!decltype(mask_tag)::value) return true;
+    const int j = key_of(n, i);
+    return j < p.n_k && (!p.causal || j <= row(2 * mt + (i >> 1)) + diag);
+  };
+  // Only the tail tile and tiles crossing the causal diagonal of this warp's rows need per-element masks;
+  // the steps are compiled twice (with and without the checks) so other tiles carry none of them.
+  auto tile_needs_mask = [&]() { return (n0 + kBlockN > p.n_k) || (p.causal && n0 + kBlockN - 1 > wrow0 + diag); };
 
-    // step 1: s_j = q·k_j on the tensor cores (fp32 accumulation, TENSOR_CORES.md), rounded to qk_fmt;
-    //         scaled in s_fmt when the scale is not folded into the exponent; masked keys get mask_value.
-    auto scores = [&](auto mask_tag) {
+  // step 1: s_j = q·k_j on the tensor cores (fp32 accumulation, TENSOR_CORES.md), rounded to qk_fmt;
+  //         scaled in s_fmt when the scale is not folded into the exponent; masked keys get mask_value.
+  auto qk_mma = [&]() {
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
+    for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int n = 0; n < kNT; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
+      for (int n = 0; n < kNT; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
 #pragma unroll
-      for (int kk = 0; kk < kKQ; ++kk) {
-        std::uint32_t qs[kMT][4];
+    for (int kk = 0; kk < kKQ; ++kk) {
+      std::uint32_t qs[kMT][4];
 #pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) {
-          if constexpr (kQRegs) {
+      for (int mt = 0; mt < kMT; ++mt) {
+        if constexpr (kQRegs) {
 #pragma unroll
-            for (int e = 0; e < 4; ++e) qs[mt][e] = qf[mt][kk][e];
-          } else {
-            ldsm_x4_at(qs[mt], q_addr(mt, kk));
-          }
-        }
-#pragma unroll
-        for (int np = 0; np < kNT / 2; ++np) {
-          std::uint32_t kb[4];
-          ldsm_x4_at(kb, k_off[kk % 4] + buf + 2 * (np * 16 * kD + 64 * (kk / 4)));
-#pragma unroll
-          for (int mt = 0; mt < kMT; ++mt) mma_bf16_16816_n16(s[mt][2 * np], s[mt][2 * np + 1], qs[mt], kb);
-        }
-      }
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-        for (int n = 0; n < kNT; ++n)
-#pragma unroll
-          for (int i = 0; i < 4; i += 2) {
-            float& x0 = s[mt][n][i];
-            float& x1 = s[mt][n][i + 1];
-            round_pair<Spec::qk_fmt>(x0, x1);
-            if constexpr (!Spec::scale_in_exp) {
-              x0 = __fmul_rn(x0, p.scale), x1 = __fmul_rn(x1, p.scale);
-              round_pair<Spec::s_fmt>(x0, x1);
-            }
-            if (!visible(mask_tag, mt, n, i)) x0 = exists(mask_tag, n, i) ? Spec::mask_value : -INFINITY;
-            if (!visible(mask_tag, mt, n, i + 1)) x1 = exists(mask_tag, n, i + 1) ? Spec::mask_value : -INFINITY;
-          }
-    };
-
-    // steps 2-4 on s (the scores become p̄).
-    float m_new[kRows], alpha[kRows], block_sum[kRows];
-    auto softmax = [&](auto mask_tag) {
-      // step 2: r = the tile's row max (exact); the fixed policy shifts it when c > 1 scores lie within the
-      //         tolerance of r; m_new = round(max(m_old, r'), max_fmt). Reductions over the quad by shuffles.
-      float r[kRows];
-      if constexpr (!Spec::fixed) {
-#pragma unroll
-        for (int q = 0; q < kRows; ++q) {
-          const int mt = q / 2, ri = q % 2;
-          float hi = -INFINITY;
-#pragma unroll
-          for (int n = 0; n < kNT; ++n) hi = fmaxf(hi, fmaxf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]));
-          r[q] = quad_max(hi);
-        }
-      } else {
-        // The public code counts `attn_weights >= block_row_maxes - 1e-3` on bf16 tensors: fp32 opmath, s_fmt.
-        // Only "count > 1" matters, and with thr <= r that is exactly "the second largest score (repeats
-        // counted) >= thr", so the row max and the runner-up are reduced together (top2, no count pass after
-        // the max). Keys past n_k hold −inf, so they count only if thr = −inf (r − tolerance overflowed, or
-        // tolerance = inf); in that rare case the tail tile counts its existing keys as the public code does.
-        // Only a finite r is shifted: fa2's all-masked tile (r = −inf) is left alone.
-#pragma unroll
-        for (int q = 0; q < kRows; ++q) {
-          const int mt = q / 2, ri = q % 2;
-          // Tournament over the pairs (shallower than a chain: the critical path is what costs here).
-          float hi[kNT], lo[kNT];
-#pragma unroll
-          for (int n = 0; n < kNT; ++n) {
-            hi[n] = fmaxf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]);
-            lo[n] = fmin_nan(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]);
-          }
-#pragma unroll
-          for (int w = kNT / 2; w >= 1; w /= 2)
-#pragma unroll
-            for (int k = 0; k < w; ++k) top2_pair(hi[k], lo[k], hi[2 * k], lo[2 * k], hi[2 * k + 1], lo[2 * k + 1]);
-          float m1 = hi[0], m2 = lo[0];
-#pragma unroll
-          for (int lane_mask = 1; lane_mask <= 2; lane_mask *= 2)
-            top2_pair(m1, m2, m1, m2, __shfl_xor_sync(0xffffffffu, m1, lane_mask),
-                      __shfl_xor_sync(0xffffffffu, m2, lane_mask));
-          r[q] = m1;
-          const float thr = round_float(__fsub_rn(m1, p.tolerance), Spec::s_fmt);
-          bool several = m2 >= thr;
-          if (decltype(mask_tag)::value && thr == -INFINITY) {  // quad-uniform branch: shuffle within the quad
-            int c = 0;
-#pragma unroll
-            for (int n = 0; n < kNT; ++n)
-#pragma unroll
-              for (int i = 2 * ri; i < 2 * ri + 2; ++i) c += exists(mask_tag, n, i) && !isnan(s[mt][n][i]);
-            const unsigned quad = 0xfu << (lane & ~3);
-            c += __shfl_xor_sync(quad, c, 1);
-            several = c + __shfl_xor_sync(quad, c, 2) > 1;
-          }
-          // Selects, not a branch: the shift and the exps after it stay in one basic block.
-          const float shifted = m1 > 0.f ? round_float(__fmul_rn(p.beta, m1), Spec::max_fmt) : fmaxf(m1, 0.f);
-          r[q] = several && isfinite(m1) ? shifted : m1;
-        }
-      }
-      float m_scaled[kRows];
-#pragma unroll
-      for (int q = 0; q < kRows; ++q) {
-        m_new[q] = round_float(fmaxf(m_run[q], r[q]), Spec::max_fmt);
-        // step 6 (first half): α = exp(m_old − m_new) by exp_mode, rounded to rescale_fmt.
-        if constexpr (Spec::exp2_folded) {
-          const float m_cur = m_new[q] == -INFINITY ? 0.f : m_new[q];  // FA2: no (−inf) − (−inf)
-          alpha[q] = round_float(exp2f(__fmul_rn(__fsub_rn(m_run[q], m_cur), p.scale_log2e)), Spec::rescale_fmt);
+          for (int e = 0; e < 4; ++e) qs[mt][e] = qf[mt][kk][e];
         } else {
-          const float d = round_float(__fsub_rn(m_run[q], m_new[q]), Spec::s_fmt);
-          alpha[q] = round_float(expf(d), Spec::rescale_fmt);
+          ldsm_x4_at(qs[mt], q_addr(mt, kk));
         }
-        m_scaled[q] = m_new[q] == -INFINITY ? 0.f : __fmul_rn(m_new[q], p.scale_log2e);
       }
-
-      // step 3: p̄_j = exp(s_j − m_new) by exp_mode, rounded to p_fmt; masked keys give 0.
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
+      for (int np = 0; np < kNT / 2; ++np) {
+        std::uint32_t kb[4];
+        ldsm_x4_at(kb, k_off[kk % 4] + buf + 2 * (np * 16 * kD + 64 * (kk / 4)));
 #pragma unroll
-        for (int n = 0; n < kNT; ++n)
+        for (int mt = 0; mt < kMT; ++mt) mma_bf16_16816_n16(s[mt][2 * np], s[mt][2 * np + 1], qs[mt], kb);
+      }
+    }
+  };
+  // The wgmma form, for the warpgroup's 64 rows × 64 keys (k steps in order from 0), into dst; not waited for.
+  auto qk_wgmma = [&](std::uint32_t stage, float (&dst)[kMT][kNT][4]) {
+    float(&d)[kNT * 4] = reinterpret_cast<float(&)[kNT * 4]>(dst[0]);
+    const std::uint32_t q_base = smem_addr(sQ) + (warp / 4) * 64 * 128;
+    const std::uint32_t k_base = smem_addr(sK) + stage;
+    wgmma_fence();
 #pragma unroll
-          for (int i = 0; i < 4; i += 2) {
-            const int q = 2 * mt + (i >> 1);
-            float e[2];
-            if constexpr (Spec::exp2_folded) {
+    for (int kk = 0; kk < kKQ; ++kk) {
+      const std::uint32_t a = q_base + (kk / 4) * kBlockM * 128 + (kk % 4) * 32;
+      const std::uint32_t b = k_base + (kk / 4) * kBlockN * 128 + (kk % 4) * 32;
+      wgmma_ss_m64n64k16(d, wgmma_desc(a, 16, 1024), wgmma_desc(b, 16, 1024), kk > 0);
+    }
+    wgmma_commit();
+  };
+  auto finish_scores = [&](auto mask_tag) {
 #pragma unroll
-              for (int u = 0; u < 2; ++u) {
-                const float a = __fmaf_rn(s[mt][n][i + u], p.scale_log2e, -m_scaled[q]);
-                e[u] = exp2f(a);
-              }
-            } else {
-              float d0 = __fsub_rn(s[mt][n][i], m_new[q]), d1 = __fsub_rn(s[mt][n][i + 1], m_new[q]);
-              round_pair<Spec::s_fmt>(d0, d1);
-              e[0] = expf(d0), e[1] = expf(d1);
-            }
-            round_pair<Spec::p_fmt>(e[0], e[1]);
-            s[mt][n][i] = visible(mask_tag, mt, n, i) ? e[0] : 0.f;
-            s[mt][n][i + 1] = visible(mask_tag, mt, n, i + 1) ? e[1] : 0.f;
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int n = 0; n < kNT; ++n)
+#pragma unroll
+        for (int i = 0; i < 4; i += 2) {
+          float& x0 = s[mt][n][i];
+          float& x1 = s[mt][n][i + 1];
+          round_pair<Spec::qk_fmt>(x0, x1);
+          if constexpr (!Spec::scale_in_exp) {
+            x0 = __fmul_rn(x0, p.scale), x1 = __fmul_rn(x1, p.scale);
+            round_pair<Spec::s_fmt>(x0, x1);
           }
+          if (!visible(mask_tag, mt, n, i)) x0 = exists(mask_tag, n, i) ? Spec::mask_value : -INFINITY;
+          if (!visible(mask_tag, mt, n, i + 1)) x1 = exists(mask_tag, n, i + 1) ? Spec::mask_value : -INFINITY;
+        }
+  };
 
-      // step 4: block row sum Σ_j p̄_j in fp32 (each thread in key order, then the quad), rounded to block_sum_fmt.
+  // steps 2-4 on s (the scores become p̄).
+  auto softmax = [&](auto mask_tag) {
+    // step 2: r = the tile's row max (exact); the fixed policy shifts it when c > 1 scores lie within the
+    //         tolerance of r; m_new = round(max(m_old, r'), max_fmt). Reductions over the quad by shuffles.
+    float r[kRows];
+    if constexpr (!Spec::fixed) {
 #pragma unroll
       for (int q = 0; q < kRows; ++q) {
         const int mt = q / 2, ri = q % 2;
-        float part = 0.f;
+        float hi = -INFINITY;
 #pragma unroll
-        for (int n = 0; n < kNT; ++n) part = __fadd_rn(__fadd_rn(part, s[mt][n][2 * ri]), s[mt][n][2 * ri + 1]);
-        block_sum[q] = round_float(quad_sum(part), Spec::block_sum_fmt);
-        if (block_sum[q] < Spec::block_sum_min) block_sum[q] = round_float(Spec::block_sum_min, Spec::block_sum_fmt);
+        for (int n = 0; n < kNT; ++n) hi = fmaxf(hi, fmaxf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]));
+        r[q] = quad_max(hi);
       }
-    };
-
-    // step 5: block output Σ_j round(p̄_j, pv_in_fmt)·v_j on the tensor cores (fp32), rounded to block_out_fmt;
-    // step 6: acc = round(round(α·acc, acc_fmt) + block output, acc_fmt), per 8-column slice as it is ready.
-    auto update = [&]() {
-      bool alpha_one = true;
+    } else {
+      // The public code counts `attn_weights >= block_row_maxes - 1e-3` on bf16 tensors: fp32 opmath, s_fmt.
+      // Only "count > 1" matters, and with thr <= r that is exactly "the second largest score (repeats
+      // counted) >= thr", so the row max and the runner-up are reduced together (top2, no count pass after
+      // the max). Keys past n_k hold −inf, so they count only if thr = −inf (r − tolerance overflowed, or
+      // tolerance = inf); in that rare case the tail tile counts its existing keys as the public code does.
+      // Only a finite r is shifted: fa2's all-masked tile (r = −inf) is left alone.
 #pragma unroll
-      for (int q = 0; q < kRows; ++q) alpha_one = alpha_one && alpha[q] == 1.f;
-      alpha_one = __all_sync(0xffffffffu, alpha_one);
-      std::uint32_t pf[kMT][kNT / 2][4];
+      for (int q = 0; q < kRows; ++q) {
+        const int mt = q / 2, ri = q % 2;
+        // Tournament over the pairs (shallower than a chain: the critical path is what costs here).
+        float hi[kNT], lo[kNT];
+#pragma unroll
+        for (int n = 0; n < kNT; ++n) {
+          hi[n] = fmaxf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]);
+          lo[n] = fmin_nan(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]);
+        }
+#pragma unroll
+        for (int w = kNT / 2; w >= 1; w /= 2)
+#pragma unroll
+          for (int k = 0; k < w; ++k) top2_pair(hi[k], lo[k], hi[2 * k], lo[2 * k], hi[2 * k + 1], lo[2 * k + 1]);
+        float m1 = hi[0], m2 = lo[0];
+#pragma unroll
+        for (int lane_mask = 1; lane_mask <= 2; lane_mask *= 2)
+          top2_pair(m1, m2, m1, m2, __shfl_xor_sync(0xffffffffu, m1, lane_mask),
+                    __shfl_xor_sync(0xffffffffu, m2, lane_mask));
+        r[q] = m1;
+        const float thr = round_float(__fsub_rn(m1, p.tolerance), Spec::s_fmt);
+        bool several = m2 >= thr;
+        if (decltype(mask_tag)::value && thr == -INFINITY) {  // quad-uniform branch: shuffle within the quad
+          int c = 0;
+#pragma unroll
+          for (int n = 0; n < kNT; ++n)
+#pragma unroll
+            for (int i = 2 * ri; i < 2 * ri + 2; ++i) c += exists(mask_tag, n, i) && !isnan(s[mt][n][i]);
+          const unsigned quad = 0xfu << (lane & ~3);
+          c += __shfl_xor_sync(quad, c, 1);
+          several = c + __shfl_xor_sync(quad, c, 2) > 1;
+        }
+        // Selects, not a branch: the shift and the exps after it stay in one basic block.
+        const float shifted = m1 > 0.f ? round_float(__fmul_rn(p.beta, m1), Spec::max_fmt) : fmaxf(m1, 0.f);
+        r[q] = several && isfinite(m1) ? shifted : m1;
+      }
+    }
+    float m_scaled[kRows];
+#pragma unroll
+    for (int q = 0; q < kRows; ++q) {
+      m_new[q] = round_float(fmaxf(m_run[q], r[q]), Spec::max_fmt);
+      // step 6 (first half): α = exp(m_old − m_new) by exp_mode, rounded to rescale_fmt.
+      if constexpr (Spec::exp2_folded) {
+        const float m_cur = m_new[q] == -INFINITY ? 0.f : m_new[q];  // FA2: no (−inf) − (−inf)
+        alpha[q] = round_float(exp2f(__fmul_rn(__fsub_rn(m_run[q], m_cur), p.scale_log2e)), Spec::rescale_fmt);
+      } else {
+        const float d = round_float(__fsub_rn(m_run[q], m_new[q]), Spec::s_fmt);
+        alpha[q] = round_float(expf(d), Spec::rescale_fmt);
+      }
+      m_scaled[q] = m_new[q] == -INFINITY ? 0.f : __fmul_rn(m_new[q], p.scale_log2e);
+    }
+
+    // step 3: p̄_j = exp(s_j − m_new) by exp_mode, rounded to p_fmt; masked keys give 0.
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int n = 0; n < kNT; ++n)
+#pragma unroll
+        for (int i = 0; i < 4; i += 2) {
+          const int q = 2 * mt + (i >> 1);
+          float e[2];
+          if constexpr (Spec::exp2_folded) {
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+              const float a = __fmaf_rn(s[mt][n][i + u], p.scale_log2e, -m_scaled[q]);
+              e[u] = exp2f(a);
+            }
+          } else {
+            float d0 = __fsub_rn(s[mt][n][i], m_new[q]), d1 = __fsub_rn(s[mt][n][i + 1], m_new[q]);
+            round_pair<Spec::s_fmt>(d0, d1);
+            e[0] = expf(d0), e[1] = expf(d1);
+          }
+          round_pair<Spec::p_fmt>(e[0], e[1]);
+          s[mt][n][i] = visible(mask_tag, mt, n, i) ? e[0] : 0.f;
+          s[mt][n][i + 1] = visible(mask_tag, mt, n, i + 1) ? e[1] : 0.f;
+        }
+
+    // step 4: block row sum Σ_j p̄_j in fp32 (each thread in key order, then the quad), rounded to block_sum_fmt.
+#pragma unroll
+    for (int q = 0; q < kRows; ++q) {
+      const int mt = q / 2, ri = q % 2;
+      float part = 0.f;
+#pragma unroll
+      for (int n = 0; n < kNT; ++n) part = __fadd_rn(__fadd_rn(part, s[mt][n][2 * ri]), s[mt][n][2 * ri + 1]);
+      block_sum[q] = round_float(quad_sum(part), Spec::block_sum_fmt);
+      if (block_sum[q] < Spec::block_sum_min) block_sum[q] = round_float(Spec::block_sum_min, Spec::block_sum_fmt);
+    }
+  };
+
+  // step 5: block output Σ_j round(p̄_j, pv_in_fmt)·v_j on the tensor cores (fp32), rounded to block_out_fmt;
+  // step 6: acc = round(round(α·acc, acc_fmt) + block output, acc_fmt), per 8-column slice as it is ready.
+  auto alpha_all_one = [&]() {
+    bool alpha_one = true;
+#pragma unroll
+    for (int q = 0; q < kRows; ++q) alpha_one = alpha_one && alpha[q] == 1.f;
+    alpha_one = __all_sync(0xffffffffu, alpha_one);
+    return alpha_one;
+  };
+  auto make_pf = [&]() {
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int js = 0; js < kNT / 2; ++js) {
+        pf[mt][js][0] = cvt_bf16x2(s[mt][2 * js][0], s[mt][2 * js][1]);
+        pf[mt][js][1] = cvt_bf16x2(s[mt][2 * js][2], s[mt][2 * js][3]);
+        pf[mt][js][2] = cvt_bf16x2(s[mt][2 * js + 1][0], s[mt][2 * js + 1][1]);
+        pf[mt][js][3] = cvt_bf16x2(s[mt][2 * js + 1][2], s[mt][2 * js + 1][3]);
+      }
+  };
+    // step 6 for the 8-column slices 2·dp and 2·dp + 1, given their block output blk.
+    auto add_block = [&](auto one_tag, int dp, float (&blk)[kMT][2][4]) {
+      constexpr bool one = decltype(one_tag)::value;  // α = 1 in every row of the warp
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int js = 0; js < kNT / 2; ++js) {
-          pf[mt][js][0] = cvt_bf16x2(s[mt][2 * js][0], s[mt][2 * js][1]);
-          pf[mt][js][1] = cvt_bf16x2(s[mt][2 * js][2], s[mt][2 * js][3]);
-          pf[mt][js][2] = cvt_bf16x2(s[mt][2 * js + 1][0], s[mt][2 * js + 1][1]);
-          pf[mt][js][3] = cvt_bf16x2(s[mt][2 * js + 1][2], s[mt][2 * js + 1][3]);
-        }
-      auto pv = [&](auto one_tag) {
-        constexpr bool one = decltype(one_tag)::value;  // α = 1 in every row of the warp
+        for (int u = 0; u < 2; ++u)
 #pragma unroll
-        for (int dp = 0; dp < kDT / 2; ++dp) {
-          float blk[kMT][2][4];
-#pragma unroll
-          for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-            for (int u = 0; u < 2; ++u) blk[mt][u][0] = blk[mt][u][1] = blk[mt][u][2] = blk[mt][u][3] = 0.f;
-#pragma unroll
-          for (int js = 0; js < kNT / 2; ++js) {
-            std::uint32_t vb[4];
-            ldsm_x4_t_at(vb, v_off[dp % 4] + buf + 2 * (js * 16 * kD + 64 * (dp / 4)));
-#pragma unroll
-            for (int mt = 0; mt < kMT; ++mt) mma_bf16_16816_n16(blk[mt][0], blk[mt][1], pf[mt][js], vb);
+          for (int i = 0; i < 4; i += 2) {
+            float* a = &acc[mt][2 * dp + u][i];
+            float o0 = blk[mt][u][i], o1 = blk[mt][u][i + 1];
+            round_pair<Spec::block_out_fmt>(o0, o1);
+            float x0 = a[0], x1 = a[1];
+            if constexpr (!one) {
+              const float al = alpha[2 * mt + (i >> 1)];
+              x0 = __fmul_rn(al, x0), x1 = __fmul_rn(al, x1);
+              round_pair<Spec::acc_fmt>(x0, x1);
+            }
+            x0 = __fadd_rn(x0, o0), x1 = __fadd_rn(x1, o1);
+            round_pair<Spec::acc_fmt>(x0, x1);
+            a[0] = x0, a[1] = x1;
           }
-#pragma unroll
-          for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-            for (int u = 0; u < 2; ++u)
-#pragma unroll
-              for (int i = 0; i < 4; i += 2) {
-                float* a = &acc[mt][2 * dp + u][i];
-                float o0 = blk[mt][u][i], o1 = blk[mt][u][i + 1];
-                round_pair<Spec::block_out_fmt>(o0, o1);
-                float x0 = a[0], x1 = a[1];
-                if constexpr (!one) {
-                  const float al = alpha[2 * mt + (i >> 1)];
-                  x0 = __fmul_rn(al, x0), x1 = __fmul_rn(al, x1);
-                  round_pair<Spec::acc_fmt>(x0, x1);
-                }
-                x0 = __fadd_rn(x0, o0), x1 = __fadd_rn(x1, o1);
-                round_pair<Spec::acc_fmt>(x0, x1);
-                a[0] = x0, a[1] = x1;
-              }
-        }
-      };
-      if (alpha_one) pv(std::true_type{});
-      else pv(std::false_type{});
-      // step 6 (rest): l = round(round(α·l, rowsum_fmt) + block sum, rowsum_fmt); m_old = m_new.
-#pragma unroll
-      for (int q = 0; q < kRows; ++q) {
-        l_run[q] = round_float(__fadd_rn(round_float(__fmul_rn(alpha[q], l_run[q]), Spec::rowsum_fmt), block_sum[q]),
-                               Spec::rowsum_fmt);
-        m_run[q] = m_new[q];
-      }
     };
-
-    if (tile_needs_mask) {
-      scores(std::true_type{});
-      softmax(std::true_type{});
-    } else {
-      scores(std::false_type{});
-      softmax(std::false_type{});
+  auto pv_mma = [&](auto one_tag) {
+#pragma unroll
+    for (int dp = 0; dp < kDT / 2; ++dp) {
+      float blk[kMT][2][4];
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int u = 0; u < 2; ++u) blk[mt][u][0] = blk[mt][u][1] = blk[mt][u][2] = blk[mt][u][3] = 0.f;
+#pragma unroll
+      for (int js = 0; js < kNT / 2; ++js) {
+        std::uint32_t vb[4];
+        ldsm_x4_t_at(vb, v_off[dp % 4] + buf + 2 * (js * 16 * kD + 64 * (dp / 4)));
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) mma_bf16_16816_n16(blk[mt][0], blk[mt][1], pf[mt][js], vb);
+      }
+      add_block(one_tag, dp, blk);
     }
-    update();
+  };
+  // The wgmma form: the warpgroup's 64 rows × kD in one chain of 4 k16 steps (64 keys), into bo; not waited for.
+  auto pv_wgmma = [&](float (&bo)[kDT * 4]) {
+    const std::uint32_t v_base = smem_addr(sV) + buf;
+    wgmma_fence();
+#pragma unroll
+    for (int js = 0; js < kNT / 2; ++js) {
+      const std::uint64_t b = wgmma_desc(v_base + js * 16 * 128, kBlockN * 128, 1024);
+      if constexpr (kD == 128) wgmma_rs_m64n128k16(bo, pf[0][js], b, js > 0);
+      else wgmma_rs_m64n64k16(bo, pf[0][js], b, js > 0);
+    }
+    wgmma_commit();
+  };
+  // Columns 64·h .. 64·h + 63 of the block output (the h-th 64-column block of V's storage), into bo.
+  auto pv_wgmma_half = [&](float (&bo)[32], int h) {
+    const std::uint32_t v_base = smem_addr(sV) + buf + h * kBlockN * 128;
+    wgmma_fence();
+#pragma unroll
+    for (int js = 0; js < kNT / 2; ++js)
+      wgmma_rs_m64n64k16(bo, pf[0][js], wgmma_desc(v_base + js * 16 * 128, kBlockN * 128, 1024), js > 0);
+    wgmma_commit();
+  };
+  auto stats = [&]() {
+    // step 6 (rest): l = round(round(α·l, rowsum_fmt) + block sum, rowsum_fmt); m_old = m_new.
+#pragma unroll
+    for (int q = 0; q < kRows; ++q) {
+      l_run[q] = round_float(__fadd_rn(round_float(__fmul_rn(alpha[q], l_run[q]), Spec::rowsum_fmt), block_sum[q]),
+                             Spec::rowsum_fmt);
+      m_run[q] = m_new[q];
+    }
+  };
+
+  if constexpr (!kWgmma) {
+    for (int nb = 0; nb < n_blocks; ++nb) {
+      if (nb > 0) {
+        cp_async_wait<0>();
+        __syncthreads();  // tile nb has landed; every warp is done with the buffer refilled next
+      }
+      if (nb + 1 < n_blocks) load_kv(nb + 1, (nb + 1) & 1);
+      cp_async_commit();
+      if (nb >= warp_blocks) continue;  // fa2 causal: no row of this warp's tile_q group sees tile nb
+      buf = (nb & 1) * kTileBytes;
+      n0 = nb * kBlockN;
+      if (tile_needs_mask()) {
+        qk_mma();
+        finish_scores(std::true_type{});
+        softmax(std::true_type{});
+      } else {
+        qk_mma();
+        finish_scores(std::false_type{});
+        softmax(std::false_type{});
+      }
+      const bool one = alpha_all_one();
+      make_pf();
+      if (one) pv_mma(std::true_type{});
+      else pv_mma(std::false_type{});
+      stats();
+    }
+  } else {
+    // wgmma (FA3's intra-warpgroup overlap): step 1 of tile nb + 1 runs on the tensor cores while steps 2-4 of
+    // tile nb run on the ALUs. Three K/V stages: tile nb + 2 is copied into the stage of tile nb − 1, which every
+    // warp has left before this iteration's barrier (its step 5 was waited for). ptxas serialises every wgmma of a
+    // kernel where one sits on a path it cannot prove warpgroup-uniform, so nothing here branches per warp around
+    // a wgmma or its accumulators: every tile of the block is processed (fa2's causal skip is not taken; for its
+    // numerics a tile no row of the warp sees is an exact no-op of steps 2-6, as the skip's comment above says),
+    // and the α = 1 shortcut is not taken (round(1·acc) = acc, so the bits are the same).
+    float s_next[kMT][kNT][4];
+    float bo[kDT * 4];
+    if constexpr (!kPipe) {  // lock-step: step 1 of tile nb issued and waited for at the top of iteration nb
+      for (int nb = 0; nb < n_blocks; ++nb) {
+        if (nb > 0) {
+          cp_async_wait<0>();
+          fence_proxy_async();
+          __syncthreads();
+        }
+        if (nb + 1 < n_blocks) load_kv(nb + 1, (nb + 1) & 1);
+        cp_async_commit();
+        buf = (nb & 1) * kTileBytes;
+        n0 = nb * kBlockN;
+        qk_wgmma(buf, s);
+        wgmma_wait<0>();
+        if (tile_needs_mask()) {
+          finish_scores(std::true_type{});
+          softmax(std::true_type{});
+        } else {
+          finish_scores(std::false_type{});
+          softmax(std::false_type{});
+        }
+        make_pf();
+        // step 5 in 64-column halves (d 128: fewer live registers), each 4 k16 steps; same sums per column.
+#pragma unroll
+        for (int h = 0; h < kD / 64; ++h) {
+          float bh[32];
+          pv_wgmma_half(bh, h);
+          wgmma_wait<0>();
+#pragma unroll
+          for (int dp = 0; dp < 4; ++dp) {
+            float blk[kMT][2][4];
+#pragma unroll
+            for (int e = 0; e < 8; ++e) blk[0][e / 4][e % 4] = bh[8 * dp + e];
+            add_block(std::false_type{}, 4 * h + dp, blk);
+          }
+        }
+        stats();
+      }
+    } else {
+    if (n_blocks > 1) load_kv(1, 1);
+    cp_async_commit();
+    if (n_blocks > 0) qk_wgmma(0, s_next);
+    for (int nb = 0; nb < n_blocks; ++nb) {
+      wgmma_wait<0>();  // step 1 of tile nb (issued in the iteration before)
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int n = 0; n < kNT; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[mt][n][e] = s_next[mt][n][e];
+      cp_async_wait<0>();  // tile nb + 1, this thread's copies
+      fence_proxy_async();
+      __syncthreads();     // ... and every thread's, visible to wgmma; every warp is done with tile nb − 1
+      if (nb + 2 < n_blocks) load_kv(nb + 2, (nb + 2) % kStages);
+      cp_async_commit();
+      if (nb + 1 < n_blocks) qk_wgmma(std::uint32_t((nb + 1) % kStages) * kTileBytes, s_next);
+      buf = std::uint32_t(nb % kStages) * kTileBytes;
+      n0 = nb * kBlockN;
+      if (tile_needs_mask()) {
+        finish_scores(std::true_type{});
+        softmax(std::true_type{});
+      } else {
+        finish_scores(std::false_type{});
+        softmax(std::false_type{});
+      }
+      make_pf();
+      pv_wgmma(bo);
+      wgmma_wait<0>();
+#pragma unroll
+      for (int dp = 0; dp < kDT / 2; ++dp) {
+        float blk[kMT][2][4];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) blk[0][e / 4][e % 4] = bo[8 * dp + e];
+        add_block(std::false_type{}, dp, blk);
+      }
+      stats();
+    }
+    }
   }
 
   // step 7: o = acc / l (divide) or acc · round(1/l, fp32) (reciprocal) in out_div_fmt, then out_fmt;
@@ -442,11 +600,11 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT>) flash_fwd_k
   }
 }
 
-template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs>
+template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kWgmma = false, bool kPipe = true>
 void launch(const FwdParams& p, cudaStream_t stream) {
   constexpr int kBlockM = 16 * kMT * kNWarps;
-  constexpr int kSmem = (kBlockM + 4 * Spec::tile_k) * kD * 2;
-  auto kernel = flash_fwd_kernel<kD, Spec, kMT, kNWarps, kQRegs>;
+  constexpr int kSmem = (kBlockM + 2 * (kWgmma && kPipe ? 3 : 2) * Spec::tile_k) * kD * 2 + (kWgmma ? 1024 : 0);
+  auto kernel = flash_fwd_kernel<kD, Spec, kMT, kNWarps, kQRegs, kWgmma, kPipe>;
   ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   // gridDim.z is limited to 65535: long batches go in slices.
   constexpr int kMaxZ = 65535;
@@ -475,6 +633,19 @@ void launch_tiling(FwdTiling tiling, const FwdParams& p, cudaStream_t stream) {
     case FwdTiling::kWarp16Q8: return launch<kD, Spec, 1, 8, true>(p, stream);
     case FwdTiling::kWarp32Smem: return launch<kD, Spec, 2, 4, false>(p, stream);
     case FwdTiling::kWarp32Regs: return launch<kD, Spec, 2, 4, true>(p, stream);
+#if defined(ATTNCHECK_WGMMA)
+    case FwdTiling::kWgmma64: return launch<kD, Spec, 1, 4, false, true>(p, stream);
+    case FwdTiling::kWgmma128: return launch<kD, Spec, 1, 8, false, true>(p, stream);
+    case FwdTiling::kWgmma64Lock: return launch<kD, Spec, 1, 4, false, true, false>(p, stream);
+    case FwdTiling::kWgmma128Lock: return launch<kD, Spec, 1, 8, false, true, false>(p, stream);
+    case FwdTiling::kWgmma192Lock: return launch<kD, Spec, 1, 12, false, true, false>(p, stream);
+#else
+    case FwdTiling::kWgmma192Lock:
+    case FwdTiling::kWgmma64Lock:
+    case FwdTiling::kWgmma128Lock:
+    case FwdTiling::kWgmma64:
+    case FwdTiling::kWgmma128: throw Error("launch_flash_fwd: the wgmma splits need a build for sm_90a");
+#endif
   }
   throw Error("launch_flash_fwd: unknown tiling");
 }

@@ -42,7 +42,14 @@ enum class FwdTiling : int {
   kWarp16Q8,    // 8 warps × 16 rows, Q in registers
   kWarp32Smem,  // 4 warps × 32 rows, Q from shared memory
   kWarp32Regs,  // 4 warps × 32 rows, Q in registers
+  kWgmma64,     // wgmma (sm_90a builds only): one warpgroup × 64 rows, Q, K, V in shared memory
+  kWgmma128,    // wgmma: two warpgroups × 64 rows sharing the K/V tiles
+  kWgmma64Lock,   // the same without the overlap (step 1 waited for before steps 2-4)
+  kWgmma128Lock,
+  kWgmma192Lock,  // three warpgroups
 };
+// Whether this build has the wgmma splits (a build for sm_90a; CMake turns sm_90 into sm_90a for the kernels).
+bool fwd_has_wgmma();
 
 // Launches one forward pass on `stream` (asynchronous). head_dim must be 64 or 128.
 void launch_flash_fwd(Variant variant, int head_dim, const FwdParams& p, cudaStream_t stream,
