@@ -38,9 +38,7 @@ std::string tiling_name(FwdTiling t) {
     case FwdTiling::kWarp32Regs: return "w32regs";
     case FwdTiling::kWgmma64: return "wgmma64";
     case FwdTiling::kWgmma128: return "wgmma128";
-    case FwdTiling::kWgmma64Lock: return "wgmma64lock";
-    case FwdTiling::kWgmma128Lock: return "wgmma128lock";
-    case FwdTiling::kWgmma192Lock: return "wgmma192lock";
+    case FwdTiling::kWgmma192: return "wgmma192";
   }
   return "?";
 }
@@ -137,8 +135,7 @@ int main(int argc, char** argv) {
           }
   const bool tilings = std::getenv("ATTNCHECK_BENCH_TILINGS") != nullptr;
   for (FwdTiling t : {FwdTiling::kWarp16Q4, FwdTiling::kWarp16Q8, FwdTiling::kWarp32Smem, FwdTiling::kWarp32Regs,
-                      FwdTiling::kWgmma64, FwdTiling::kWgmma128, FwdTiling::kWgmma64Lock, FwdTiling::kWgmma128Lock,
-                      FwdTiling::kWgmma192Lock})
+                      FwdTiling::kWgmma64, FwdTiling::kWgmma128, FwdTiling::kWgmma192})
     for (int d : {64, 128})
       for (bool causal : {false, true})
         for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {

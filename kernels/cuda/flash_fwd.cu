@@ -3,8 +3,11 @@
 // (kernels/cpu/flash_model.*, kernels/numerics_spec.h): the same `// step N:` labels in the same order.
 //
 // Work split (FwdTiling): a block holds kBlockM = 16·kMT·kNWarps query rows of one (batch, head); each warp owns
-// kMT m16 tiles (16·kMT consecutive rows), so every K/V fragment read by ldmatrix feeds kMT mmas. A thread
-// holds, per m16 tile, two rows (g and g+8, g = lane/4) and, per 8-key slice, keys 2t and 2t+1 (t = lane%4).
+// kMT m16 tiles (16·kMT consecutive rows), so every K/V fragment read by ldmatrix feeds kMT mmas. The wgmma splits
+// (sm_90a, the default there; wgmma_ops.cuh) give each warpgroup of 4 warps 64 rows (kMT = 1) and issue steps 1 and
+// 5 as warpgroup mmas reading Q, K, V from shared memory (in wgmma's swizzled layout); everything else is the same
+// code. Three warpgroups per block at d 128 give 12 warps per SM (156 registers), which is what made them faster.
+// A thread holds, per m16 tile, two rows (g and g+8, g = lane/4) and, per 8-key slice, keys 2t and 2t+1 (t = lane%4).
 // Key tiles of tile_k = 64 keys stream through shared memory (cp.async, double buffered). Q sits in registers
 // or is re-read from shared memory per k16 step (kQRegs). The per-row numerics do not depend on the split.
 // fa2 numerics skip key tiles that no row of a 64-row group (tile_q) can see (causal), as FlashAttention-2
@@ -23,7 +26,9 @@
 // rescale is skipped. ldmatrix addresses are per-lane offsets plus constants (see the comment at k_off).
 // Tried and dropped (measured on the H200, TENSOR_CORES.md): speculative steps 2-4 with the fixed count and a
 // bare ex2 checked after the fact (slower, and much slower for paper-fixed, whose bf16 scores tie often); software
-// pipelining (next tile's q·k issued before this tile's softmax) at 16 rows per warp (20-25% slower; commit 7f194d9).
+// pipelining (next tile's q·k issued before this tile's softmax) at 16 rows per warp (20-25% slower; commit 7f194d9);
+// ping-pong warpgroups with mma.sync (slower; 3729f03); the same overlap with wgmma (FA3's intra-warpgroup
+// pipelining: 269 vs 355 TFLOP/s, the second score tile costs the occupancy; 5117a91).
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -56,13 +61,15 @@ bool fwd_has_wgmma() { return false; }
 namespace {
 
 // Blocks per SM asked of the register allocator: 16 warps per SM for the 16-row-warp splits at d 64 (4 blocks of
-// 4 warps or 2 of 8: 128 registers; the paper's numerics run it, 3-4% faster than at 141-160 registers and 3 blocks), 1 elsewhere (stating 1 instead of
+// 4 warps or 2 of 8: 128 registers; with mma.sync the paper's numerics ran 3-4% faster so than at 141-160
+// registers and 3 blocks; the 2-warpgroup wgmma split is the d 64 default), 1 elsewhere (stating 1 instead of
 // leaving it out let the compiler give paper d128 244 registers instead of 182: +7%). Measured on the H200
 // with bench_attention (TENSOR_CORES.md).
-template <int kD, int kMT, int kNWarps, bool kWgmma>
+template <int kD, int kMT, int kNWarps>
 constexpr int kMinBlocks = (kD == 64 && kMT == 1 && 16 / kNWarps > 1) ? 16 / kNWarps : 1;
-template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kWgmma, bool kPipe = true>
-__global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kWgmma>) flash_fwd_kernel(const FwdParams p) {
+template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kWgmma>
+__global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
+    flash_fwd_kernel(const FwdParams p) {
   static_assert(!kWgmma || (kMT == 1 && kNWarps % 4 == 0), "wgmma: warpgroups of 4 warps x 16 rows");
   constexpr int kBlockM = 16 * kMT * kNWarps;
   constexpr int kBlockN = Spec::tile_k;
@@ -81,9 +88,8 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kWg
   // Where element (r, col) of a Q/K/V tile lives: the XOR swizzle for ldmatrix, or wgmma's layout.
   auto tile_off = [](int r, int col, int rows) { return kWgmma ? sw128_offset(r, col, rows) : swz<kD>(r, col); };
   std::uint16_t* sQ = smem;
-  constexpr int kStages = kWgmma && kPipe ? 3 : 2;  // K/V tiles in shared memory
-  std::uint16_t* sK = sQ + kBlockM * kD;    // [kStages][kBlockN][kD]
-  std::uint16_t* sV = sK + kStages * kBlockN * kD;
+  std::uint16_t* sK = sQ + kBlockM * kD;  // [2][kBlockN][kD]
+  std::uint16_t* sV = sK + 2 * kBlockN * kD;
 
   // Causal: the last query blocks see the most keys, so they are started first (shorter tail of the grid).
   const int m_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x, h = blockIdx.y, b = blockIdx.z;
@@ -415,19 +421,8 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kWg
       add_block(one_tag, dp, blk);
     }
   };
-  // The wgmma form: the warpgroup's 64 rows × kD in one chain of 4 k16 steps (64 keys), into bo; not waited for.
-  auto pv_wgmma = [&](float (&bo)[kDT * 4]) {
-    const std::uint32_t v_base = smem_addr(sV) + buf;
-    wgmma_fence();
-#pragma unroll
-    for (int js = 0; js < kNT / 2; ++js) {
-      const std::uint64_t b = wgmma_desc(v_base + js * 16 * 128, kBlockN * 128, 1024);
-      if constexpr (kD == 128) wgmma_rs_m64n128k16(bo, pf[0][js], b, js > 0);
-      else wgmma_rs_m64n64k16(bo, pf[0][js], b, js > 0);
-    }
-    wgmma_commit();
-  };
-  // Columns 64·h .. 64·h + 63 of the block output (the h-th 64-column block of V's storage), into bo.
+  // The wgmma form of step 5, for the warpgroup's 64 rows and the output columns 64·h .. 64·h + 63 (the h-th
+  // 64-column block of V's storage): one chain of 4 k16 steps over the 64 keys, into bo; not waited for.
   auto pv_wgmma_half = [&](float (&bo)[32], int h) {
     const std::uint32_t v_base = smem_addr(sV) + buf + h * kBlockN * 128;
     wgmma_fence();
@@ -446,17 +441,18 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kWg
     }
   };
 
-  if constexpr (!kWgmma) {
-    for (int nb = 0; nb < n_blocks; ++nb) {
-      if (nb > 0) {
-        cp_async_wait<0>();
-        __syncthreads();  // tile nb has landed; every warp is done with the buffer refilled next
-      }
-      if (nb + 1 < n_blocks) load_kv(nb + 1, (nb + 1) & 1);
-      cp_async_commit();
+  for (int nb = 0; nb < n_blocks; ++nb) {
+    if (nb > 0) {
+      cp_async_wait<0>();
+      if constexpr (kWgmma) fence_proxy_async();  // ... and the copies are visible to wgmma's reads
+      __syncthreads();  // tile nb has landed; every warp is done with the buffer refilled next
+    }
+    if (nb + 1 < n_blocks) load_kv(nb + 1, (nb + 1) & 1);
+    cp_async_commit();
+    buf = (nb & 1) * kTileBytes;
+    n0 = nb * kBlockN;
+    if constexpr (!kWgmma) {
       if (nb >= warp_blocks) continue;  // fa2 causal: no row of this warp's tile_q group sees tile nb
-      buf = (nb & 1) * kTileBytes;
-      n0 = nb * kBlockN;
       if (tile_needs_mask()) {
         qk_mma();
         finish_scores(std::true_type{});
@@ -470,75 +466,13 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kWg
       make_pf();
       if (one) pv_mma(std::true_type{});
       else pv_mma(std::false_type{});
-      stats();
-    }
-  } else {
-    // wgmma (FA3's intra-warpgroup overlap): step 1 of tile nb + 1 runs on the tensor cores while steps 2-4 of
-    // tile nb run on the ALUs. Three K/V stages: tile nb + 2 is copied into the stage of tile nb − 1, which every
-    // warp has left before this iteration's barrier (its step 5 was waited for). ptxas serialises every wgmma of a
-    // kernel where one sits on a path it cannot prove warpgroup-uniform, so nothing here branches per warp around
-    // a wgmma or its accumulators: every tile of the block is processed (fa2's causal skip is not taken; for its
-    // numerics a tile no row of the warp sees is an exact no-op of steps 2-6, as the skip's comment above says),
-    // and the α = 1 shortcut is not taken (round(1·acc) = acc, so the bits are the same).
-    float s_next[kMT][kNT][4];
-    float bo[kDT * 4];
-    if constexpr (!kPipe) {  // lock-step: step 1 of tile nb issued and waited for at the top of iteration nb
-      for (int nb = 0; nb < n_blocks; ++nb) {
-        if (nb > 0) {
-          cp_async_wait<0>();
-          fence_proxy_async();
-          __syncthreads();
-        }
-        if (nb + 1 < n_blocks) load_kv(nb + 1, (nb + 1) & 1);
-        cp_async_commit();
-        buf = (nb & 1) * kTileBytes;
-        n0 = nb * kBlockN;
-        qk_wgmma(buf, s);
-        wgmma_wait<0>();
-        if (tile_needs_mask()) {
-          finish_scores(std::true_type{});
-          softmax(std::true_type{});
-        } else {
-          finish_scores(std::false_type{});
-          softmax(std::false_type{});
-        }
-        make_pf();
-        // step 5 in 64-column halves (d 128: fewer live registers), each 4 k16 steps; same sums per column.
-#pragma unroll
-        for (int h = 0; h < kD / 64; ++h) {
-          float bh[32];
-          pv_wgmma_half(bh, h);
-          wgmma_wait<0>();
-#pragma unroll
-          for (int dp = 0; dp < 4; ++dp) {
-            float blk[kMT][2][4];
-#pragma unroll
-            for (int e = 0; e < 8; ++e) blk[0][e / 4][e % 4] = bh[8 * dp + e];
-            add_block(std::false_type{}, 4 * h + dp, blk);
-          }
-        }
-        stats();
-      }
     } else {
-    if (n_blocks > 1) load_kv(1, 1);
-    cp_async_commit();
-    if (n_blocks > 0) qk_wgmma(0, s_next);
-    for (int nb = 0; nb < n_blocks; ++nb) {
-      wgmma_wait<0>();  // step 1 of tile nb (issued in the iteration before)
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-        for (int n = 0; n < kNT; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) s[mt][n][e] = s_next[mt][n][e];
-      cp_async_wait<0>();  // tile nb + 1, this thread's copies
-      fence_proxy_async();
-      __syncthreads();     // ... and every thread's, visible to wgmma; every warp is done with tile nb − 1
-      if (nb + 2 < n_blocks) load_kv(nb + 2, (nb + 2) % kStages);
-      cp_async_commit();
-      if (nb + 1 < n_blocks) qk_wgmma(std::uint32_t((nb + 1) % kStages) * kTileBytes, s_next);
-      buf = std::uint32_t(nb % kStages) * kTileBytes;
-      n0 = nb * kBlockN;
+      // ptxas serialises every wgmma of a kernel where one sits on a path it cannot prove warpgroup-uniform,
+      // so nothing here branches per warp around a wgmma or its accumulators: fa2's causal tile skip is not
+      // taken (for its numerics a tile no row of the warp sees is an exact no-op of steps 2-6, as said at
+      // tiles_for), nor the α = 1 shortcut (round(1·acc) = acc: same bits).
+      qk_wgmma(buf, s);
+      wgmma_wait<0>();
       if (tile_needs_mask()) {
         finish_scores(std::true_type{});
         softmax(std::true_type{});
@@ -547,18 +481,21 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kWg
         softmax(std::false_type{});
       }
       make_pf();
-      pv_wgmma(bo);
-      wgmma_wait<0>();
 #pragma unroll
-      for (int dp = 0; dp < kDT / 2; ++dp) {
-        float blk[kMT][2][4];
+      for (int h = 0; h < kD / 64; ++h) {  // in 64-column halves at d 128: 32 live accumulators, not 64
+        float bo[32];
+        pv_wgmma_half(bo, h);
+        wgmma_wait<0>();
 #pragma unroll
-        for (int e = 0; e < 8; ++e) blk[0][e / 4][e % 4] = bo[8 * dp + e];
-        add_block(std::false_type{}, dp, blk);
+        for (int dp = 0; dp < 4; ++dp) {
+          float blk[kMT][2][4];
+#pragma unroll
+          for (int e = 0; e < 8; ++e) blk[0][e / 4][e % 4] = bo[8 * dp + e];
+          add_block(std::false_type{}, 4 * h + dp, blk);
+        }
       }
-      stats();
     }
-    }
+    stats();
   }
 
   // step 7: o = acc / l (divide) or acc · round(1/l, fp32) (reciprocal) in out_div_fmt, then out_fmt;
@@ -600,11 +537,11 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kWg
   }
 }
 
-template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kWgmma = false, bool kPipe = true>
+template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kWgmma = false>
 void launch(const FwdParams& p, cudaStream_t stream) {
   constexpr int kBlockM = 16 * kMT * kNWarps;
-  constexpr int kSmem = (kBlockM + 2 * (kWgmma && kPipe ? 3 : 2) * Spec::tile_k) * kD * 2 + (kWgmma ? 1024 : 0);
-  auto kernel = flash_fwd_kernel<kD, Spec, kMT, kNWarps, kQRegs, kWgmma, kPipe>;
+  constexpr int kSmem = (kBlockM + 4 * Spec::tile_k) * kD * 2 + (kWgmma ? 1024 : 0);  // + wgmma's alignment slack
+  auto kernel = flash_fwd_kernel<kD, Spec, kMT, kNWarps, kQRegs, kWgmma>;
   ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   // gridDim.z is limited to 65535: long batches go in slices.
   constexpr int kMaxZ = 65535;
@@ -626,6 +563,10 @@ template <int kD, class Spec>
 void launch_tiling(FwdTiling tiling, const FwdParams& p, cudaStream_t stream) {
   switch (tiling) {
     case FwdTiling::kDefault:  // the fastest split per head dim and numerics on an H200 (bench_attention fwdtile/)
+#if defined(ATTNCHECK_WGMMA)
+      if constexpr (kD == 128) return launch<kD, Spec, 1, 12, false, true>(p, stream);
+      else return launch<kD, Spec, 1, 8, false, true>(p, stream);
+#endif
       if constexpr (Spec::paper) return launch<kD, Spec, 1, 4, true>(p, stream);
       else if constexpr (kD == 128) return launch<kD, Spec, 2, 4, false>(p, stream);
       else return launch<kD, Spec, 2, 4, true>(p, stream);
@@ -636,15 +577,11 @@ void launch_tiling(FwdTiling tiling, const FwdParams& p, cudaStream_t stream) {
 #if defined(ATTNCHECK_WGMMA)
     case FwdTiling::kWgmma64: return launch<kD, Spec, 1, 4, false, true>(p, stream);
     case FwdTiling::kWgmma128: return launch<kD, Spec, 1, 8, false, true>(p, stream);
-    case FwdTiling::kWgmma64Lock: return launch<kD, Spec, 1, 4, false, true, false>(p, stream);
-    case FwdTiling::kWgmma128Lock: return launch<kD, Spec, 1, 8, false, true, false>(p, stream);
-    case FwdTiling::kWgmma192Lock: return launch<kD, Spec, 1, 12, false, true, false>(p, stream);
+    case FwdTiling::kWgmma192: return launch<kD, Spec, 1, 12, false, true>(p, stream);
 #else
-    case FwdTiling::kWgmma192Lock:
-    case FwdTiling::kWgmma64Lock:
-    case FwdTiling::kWgmma128Lock:
     case FwdTiling::kWgmma64:
-    case FwdTiling::kWgmma128: throw Error("launch_flash_fwd: the wgmma splits need a build for sm_90a");
+    case FwdTiling::kWgmma128:
+    case FwdTiling::kWgmma192: throw Error("launch_flash_fwd: the wgmma splits need a build for sm_90a");
 #endif
   }
   throw Error("launch_flash_fwd: unknown tiling");

@@ -31,22 +31,22 @@ struct FwdParams {
   float tolerance = 1e-3f;   // fixed variants: scores >= round(r − tolerance, s_fmt) count as ties of the max r
 };
 
-// How the query rows of a block are split over warps. The numerics of every row are the same under each
-// (bit for bit); only the speed differs. kDefault is the fastest on an H200 (bench_attention's fwdtile/ runs
-// compare them): for fa2 numerics 4 warps × 32 rows (two m16 tiles per warp), Q re-read from shared memory at
-// d 128, kept in registers at d 64; for the paper's numerics (register-heavy bf16 rounding) 4 warps × 16 rows
-// with Q in registers.
+// How the query rows of a block are split over warps, and which tensor-core instructions they use. The numerics
+// of every row are the same under each (bit for bit; a chain of wgmma k16 steps rounds as the same chain of
+// mma.sync steps, TENSOR_CORES.md); only the speed differs. kDefault is the fastest on an H200 (bench_attention's
+// fwdtile/ runs compare them): in a build for sm_90 (compiled as sm_90a, fwd_has_wgmma()) the wgmma splits, three
+// warpgroups at d 128 and two at d 64, for every numerics; in other builds, for fa2 numerics 4 warps × 32 rows
+// (two m16 tiles per warp) with Q re-read from shared memory at d 128 and kept in registers at d 64, and for the
+// paper's numerics (register-heavy bf16 rounding) 4 warps × 16 rows with Q in registers.
 enum class FwdTiling : int {
   kDefault = 0,
   kWarp16Q4,    // 4 warps × 16 rows, Q in registers (the first version)
   kWarp16Q8,    // 8 warps × 16 rows, Q in registers
   kWarp32Smem,  // 4 warps × 32 rows, Q from shared memory
   kWarp32Regs,  // 4 warps × 32 rows, Q in registers
-  kWgmma64,     // wgmma (sm_90a builds only): one warpgroup × 64 rows, Q, K, V in shared memory
-  kWgmma128,    // wgmma: two warpgroups × 64 rows sharing the K/V tiles
-  kWgmma64Lock,   // the same without the overlap (step 1 waited for before steps 2-4)
-  kWgmma128Lock,
-  kWgmma192Lock,  // three warpgroups
+  kWgmma64,     // wgmma (sm_90a builds): one warpgroup (4 warps × 16 rows), Q, K, V read from shared memory
+  kWgmma128,    // wgmma, two warpgroups sharing the K/V tiles
+  kWgmma192,    // wgmma, three warpgroups
 };
 // Whether this build has the wgmma splits (a build for sm_90a; CMake turns sm_90 into sm_90a for the kernels).
 bool fwd_has_wgmma();
