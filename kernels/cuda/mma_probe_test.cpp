@@ -1,19 +1,23 @@
 // mma_probe_test.cpp — measures how mma.sync m16n8k16 (bf16 x bf16 + fp32 -> fp32) adds up, by running single
 // mma instructions on crafted and random inputs and comparing with the parameterised model of mma_model.h.
 // Prints the agreement of every model variant (the evidence behind TENSOR_CORES.md) and checks that
-// kMeasuredMmaModel reproduces the hardware bit for bit. Label gpu (skips without a device).
+// kMeasuredMmaModel reproduces the hardware bit for bit. WgmmaProbe: the forward's wgmma matmuls (sm_90a builds)
+// give the same bits as the mma.sync chains of the other splits. Label gpu (skips without a device).
 // Run: build-e/kernels/cuda/mma_probe_test   (ATTNCHECK_PROBE_TABLE=1 prints the full sweep;
 // ATTNCHECK_PROBE_DUMP=file writes the raw probes: a, b, c, d as float arrays, 2000 probes)
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstdlib>
 #include <tuple>
 
 #include "kernels/cuda/gpu_test_support.h"
 #include "kernels/cuda/mma_model.h"
+#include "kernels/cuda/flash_fwd.h"
 #include "kernels/cuda/mma_probe.h"
+#include "kernels/cuda/wgmma_probe.h"
 
 namespace attncheck::test {
 namespace {
@@ -142,6 +146,41 @@ TEST(TensorCores, MeasuredModelReproducesHardware) {
   std::printf("[tensor cores] kMeasuredMmaModel agreement %.6f over %d probes x 128 outputs\n", measured, p.count);
   RecordProperty("measured_model_agreement", std::to_string(measured));
   EXPECT_EQ(measured, 1.0);
+}
+
+// wgmma (steps 1 and 5 of the wgmma splits) against mma.sync (the other splits): every output bitwise equal, over
+// three input kinds — bf16 with exponents spread over 2^±20 (long alignment shifts inside an mma), short
+// mantissas at 2^0..2^7 (many exact ties in the accumulation) and uniform [−1, 1] — each with C = 0 and C ≠ 0.
+// The CPU twin (cuda_twin.h) models the mma.sync chain, so this equality is what lets it cover the wgmma kernels.
+TEST(WgmmaProbe, ChainsRoundAsTheMmaSyncChains) {
+  ATTN_SKIP_WITHOUT_GPU();
+  if (!cuda::fwd_has_wgmma()) GTEST_SKIP() << "built without sm_90a: no wgmma";
+  std::size_t s_equal = 0, s_total = 0, o_equal = 0, o_total = 0;
+  auto bits = [](float x) { return std::uint16_t(std::bit_cast<std::uint32_t>(round_bf16(x)) >> 16); };
+  for (int trial = 0; trial < 120; ++trial) {
+    const std::uint64_t seed = 0x9e3779b9ull * std::uint64_t(trial + 1);
+    auto value = [&](std::uint64_t i) {
+      switch (trial % 3) {
+        case 0: return random_bf16(seed, i, 20);
+        case 1: return random_bf16(seed, i, 3) * 16.0f;
+        default: return float(2.0 * uniform01(seed, i) - 1.0);
+      }
+    };
+    std::vector<std::uint16_t> q(64 * 128), k(64 * 128), v(64 * 128), p(64 * 64);
+    std::uint64_t n = 0;
+    for (auto* x : {&q, &k, &v, &p})
+      for (std::uint16_t& e : *x) e = bits(value(n++));
+    const float c0 = trial % 2 ? 0.0f : random_f32(seed, n, 4);
+    const cuda::WgmmaProbeOutput out = cuda::run_wgmma_probe(q, k, v, p, c0);
+    auto same = [](float a, float b) { return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b); };
+    for (std::size_t i = 0; i < out.s_mma.size(); ++i) s_equal += same(out.s_wgmma[i], out.s_mma[i]);
+    for (std::size_t i = 0; i < out.o_mma.size(); ++i) o_equal += same(out.o_wgmma[i], out.o_mma[i]);
+    s_total += out.s_mma.size(), o_total += out.o_mma.size();
+  }
+  std::printf("[wgmma] S = C + Q.K^T: %zu / %zu equal to mma.sync; O = C + P.V: %zu / %zu equal\n", s_equal, s_total,
+              o_equal, o_total);
+  EXPECT_EQ(s_equal, s_total);
+  EXPECT_EQ(o_equal, o_total);
 }
 
 }  // namespace
