@@ -136,11 +136,15 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
             const float m_scaled = m_sub * c.scale_log2;
             // step 3: p̄ = exp(s − m) by exp_mode, rounded to p_fmt; masked keys give 0.
             for (int j = 0; j < keys; ++j)
-              pbar[j] = vt[j] ? round_float(model_detail::exp_shifted(f, c, st[j], m_sub, m_scaled), f.p) : 0.0f;
-            for (int j = 0; j < keys; ++j) pv[j] = round_float(pbar[j], f.pv_in);  // as p̄ enters the P̄V product
+              pbar[j] = vt[j] ? model_detail::exp_shifted_to(f, c, st[j], m_sub, m_scaled, f.p) : 0.0f;
+            // As p̄ enters the P̄V product; no second pass when pv_in_fmt rounds p_fmt values to themselves.
+            const bool pv_is_pbar = f.pv_in == f.p && (f.p == Format::kBF16 || f.p == Format::kF32);
+            if (!pv_is_pbar)
+              for (int j = 0; j < keys; ++j) pv[j] = model_detail::round_again(pbar[j], f.p, f.pv_in);
+            const float* pvp = pv_is_pbar ? pbar.data() : pv.data();
             if (trace) {
               for (int j = 0; j < keys; ++j) {
-                if (vt[j] && pv[j] == 1.0f) {
+                if (vt[j] && pvp[j] == 1.0f) {
                   ++trace->p_one;
                   saw_p_one = true;
                 }
@@ -156,7 +160,7 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
             }
             // step 5: block output Σ_j round(p̄_j, pv_in_fmt)·v_j in fp32 (key order), rounded.
             std::fill(block_out.begin(), block_out.end(), 0.0f);
-            model_detail::add_weighted_rows(pv.data(), v_slice + std::size_t(k0) * dw, keys, dw, block_out.data());
+            model_detail::add_weighted_rows(pvp, v_slice + std::size_t(k0) * dw, keys, dw, block_out.data());
             // step 6: rescale the running state by α = exp(m_old − m_new) and add the block's share.
             const float alpha = round_float(
                 f.folded ? std::exp2((m_old - m_sub) * c.scale_log2)

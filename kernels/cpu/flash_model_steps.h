@@ -77,6 +77,19 @@ inline const float* bf16_exp_table() {
   return table.data();
 }
 
+// round_bf16 of every entry of bf16_exp_table(): exp of a bf16 argument already rounded to bf16, as steps 3 and 9
+// round p̄ / p when p_fmt / bwd_p_fmt is bf16 (the paper). The same bits as rounding the lookup at run time (the
+// table holds exactly that rounding, NaN patterns kept as round_bf16 keeps them); one rounding less per score.
+inline const float* bf16_exp_bf16_table() {
+  static const std::vector<float> table = [] {
+    const float* e = bf16_exp_table();
+    std::vector<float> t(std::size_t(1) << 16);
+    for (std::size_t u = 0; u < t.size(); ++u) t[u] = round_bf16(e[u]);
+    return t;
+  }();
+  return table.data();
+}
+
 // Spec constants in the float form the kernels use them.
 struct Consts {
   float scale;       // Problem::scale (fp32-representable)
@@ -87,6 +100,7 @@ struct Consts {
   float tol;         // max policy tolerance, likewise
   float sum_min;     // step 4 clamp, already rounded to block_sum_fmt (torch clamps a bf16 tensor)
   const float* exp_bf16;  // bf16_exp_table() when s_fmt is bf16 (exp of rounded differences), else null
+  const float* exp_bf16_bf16;  // bf16_exp_bf16_table() when s_fmt is bf16, else null
 };
 
 inline Consts make_consts(const NumericsSpec& spec, const Problem& p) {
@@ -99,6 +113,7 @@ inline Consts make_consts(const NumericsSpec& spec, const Problem& p) {
   c.tol = static_cast<float>(spec.max_policy.tolerance);
   c.sum_min = round_float(static_cast<float>(spec.block_sum_min), spec.block_sum_fmt);
   c.exp_bf16 = spec.s_fmt == Format::kBF16 ? bf16_exp_table() : nullptr;  // looked up once per pass
+  c.exp_bf16_bf16 = spec.s_fmt == Format::kBF16 ? bf16_exp_bf16_table() : nullptr;
   return c;
 }
 
@@ -198,6 +213,23 @@ ATTNCHECK_DATA_LOOP inline void dots(const float* a, const float* bt, int width,
                                                 float m_scaled) {
   if (f.folded) return std::exp2(std::fma(s, c.scale_log2, -m_scaled));
   return exp_of_rounded(f, c, round_float(s - m, f.s));
+}
+
+// exp_shifted rounded to `out` (p_fmt or bwd_p_fmt): for the paper's formats (bf16 difference, bf16 result) one
+// lookup in the pre-rounded table, else the rounding of exp_shifted.
+[[gnu::always_inline]] inline float exp_shifted_to(const FormatTable& f, const Consts& c, float s, float m,
+                                                   float m_scaled, Format out) {
+  if (!f.folded && f.s == Format::kBF16 && out == Format::kBF16)
+    return c.exp_bf16_bf16[float_to_bits(round_float(s - m, f.s)) >> 16];
+  return round_float(exp_shifted(f, c, s, m, m_scaled), out);
+}
+
+// round_float(x, to) for an x already rounded to `from`: the identity when both are the same fp32 or bf16
+// (round_bf16 is idempotent: a bf16 value's low 16 bits are 0, so the rounding increment never carries, and a
+// NaN is returned as it is); with FixedFormats the test folds away and so does the rounding.
+[[gnu::always_inline]] inline float round_again(float x, Format from, Format to) {
+  if (from == to && (to == Format::kBF16 || to == Format::kF32)) return x;
+  return round_float(x, to);
 }
 
 }  // namespace attncheck::model_detail
