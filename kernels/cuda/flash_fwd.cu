@@ -217,11 +217,11 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
       }
     }
   };
-  // The wgmma form, for the warpgroup's 64 rows × 64 keys (k steps in order from 0), into dst; not waited for.
-  auto qk_wgmma = [&](std::uint32_t stage, float (&dst)[kMT][kNT][4]) {
-    float(&d)[kNT * 4] = reinterpret_cast<float(&)[kNT * 4]>(dst[0]);
+  // The wgmma form, for the warpgroup's 64 rows × 64 keys (k steps in order from 0), into s; not waited for.
+  auto qk_wgmma = [&]() {
+    float(&d)[kNT * 4] = reinterpret_cast<float(&)[kNT * 4]>(s[0]);  // kMT = 1: s[0] holds the 32 accumulators
     const std::uint32_t q_base = smem_addr(sQ) + (warp / 4) * 64 * 128;
-    const std::uint32_t k_base = smem_addr(sK) + stage;
+    const std::uint32_t k_base = smem_addr(sK) + buf;
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kKQ; ++kk) {
@@ -471,7 +471,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
       // so nothing here branches per warp around a wgmma or its accumulators: fa2's causal tile skip is not
       // taken (for its numerics a tile no row of the warp sees is an exact no-op of steps 2-6, as said at
       // tiles_for), nor the α = 1 shortcut (round(1·acc) = acc: same bits).
-      qk_wgmma(buf, s);
+      qk_wgmma();
       wgmma_wait<0>();
       if (tile_needs_mask()) {
         finish_scores(std::true_type{});
