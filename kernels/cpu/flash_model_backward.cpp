@@ -71,13 +71,11 @@ BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in
   }
 
   // Running sums of one query head (dQ) and of that head's view of K, V (dK, dV); tile scratch: p̄ as it
-  // enters dV and dS for every query against the tile's keys.
+  // enters dV and dS for every query against the tile's keys ([query][key in tile]).
   const int tkc = std::min(tk, p.n_k);
   std::vector<float> dq_acc(std::size_t(n_q) * d), dk_acc(std::size_t(p.n_k) * d), dv_acc(std::size_t(p.n_k) * d);
-  // pvt, dst_t: [key in tile][query] (the weights of dV_j, dK_j); dst: [query][key in tile] (those of dQ_i).
-  std::vector<float> pvt(std::size_t(n_q) * tkc), dst_t(pvt.size()), dst(pvt.size());
-  std::vector<float> part(dw), qt, dot_t, sdot(qw), dpdot(qw), lse(n_q), lse_scaled(n_q), s_q(n_q), p_q(n_q);
-  std::vector<char> vis_q(n_q);
+  std::vector<float> pvt(std::size_t(n_q) * tkc), dst(std::size_t(n_q) * tkc);
+  std::vector<float> part(dw), w_col(std::min(tq, n_q)), qt, dot_t, sdot(qw), dpdot(qw), lse(n_q), lse_scaled(n_q);
   // GQA: per-head dK, dV (rounded) summed over the group in fp32.
   std::vector<float> dk_group(p.kv_size(), 0.0f), dv_group(p.kv_size(), 0.0f);
 
@@ -96,36 +94,27 @@ BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in
       for (int k0 = 0; k0 < p.n_k; k0 += tk) {
         const int keys = std::min(tk, p.n_k - k0);
         // step 9 (per pair): s, p = exp(s − LSE), dP = dO·v, dS = p ∘ (dP − δ); masked: p = 0, hence dS = 0.
-        // One key against every query, in passes over the queries (each element's arithmetic unchanged): the
-        // scores, the exp (a table lookup for the paper), then the elementwise rest, which vectorises. A masked
-        // pair's values are computed like any other and replaced by 0 (no side effects: no trap is enabled).
-        const float* delta_bh = &delta[p.row_at(b, h, 0)];
         for (int j = 0; j < keys; ++j) {
           const int kj = k0 + j;
           model_detail::dots(&k[kv_row(b, hk, kj)], qt.data(), qw, d, sdot.data());
           model_detail::dots(&v[kv_row(b, hk, kj)], dot_t.data(), qw, d, dpdot.data());
-          for (int i = 0; i < n_q; ++i) vis_q[i] = in.visible(b, h, i, kj);
-          if (p.has_bias) {
-            for (int i = 0; i < n_q; ++i)
-              s_q[i] = model_detail::finish_score(f, c, sdot[i], &in.bias[p.score_at(b, h, i, kj)]);
-          } else {
-            for (int i = 0; i < n_q; ++i) s_q[i] = model_detail::finish_score(f, c, sdot[i], nullptr);
-          }
-          for (int i = 0; i < n_q; ++i)
-            p_q[i] = model_detail::exp_shifted_to(f, c, s_q[i], lse[i], lse_scaled[i], f.bwd_p);
-          float* pvj = &pvt[std::size_t(j) * n_q];
-          float* dsj = &dst_t[std::size_t(j) * n_q];
           for (int i = 0; i < n_q; ++i) {
-            const float pr = p_q[i];
+            float* pvij = &pvt[std::size_t(i) * tkc + j];
+            float* dsij = &dst[std::size_t(i) * tkc + j];
+            if (!in.visible(b, h, i, kj)) {
+              *pvij = *dsij = 0.0f;
+              continue;
+            }
+            const double* bias = p.has_bias ? &in.bias[p.score_at(b, h, i, kj)] : nullptr;
+            const float s = model_detail::finish_score(f, c, sdot[i], bias);
+            const float pr = model_detail::exp_shifted_to(f, c, s, lse[i], lse_scaled[i], f.bwd_p);
+            *pvij = model_detail::round_again(pr, f.bwd_p, f.pv_in);
+            if (trace && *pvij == 1.0f) ++trace->bwd_p_one;
             const float dp = round_float(dpdot[i], f.dp);
             const float t1 = f.scale_in_exp ? pr : round_float(pr * c.scale, f.ds_term);
-            const float t2 = round_float(dp - delta_bh[i], f.ds_term);
-            pvj[i] = vis_q[i] ? model_detail::round_again(pr, f.bwd_p, f.pv_in) : 0.0f;
-            dsj[i] = vis_q[i] ? round_float(t1 * t2, f.ds) : 0.0f;
+            const float t2 = round_float(dp - delta[p.row_at(b, h, i)], f.ds_term);
+            *dsij = round_float(t1 * t2, f.ds);
           }
-          if (trace)
-            for (int i = 0; i < n_q; ++i) trace->bwd_p_one += vis_q[i] && pvj[i] == 1.0f;
-          for (int i = 0; i < n_q; ++i) dst[std::size_t(i) * tkc + j] = dsj[i];  // dQ's weights run over keys
         }
         for (int q0 = 0; q0 < n_q; q0 += tq) {
           const int rows = std::min(tq, n_q - q0);
@@ -134,14 +123,14 @@ BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in
             const int kj = k0 + j;
             float* dvj = &dv_acc[std::size_t(kj) * d];
             float* dkj = &dk_acc[std::size_t(kj) * d];
+            for (int r = 0; r < rows; ++r) w_col[r] = pvt[std::size_t(q0 + r) * tkc + j];
             std::fill(part.begin(), part.end(), 0.0f);
-            model_detail::add_weighted_rows(&pvt[std::size_t(j) * n_q + q0], &d_o[q_row(b, h, q0)], rows, dw,
-                                            part.data());
+            model_detail::add_weighted_rows(w_col.data(), &d_o[q_row(b, h, q0)], rows, dw, part.data());
             for (int t = 0; t < d; ++t)
               dvj[t] = round_float(dvj[t] + round_float(part[t], f.grad_partial), f.grad_acc);
+            for (int r = 0; r < rows; ++r) w_col[r] = dst[std::size_t(q0 + r) * tkc + j];
             std::fill(part.begin(), part.end(), 0.0f);
-            model_detail::add_weighted_rows(&dst_t[std::size_t(j) * n_q + q0], &q[q_row(b, h, q0)], rows, dw,
-                                            part.data());
+            model_detail::add_weighted_rows(w_col.data(), &q[q_row(b, h, q0)], rows, dw, part.data());
             for (int t = 0; t < d; ++t)
               dkj[t] = round_float(dkj[t] + round_float(part[t], f.grad_partial), f.grad_acc);
           }
