@@ -56,7 +56,7 @@ class CudaFlashKernel final : public Kernel {
   }
   std::string name() const override { return name_; }
   std::string summary() const override {
-    return std::string("CUDA mma.sync flash attention with ") + variant_name(v_) +
+    return std::string("CUDA flash attention (wgmma forward on sm_90a, mma.sync otherwise) with ") + variant_name(v_) +
            " numerics (kernels/cuda/flash_fwd.cu, flash_bwd.cu)";
   }
   KernelCaps caps() const override {

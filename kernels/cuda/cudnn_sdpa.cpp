@@ -245,6 +245,13 @@ bool available(std::string* why) {
   return ok;
 }
 
+bool loadable(std::string* why) {
+  std::string reason;  // load_api is call_once: no lock needed
+  const bool ok = load_api(&reason) != nullptr;
+  if (!ok && why) *why = reason;
+  return ok;
+}
+
 long version() {
   const Api* a = load_api(nullptr);
   return a ? long(a->get_version()) : 0;

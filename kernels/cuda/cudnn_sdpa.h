@@ -31,8 +31,13 @@ struct SdpaShape {
   std::string describe() const;
 };
 
-// Whether libcudnn loaded and a handle could be created; when false, *why says what failed.
+// Whether libcudnn loaded and a handle could be created; when false, *why says what failed. Creating the handle
+// creates a CUDA context on the current device.
 bool available(std::string* why = nullptr);
+// Whether libcudnn 9 loads (no handle, no CUDA context): what registering cuda:cudnn needs, so that a process that
+// never runs it (the CLI with CPU kernels, libFuzzer's fork parent) holds no context on GPU 0. The handle comes
+// with the first call; if that fails, the call throws with the reason.
+bool loadable(std::string* why = nullptr);
 // cudnnGetVersion() of the loaded library (e.g. 91900), 0 when unavailable.
 long version();
 
