@@ -13,8 +13,9 @@
 //   d columns), SBO = 1024 (next 8 keys); k step ks (16 keys) starts at ks·16·128 bytes; transpose flag 1.
 // Bitwise, a chain of wgmma k16 steps equals the same chain of mma.sync m16n8k16 steps (probed on the H200 over
 // wide exponent ranges and nonzero C, every value equal: ctest WgmmaProbe in mma_probe_test; TENSOR_CORES.md),
-// so the CPU twin (cuda_twin.h) holds for the wgmma splits unchanged. Compiled only for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL);
-// elsewhere the calls trap, and the host never selects a wgmma split (ATTNCHECK_WGMMA unset).
+// so the CPU twin (cuda_twin.h) holds for the wgmma splits unchanged. Compiled only for sm_90a
+// (__CUDA_ARCH_FEAT_SM90_ALL); elsewhere the calls trap, and the host never selects a wgmma split (ATTNCHECK_WGMMA
+// unset).
 #pragma once
 
 #include <cstdint>
