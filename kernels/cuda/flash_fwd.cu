@@ -61,7 +61,7 @@ bool fwd_has_wgmma() { return false; }
 namespace {
 
 // Blocks per SM asked of the register allocator: 16 warps per SM for the 16-row-warp splits at d 64 (4 blocks of
-// 4 warps or 2 of 8: 128 registers; with mma.sync the paper's numerics ran 3-4% faster so than at 141-160
+// 4 warps or 2 of 8: 128 registers; with mma.sync the paper's numerics ran 3-4% faster there than at 141-160
 // registers and 3 blocks; the 2-warpgroup wgmma split is the d 64 default), 1 elsewhere (stating 1 instead of
 // leaving it out let the compiler give paper d128 244 registers instead of 182: +7%). Measured on the H200
 // with bench_attention (TENSOR_CORES.md).
@@ -171,7 +171,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
     for (int n = 0; n < kDT; ++n) acc[mt][n][0] = acc[mt][n][1] = acc[mt][n][2] = acc[mt][n][3] = 0.f;
 
   // The tile in flight: its scores (then p̄), its row statistics for step 6 and p̄ as bf16 A fragments. buf and
-  // n0 say which tile the steps below work on; the drivers set them.
+  // n0 say which tile the steps below work on; the tile loop sets them.
   float s[kMT][kNT][4];
   float m_new[kRows], alpha[kRows], block_sum[kRows];
   std::uint32_t pf[kMT][kNT / 2][4];
@@ -220,16 +220,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   // The wgmma form, for the warpgroup's 64 rows × 64 keys (k steps in order from 0), into s; not waited for.
   auto qk_wgmma = [&]() {
     float(&d)[kNT * 4] = reinterpret_cast<float(&)[kNT * 4]>(s[0]);  // kMT = 1: s[0] holds the 32 accumulators
-    const std::uint32_t q_base = smem_addr(sQ) + (warp / 4) * 64 * 128;
-    const std::uint32_t k_base = smem_addr(sK) + buf;
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kKQ; ++kk) {
-      const std::uint32_t a = q_base + (kk / 4) * kBlockM * 128 + (kk % 4) * 32;
-      const std::uint32_t b = k_base + (kk / 4) * kBlockN * 128 + (kk % 4) * 32;
-      wgmma_ss_m64n64k16(d, wgmma_desc(a, 16, 1024), wgmma_desc(b, 16, 1024), kk > 0);
-    }
-    wgmma_commit();
+    wgmma_qk<kKQ, false>(d, smem_addr(sQ) + (warp / 4) * 64 * 128, kBlockM, smem_addr(sK) + buf);
   };
   auto finish_scores = [&](auto mask_tag) {
 #pragma unroll
@@ -422,14 +413,13 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
     }
   };
   // The wgmma form of step 5, for the warpgroup's 64 rows and the output columns 64·h .. 64·h + 63 (the h-th
-  // 64-column block of V's storage): one chain of 4 k16 steps over the 64 keys, into bo; not waited for.
-  auto pv_wgmma_half = [&](float (&bo)[32], int h) {
-    const std::uint32_t v_base = smem_addr(sV) + buf + h * kBlockN * 128;
-    wgmma_fence();
-#pragma unroll
-    for (int js = 0; js < kNT / 2; ++js)
-      wgmma_rs_m64n64k16(bo, pf[0][js], wgmma_desc(v_base + js * 16 * 128, kBlockN * 128, 1024), js > 0);
-    wgmma_commit();
+  // 64-column block of V's storage), into bo; not waited for.
+  auto pv_wgmma_half = [&](float (&bo)[32], int h) { wgmma_pv_half<false>(bo, pf[0], smem_addr(sV) + buf, h); };
+  // Steps 1 (mma.sync; the wgmma form is issued outside the per-warp mask branch) to 4 of the tile in flight.
+  auto scores_and_softmax = [&](auto mask_tag) {
+    if constexpr (!kWgmma) qk_mma();
+    finish_scores(mask_tag);
+    softmax(mask_tag);
   };
   auto stats = [&]() {
     // step 6 (rest): l = round(round(α·l, rowsum_fmt) + block sum, rowsum_fmt); m_old = m_new.
@@ -453,19 +443,6 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
     n0 = nb * kBlockN;
     if constexpr (!kWgmma) {
       if (nb >= warp_blocks) continue;  // fa2 causal: no row of this warp's tile_q group sees tile nb
-      if (tile_needs_mask()) {
-        qk_mma();
-        finish_scores(std::true_type{});
-        softmax(std::true_type{});
-      } else {
-        qk_mma();
-        finish_scores(std::false_type{});
-        softmax(std::false_type{});
-      }
-      const bool one = alpha_all_one();
-      make_pf();
-      if (one) pv_mma(std::true_type{});
-      else pv_mma(std::false_type{});
     } else {
       // ptxas serialises every wgmma of a kernel where one sits on a path it cannot prove warpgroup-uniform,
       // so nothing here branches per warp around a wgmma or its accumulators: fa2's causal tile skip is not
@@ -473,13 +450,15 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
       // tiles_for), nor the α = 1 shortcut (round(1·acc) = acc: same bits).
       qk_wgmma();
       wgmma_wait<0>();
-      if (tile_needs_mask()) {
-        finish_scores(std::true_type{});
-        softmax(std::true_type{});
-      } else {
-        finish_scores(std::false_type{});
-        softmax(std::false_type{});
-      }
+    }
+    if (tile_needs_mask()) scores_and_softmax(std::true_type{});
+    else scores_and_softmax(std::false_type{});
+    if constexpr (!kWgmma) {
+      const bool one = alpha_all_one();
+      make_pf();
+      if (one) pv_mma(std::true_type{});
+      else pv_mma(std::false_type{});
+    } else {
       make_pf();
 #pragma unroll
       for (int h = 0; h < kD / 64; ++h) {  // in 64-column halves at d 128: 32 live accumulators, not 64

@@ -89,4 +89,34 @@ __device__ __forceinline__ void wgmma_rs_m64n64k16(float (&d)[32], const std::ui
 #endif
 }
 
+
+// Step 1's chain for one warpgroup: d (64 rows × 64 keys) = Q·Kᵀ over kSteps k16 steps in order, plus d itself when
+// kKeepC (else from zero). q_base: the warpgroup's first row in a [kSteps / 4][q_rows][64] Q tile; k_base: a
+// [kSteps / 4][64][64] K tile (both K-major, sw128_offset). Issued and committed, not waited for.
+template <int kSteps, bool kKeepC>
+__device__ __forceinline__ void wgmma_qk(float (&d)[32], std::uint32_t q_base, int q_rows, std::uint32_t k_base) {
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kSteps; ++kk) {
+    const std::uint32_t a = q_base + (kk / 4) * q_rows * 128 + (kk % 4) * 32;
+    const std::uint32_t b = k_base + (kk / 4) * 64 * 128 + (kk % 4) * 32;
+    wgmma_ss_m64n64k16(d, wgmma_desc(a, 16, 1024), wgmma_desc(b, 16, 1024), kKeepC || kk > 0);
+  }
+  wgmma_commit();
+}
+
+// Step 5's chain for output columns 64·h .. 64·h + 63: d = P·V over 64 keys (4 k16 steps in order), plus d itself
+// when kKeepC. p: the warp's A fragments of P per k16 step; v_base: a [d / 64][64 keys][64] V tile (MN-major:
+// LBO = 64 keys · 128 bytes to the next 64 columns). Issued and committed, not waited for.
+template <bool kKeepC>
+__device__ __forceinline__ void wgmma_pv_half(float (&d)[32], const std::uint32_t (&p)[4][4], std::uint32_t v_base,
+                                              int h) {
+  const std::uint32_t base = v_base + h * 64 * 128;
+  wgmma_fence();
+#pragma unroll
+  for (int js = 0; js < 4; ++js)
+    wgmma_rs_m64n64k16(d, p[js], wgmma_desc(base + js * 16 * 128, 64 * 128, 1024), kKeepC || js > 0);
+  wgmma_commit();
+}
+
 }  // namespace attncheck::cuda

@@ -1,6 +1,7 @@
 // wgmma_probe.cu — one block of one warpgroup computes S = C0 + Q·Kᵀ and O = C0 + P·V twice: with the forward's
-// wgmma wrappers and shared-memory layout (wgmma_ops.cuh), and with mma.sync m16n8k16 chains (each warp its 16
-// rows, fragments straight from global memory). Used by mma_probe_test (WgmmaProbe.*). See wgmma_probe.h.
+// own wgmma chains and shared-memory layout (wgmma_qk, wgmma_pv_half, sw128_offset), and with mma.sync m16n8k16
+// chains (each warp its 16 rows, fragments straight from global memory). Used by mma_probe_test (WgmmaProbe.*).
+// See wgmma_probe.h.
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
@@ -32,18 +33,13 @@ __global__ void wgmma_probe_kernel(const std::uint16_t* q, const std::uint16_t* 
   }
   fence_proxy_async();
   __syncthreads();
-  const int r0 = 16 * warp + g;  // this thread's rows r0 and r0 + 8; accumulator element e of slice j: column 8j + 2t + e % 2
+  // This thread's rows are r0 and r0 + 8; accumulator element e of 8-column slice j is column 8j + 2t + e % 2.
+  const int r0 = 16 * warp + g;
   auto out_index = [&](int j, int e, int cols) { return (r0 + 8 * (e / 2)) * cols + 8 * j + 2 * t + e % 2; };
   float d[32];
-  // S with wgmma (as the forward's step 1) ...
+  // S with wgmma (the forward's step-1 chain, from C) ...
   for (float& x : d) x = c0;
-  wgmma_fence();
-  for (int kk = 0; kk < kD / 16; ++kk) {
-    const std::uint32_t a = smem_addr(sq) + (kk / 4) * kRows * 128 + (kk % 4) * 32;
-    const std::uint32_t b = smem_addr(sk) + (kk / 4) * kKeys * 128 + (kk % 4) * 32;
-    wgmma_ss_m64n64k16(d, wgmma_desc(a, 16, 1024), wgmma_desc(b, 16, 1024), 1);
-  }
-  wgmma_commit();
+  wgmma_qk<kD / 16, true>(d, smem_addr(sq), kRows, smem_addr(sk));
   wgmma_wait<0>();
   for (int i = 0; i < 32; ++i) s_wg[out_index(i / 4, i % 4, kKeys)] = d[i];
   // ... and with mma.sync, 8 n8 slices per warp.
@@ -67,10 +63,7 @@ __global__ void wgmma_probe_kernel(const std::uint16_t* q, const std::uint16_t* 
   }
   for (int h = 0; h < kD / 64; ++h) {
     for (float& x : d) x = c0;
-    wgmma_fence();
-    for (int js = 0; js < 4; ++js)
-      wgmma_rs_m64n64k16(d, pf[js], wgmma_desc(smem_addr(sv) + h * kKeys * 128 + js * 16 * 128, kKeys * 128, 1024), 1);
-    wgmma_commit();
+    wgmma_pv_half<true>(d, pf, smem_addr(sv), h);
     wgmma_wait<0>();
     for (int i = 0; i < 32; ++i) o_wg[out_index(8 * h + i / 4, i % 4, kD)] = d[i];
   }
