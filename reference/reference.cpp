@@ -197,13 +197,23 @@ struct ForwardMemo {
 };
 using ForwardMemoEntry = memo::InstanceEntry<struct ForwardTag, ForwardMemo>;
 
+// The forward memo's entry for a small instance (memo.h), computed and remembered when it holds another.
+static const ForwardMemo& forward_memo(const Instance& in) {
+  auto& m = ForwardMemoEntry::mine();
+  if (const auto* v = m.find(in, [&](const Instance& k) { return memo::same_reference_inputs(in, k, false); }))
+    return *v;
+  ForwardMemo fresh;
+  fresh.out = reference_forward_uncached(in, &fresh.slices_p);  // throws before anything is remembered
+  m.remember(in, std::move(fresh));
+  return m.value;
+}
+
 static ReferenceBackward reference_backward_uncached(const Instance& in) {
   check(in, true);
   const Problem& p = in.problem;
-  // The forward's P and O when the forward memo holds this instance (the fuzz target asks for the forward first).
-  const ForwardMemo* fwd = ForwardMemoEntry::mine().find(
-      in, [&](const Instance& k) { return memo::same_reference_inputs(in, k, false); });
-  if (fwd && fwd->slices_p.size() != std::size_t(p.batch) * p.heads_q) fwd = nullptr;
+  // A small instance takes the forward's P and O from the forward memo (whichever is asked for first); a large one
+  // forms each slice's P and O here, one slice at a time, rather than holding every slice's P.
+  const ForwardMemo* fwd = memo::small(in) ? &forward_memo(in) : nullptr;
   ReferenceBackward out;
   out.dq.assign(p.q_size(), 0.0);
   out.dk.assign(p.kv_size(), 0.0);
@@ -244,13 +254,7 @@ static ReferenceBackward reference_backward_uncached(const Instance& in) {
 // instance; the answer for a bit-identical input is the same, so it is computed once.
 ReferenceForward reference_forward(const Instance& in) {
   if (!memo::small(in)) return reference_forward_uncached(in);
-  auto& m = ForwardMemoEntry::mine();
-  if (const auto* v = m.find(in, [&](const Instance& k) { return memo::same_reference_inputs(in, k, false); }))
-    return v->out;
-  ForwardMemo fresh;
-  fresh.out = reference_forward_uncached(in, &fresh.slices_p);  // throws before anything is remembered
-  m.remember(in, std::move(fresh));
-  return m.value.out;
+  return forward_memo(in).out;
 }
 
 ReferenceBackward reference_backward(const Instance& in) {
