@@ -2,6 +2,7 @@
 #include "harness/fuzz/memo_kernel.h"
 
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "kernels/cpu/builtin_kernels.h"
@@ -15,7 +16,6 @@ namespace {
 // (constant_v's, key_permutation's, logit_shift's two, masked_value's, causal_prefix's) are each run once, so
 // keeping them cost an Instance copy and a longer search per call and never saved a run. A copy that equals
 // instance 0 bit for bit (constant_v on a family whose V is already constant) still hits its entry.
-constexpr std::size_t kMaxEntries = 1;
 
 bool same_instance(const Instance& a, const Instance& b) {
   return a.seed == b.seed && memo::same_reference_inputs(a, b, true);
@@ -39,13 +39,13 @@ struct MemoKernel::Store {
     ForwardOutput bwd_from;  // the forward outputs the backward was computed from
     BackwardOutput bwd;
   };
-  std::vector<Entry> entries;
+  std::optional<Entry> entry;  // the one entry (see above)
   int hits = 0;
   bool lend_once = false;
   Entry* find(const Instance& in, int tq, int tk) {
-    for (Entry& e : entries)
-      if (e.tile_q == tq && e.tile_k == tk && (e.owner.get() == &in || same_instance(e.key(), in))) return &e;
-    return nullptr;
+    Entry* e = entry ? &*entry : nullptr;
+    return e && e->tile_q == tq && e->tile_k == tk && (e->owner.get() == &in || same_instance(e->key(), in)) ? e
+                                                                                                             : nullptr;
   }
 };
 
@@ -66,7 +66,7 @@ ForwardOutput MemoKernel::forward(const Instance& in) const {
     }
     return base_.forward(in);  // lend-once: a second, independent run
   }
-  if (store_->lend_once || store_->entries.size() >= kMaxEntries) return base_.forward(in);
+  if (store_->lend_once || store_->entry) return base_.forward(in);
   Store::Entry e;
   e.tile_q = tile_q_;
   e.tile_k = tile_k_;
@@ -78,8 +78,7 @@ ForwardOutput MemoKernel::forward(const Instance& in) const {
   } else {
     e.fwd = base_.forward(in);
   }
-  store_->entries.push_back(std::move(e));  // moved, not copied (an instance and its outputs)
-  return store_->entries.back().fwd;
+  return store_->entry.emplace(std::move(e)).fwd;  // kept only once the call returned; moved, not copied
 }
 
 BackwardOutput MemoKernel::backward(const Instance& in, const ForwardOutput& fwd) const {
@@ -115,8 +114,7 @@ std::unique_ptr<Kernel> MemoKernel::with_tiles(int tile_q, int tile_k) const {
 }
 
 void MemoKernel::clear() {
-  store_->entries.clear();
-  store_->entries.reserve(kMaxEntries);  // no reallocation (entries move only when the vector grows)
+  store_->entry.reset();
   store_->hits = 0;
   store_->lend_once = false;
 }

@@ -16,7 +16,7 @@
 // (ModelTrace: ties, p̄ == 1, shifted tiles) for the fuzz feedback: trace_of(). The trace is an out-parameter of
 // model_forward and does not change its outputs, so the memoised outputs are ModelKernel::forward's.
 //
-// Invariants: at most kMaxEntries instances are kept (one: the first asked for after clear(), the fuzz input's
+// Invariants: at most one instance is kept (the first asked for after clear(), the fuzz input's
 // instance 0; the properties' transformed copies are run once each and not kept, memo_kernel.cpp); a call
 // that throws is not memoised; with_tiles() returns a wrapper that shares the memo (tiles are part of the key).
 #pragma once
