@@ -66,20 +66,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string scratch = (std::filesystem::temp_directory_path() / "attncheck-fuzz-dump-findings").string();
-  fuzz::TargetConfig cfg;
+  fuzz::TargetConfig cfg = fuzz::config_from_env();  // the target's own settings (ATTNCHECK_FUZZ_*), then ours
   cfg.kernel = argv[1];
   cfg.findings_dir = scratch;
   cfg.keep_going = true;
   cfg.quiet = true;
-  const char* props = std::getenv("ATTNCHECK_FUZZ_PROPERTIES");
-  std::string list = props && *props ? props
-                                     : "accurate,finite,constant_v,within_v_range,masked_row,deterministic,"
-                                       "key_permutation,logit_shift,masked_value,causal_prefix";
-  for (std::size_t at = 0; at <= list.size();) {
-    const std::size_t comma = std::min(list.find(',', at), list.size());
-    if (comma > at) cfg.properties.push_back(list.substr(at, comma - at));
-    at = comma + 1;
-  }
+  if (cfg.properties.empty())  // every per-instance property (the bias property is not dumped)
+    for (const Property& p : all_properties())
+      if (!p.across_instances) cfg.properties.push_back(p.name);
   fuzz::KernelTarget target(cfg);
   const Kernel& kernel = default_registry().get(cfg.kernel);
   std::vector<const Property*> checks;
