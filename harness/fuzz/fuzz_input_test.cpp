@@ -184,6 +184,40 @@ TEST(FuzzTarget, NullControlPassesAndPaperKernelGivesAReplayableFinding) {
   std::filesystem::remove_all(dir);
 }
 
+// Step 5 runs the bias batch once per family: the same family again, with or without value edits, is answered
+// from the target's memo with the same result; another seed is a new family and runs its own batch.
+TEST(FuzzTarget, BiasBatchRunsOncePerFamilyAndItsReplayEqualsAFreshRun) {
+  const std::string dir = testing::TempDir() + "attncheck-fuzz-bias-memo-test";
+  std::filesystem::remove_all(dir);
+  TargetConfig cfg;
+  cfg.findings_dir = dir;
+  cfg.quiet = true;
+  cfg.keep_going = true;
+  cfg.kernel = "paper";  // fails the bias property on this family: the replayed outcome must fail as well
+  cfg.bias_instances = 64;
+  cfg.properties = {"unbiased"};
+  const auto bytes = tied_input();
+  auto edited = bytes;
+  for (std::uint8_t b : {0x10, 3, 5, 7}) edited.push_back(b);  // one value edit: the probe changes, not the family
+  auto other = bytes;
+  other[8] ^= 1;  // the family seed
+  KernelTarget t(cfg);
+  const RunResult first = t.run_input(bytes.data(), bytes.size(), false);
+  EXPECT_EQ(t.bias_batches_run(), 1u);
+  const RunResult again = t.run_input(edited.data(), edited.size(), false);
+  EXPECT_EQ(t.bias_batches_run(), 1u);
+  const RunResult fresh = KernelTarget(cfg).run_input(edited.data(), edited.size(), false);
+  EXPECT_TRUE(first.finding) << "paper's bias on tied maxima (T = 64): " << first.message;
+  EXPECT_TRUE(fresh.finding) << fresh.skipped << " " << fresh.message;
+  EXPECT_EQ(again.finding, fresh.finding);
+  EXPECT_EQ(again.property, fresh.property);
+  EXPECT_EQ(again.message, fresh.message);
+  EXPECT_EQ(first.message, fresh.message);
+  t.run_input(other.data(), other.size(), false);
+  EXPECT_EQ(t.bias_batches_run(), 2u);
+  std::filesystem::remove_all(dir);
+}
+
 // The memos behind the target's speed (reference/memo.h, memo_kernel.h) return what a fresh call returns.
 TEST(FuzzMemo, ReferenceAndInstanceMemosAnswerOnlyBitIdenticalInputs) {
   Family f = default_family("normal");

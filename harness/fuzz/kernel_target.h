@@ -32,6 +32,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -77,6 +78,7 @@ class KernelTarget {
   // Runs one input. On a finding: writes the case, then abort() unless abort_on_finding is false.
   RunResult run_input(const std::uint8_t* data, std::size_t size, bool abort_on_finding = true);
   const TargetConfig& config() const { return cfg_; }
+  std::uint64_t bias_batches_run() const { return bias_batches_; }  // fresh step-5 batches (not from bias_memo_)
 
  private:
   TargetConfig cfg_;
@@ -87,6 +89,11 @@ class KernelTarget {
   std::vector<int> property_index_;  // index into all_properties() for the feedback slot
   std::vector<char> lend_once_;      // per per_instance_ entry: `deterministic` (the memo lends it one run)
   std::set<std::pair<std::string, std::string>> reported_;  // keep_going: (property, generator) written
+  // Step 5's outcomes by family (its canonical encoding): the bias batch is generated from the family alone,
+  // not the value edits, and every kernel is a function of its input, so a family met again gives the same
+  // outcomes. They are replayed (same feedback, same findings) instead of re-running T instances.
+  std::map<std::vector<std::uint8_t>, std::vector<Outcome>> bias_memo_;
+  std::uint64_t bias_batches_ = 0;
 };
 
 // The largest |kernel − exact| / ulp(scale, output format) (NaN when the kernel is non-finite where the
