@@ -25,6 +25,9 @@
 // trustworthy there), never a kernel failure.
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <memory>
+#include <optional>
 
 #include "properties/property_util.h"
 #include "properties/props.h"
@@ -100,6 +103,53 @@ nlohmann::json summarise(const Acc& acc, const char* unit) {
           {"sd", sd}, {"away_mean_ulp", mean_of(acc.away)}, {"unit", unit}};
 }
 
+// The instances of one bias check and their fp64 references, made on first use and kept (up to about kKeepBytes), so
+// the null controls' calibration runs on the kernel's very instances without generating them, validating them or
+// computing their references again (that was two thirds of a failing check's time). Same values either way:
+// make_instance and the references are functions of (family, index).
+class Batch {
+ public:
+  explicit Batch(const Family& f) : f_(f) {}
+  struct Item {
+    std::shared_ptr<const Instance> in;
+    std::optional<ReferenceForward> rf;
+    std::optional<ReferenceBackward> rb;
+  };
+  // Instance `idx` (made now unless kept), with rf, and rb when `bwd`. Valid until the next call.
+  const Item& at(int idx, bool bwd) {
+    const bool keep = idx < static_cast<int>(kept_.size());
+    Item& it = keep ? kept_[idx] : scratch_;
+    if (!keep && scratch_index_ != idx) {
+      it = Item{make_instance_shared(f_, static_cast<std::uint64_t>(idx)), std::nullopt, std::nullopt};
+      scratch_index_ = idx;
+    }
+    if (bwd && !it.rb) it.rb = reference_backward(*it.in);
+    if (!it.rf) it.rf = reference_forward(*it.in);
+    if (!keep && idx == static_cast<int>(kept_.size()) && bytes_ + size_of(it) <= kKeepBytes) {
+      bytes_ += size_of(it);
+      kept_.push_back(std::move(scratch_));
+      scratch_ = Item{};
+      scratch_index_ = -1;
+      return kept_.back();
+    }
+    return it;
+  }
+
+ private:
+  static constexpr std::size_t kKeepBytes = std::size_t(128) << 20;
+  static std::size_t size_of(const Item& it) {
+    std::size_t n = it.in->q.size() + it.in->k.size() + it.in->v.size() + it.in->d_o.size() + it.in->mask.size() / 8 +
+                    it.in->bias.size() + it.rf->o.size() + it.rf->lse.size();
+    if (it.rb) n += it.rb->dq.size() + it.rb->dk.size() + it.rb->dv.size() + it.rb->delta.size();
+    return n * sizeof(double);
+  }
+  const Family& f_;
+  std::deque<Item> kept_;  // references stay valid as it grows
+  Item scratch_;
+  int scratch_index_ = -1;
+  std::size_t bytes_ = 0;
+};
+
 }  // namespace
 
 double sidak_z(double z_crit, int m) {
@@ -113,7 +163,9 @@ double sidak_z(double z_crit, int m) {
   return 0.5 * (lo + hi);
 }
 
-BiasStatistic bias_statistic(const Kernel& k, const Family& f, const Budget& b) {
+namespace {
+
+BiasStatistic bias_statistic_of(const Kernel& k, const Family& f, const Budget& b, Batch& batch) {
   BiasStatistic out;
   std::unique_ptr<Kernel> holder;
   const Kernel& kt = tiled(k, f, holder);
@@ -131,25 +183,21 @@ BiasStatistic bias_statistic(const Kernel& k, const Family& f, const Budget& b) 
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > b.seconds)
       break;
     const int count = std::min(chunk, total - first);
-    std::vector<Instance> ins;
+    std::vector<std::shared_ptr<const Instance>> ins;
     std::vector<const Instance*> ptrs;
-    ins.reserve(count);
-    for (int j = 0; j < count; ++j) ins.push_back(make_instance(f, static_cast<std::uint64_t>(first + j)));
-    for (const Instance& in : ins) ptrs.push_back(&in);
-    const std::vector<ForwardOutput> fws = count == 1 ? std::vector<ForwardOutput>{kt.forward(ins[0])}
+    for (int j = 0; j < count; ++j) ins.push_back(batch.at(first + j, false).in);
+    for (const auto& in : ins) ptrs.push_back(in.get());
+    const std::vector<ForwardOutput> fws = count == 1 ? std::vector<ForwardOutput>{kt.forward(*ins[0])}
                                                       : kt.forward_many(ptrs);
     for (int j = 0; j < count; ++j) {
       const int idx = first + j;
-      const Instance& in = ins[j];
+      const Batch::Item& item = batch.at(idx, bwd);
+      const Instance& in = *item.in;
       const ForwardOutput& fw = fws[j];
-      if (!bwd) {
-        const ReferenceForward rf = reference_forward(in);
-        add_instance(acc[0], idx, fw.o, rf.o, elementwise_ulps(rf.o, of));
-        continue;
-      }
-      const ReferenceBackward rb = reference_backward(in);
-      const ReferenceForward rf = reference_forward(in);
+      const ReferenceForward& rf = *item.rf;
       add_instance(acc[0], idx, fw.o, rf.o, elementwise_ulps(rf.o, of));
+      if (!bwd) continue;
+      const ReferenceBackward& rb = *item.rb;
       const BackwardOutput kb = kt.backward(in, fw);
       add_instance(acc[1], idx, kb.delta, rb.delta, rms_ulps(rb.delta, std::size_t(p.n_q), of));
       add_instance(acc[2], idx, kb.dq, rb.dq, rms_ulps(rb.dq, std::size_t(p.n_q) * p.head_dim, of));
@@ -204,6 +252,12 @@ BiasStatistic bias_statistic(const Kernel& k, const Family& f, const Budget& b) 
   return out;
 }
 
+}  // namespace
+
+BiasStatistic bias_statistic(const Kernel& k, const Family& f, const Budget& b) {
+  Batch batch(f);
+  return bias_statistic_of(k, f, b, batch);
+}
 Outcome check_unbiased(const Kernel& k, const Family& f, const Budget& b) {
   const auto t0 = std::chrono::steady_clock::now();
   Outcome o = make_outcome("unbiased", k, f);
@@ -212,7 +266,8 @@ Outcome check_unbiased(const Kernel& k, const Family& f, const Budget& b) {
     o.message = k.name() + ": " + why;
     return o;
   }
-  const BiasStatistic s = bias_statistic(k, f, b);
+  Batch batch(f);
+  const BiasStatistic s = bias_statistic_of(k, f, b, batch);
   o.stats = s.stats;
   o.instances_run = s.instances;
   o.instance_index = s.exemplar;
@@ -231,7 +286,7 @@ Outcome check_unbiased(const Kernel& k, const Family& f, const Budget& b) {
     const Kernel* c = default_registry().find(name);
     if (!c) continue;
     if (!skip_reason(*c, f, false).empty()) continue;
-    const BiasStatistic cs = bias_statistic(*c, f, b);
+    const BiasStatistic cs = bias_statistic_of(*c, f, b, batch);
     cal[name] = {{"fails", cs.fails}, {"tensor", cs.stats.value("tensor", "")},
                  {"mean_ulp", cs.stats.value("mean_ulp", 0.0)}, {"z", cs.stats.value("z", 0.0)}};
     if (cs.fails) {
