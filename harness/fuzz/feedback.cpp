@@ -88,4 +88,15 @@ const std::uint8_t* counters() { return g_counters; }
 std::size_t counter_count() { return kTotal; }
 void clear() { std::memset(g_counters, 0, sizeof g_counters); }
 
+static_assert(kTotal <= 65536, "CounterDelta indexes counters with 16 bits");
+CounterDelta counters_added_since(const std::uint8_t* before) {
+  CounterDelta d;
+  for (int i = 0; i < kTotal; ++i)
+    if (g_counters[i] != before[i]) d.emplace_back(static_cast<std::uint16_t>(i), g_counters[i] - before[i]);
+  return d;
+}
+void add_counters(const CounterDelta& added) {
+  for (const auto& [i, by] : added) bump(i, by);
+}
+
 }  // namespace attncheck::fuzz

@@ -20,6 +20,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace attncheck::fuzz {
 
@@ -79,5 +81,10 @@ void record_property(int property_index, int status);
 const std::uint8_t* counters();
 std::size_t counter_count();
 void clear();
+// What a stretch of one run added to the counters (the nonzero differences from a copy taken before it), and
+// adding that again (saturating, as every record does): the kernel target replays a family's feedback this way.
+using CounterDelta = std::vector<std::pair<std::uint16_t, std::uint8_t>>;
+CounterDelta counters_added_since(const std::uint8_t* before);
+void add_counters(const CounterDelta& added);
 
 }  // namespace attncheck::fuzz

@@ -218,6 +218,41 @@ TEST(FuzzTarget, BiasBatchRunsOncePerFamilyAndItsReplayEqualsAFreshRun) {
   std::filesystem::remove_all(dir);
 }
 
+// Steps 2 and 4 (instance 0's error and the per-instance properties) run once per family: the same family with
+// other value edits replays them, with the same result and the same feedback counters as a fresh target's run.
+TEST(FuzzTarget, FamilyReplayGivesTheFreshRunsResultAndCounters) {
+  const std::string dir = testing::TempDir() + "attncheck-fuzz-family-memo-test";
+  std::filesystem::remove_all(dir);
+  for (const char* kernel : {"paper", "fa2-fixed"}) {  // paper: with accuracy findings; fa2-fixed: none here
+    TargetConfig cfg;
+    cfg.findings_dir = dir;
+    cfg.quiet = true;
+    cfg.keep_going = true;
+    cfg.kernel = kernel;
+    auto bytes = tied_input();
+    bytes[0] &= ~0x10;  // no bias batch: steps 2-4 only
+    auto edited = bytes;
+    for (std::uint8_t b : {0x10, 3, 5, 7}) edited.push_back(b);  // a special value in Q: only the probe changes
+    KernelTarget t(cfg);
+    t.run_input(bytes.data(), bytes.size(), false);
+    EXPECT_EQ(t.family_replays(), 0u);
+    clear();
+    const RunResult again = t.run_input(edited.data(), edited.size(), false);
+    EXPECT_EQ(t.family_replays(), 1u) << kernel;
+    const std::vector<std::uint8_t> replayed(counters(), counters() + counter_count());
+    clear();
+    const RunResult fresh = KernelTarget(cfg).run_input(edited.data(), edited.size(), false);
+    const std::vector<std::uint8_t> computed(counters(), counters() + counter_count());
+    EXPECT_EQ(replayed, computed) << kernel;
+    EXPECT_GT(std::count_if(computed.begin(), computed.end(), [](std::uint8_t c) { return c != 0; }), 5) << kernel;
+    EXPECT_EQ(again.finding, fresh.finding) << kernel;
+    EXPECT_EQ(again.property, fresh.property) << kernel;
+    EXPECT_EQ(again.message, fresh.message) << kernel;
+    EXPECT_EQ(again.max_ulp_o, fresh.max_ulp_o) << kernel;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // The memos behind the target's speed (reference/memo.h, memo_kernel.h) return what a fresh call returns.
 TEST(FuzzMemo, ReferenceAndInstanceMemosAnswerOnlyBitIdenticalInputs) {
   Family f = default_family("normal");

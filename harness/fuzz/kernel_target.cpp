@@ -39,13 +39,13 @@ std::uint64_t g_runs = 0;  // inputs run by this process (the planted kernel rep
 // What this process reached, printed at exit (ATTNCHECK_FUZZ_STATS=1): the largest finite O error in
 // row-scaled ulps over generated instances, and how many distinct (generator, O error bucket) cells.
 double g_max_err = 0;
-std::uint64_t g_bias_batches = 0;  // bias batches actually run (the rest were answered by bias_memo_)
-constexpr std::size_t kBiasMemoEntries = 4096;  // then cleared: a few MB of outcomes at most
+std::uint64_t g_bias_batches = 0;    // bias batches actually run (the rest were answered by bias_memo_)
+std::uint64_t g_family_replays = 0;  // inputs whose steps 2 and 4 were answered by family_memo_
 std::set<std::pair<int, int>> g_cells;
 void print_stats() {
-  std::fprintf(stderr, "attncheck-fuzz: stats runs=%llu max_o_error_ulps=%g error_cells=%zu bias_batches=%llu\n",
+  std::fprintf(stderr, "attncheck-fuzz: stats runs=%llu max_o_error_ulps=%g error_cells=%zu bias_batches=%llu family_replays=%llu\n",
                static_cast<unsigned long long>(g_runs), g_max_err, g_cells.size(),
-               static_cast<unsigned long long>(g_bias_batches));
+               static_cast<unsigned long long>(g_bias_batches), static_cast<unsigned long long>(g_family_replays));
 }
 
 int generator_slot(const std::string& name) {
@@ -241,80 +241,119 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
     if (abort_on_finding && !cfg_.keep_going) std::abort();
   };
   try {
-    const std::shared_ptr<const Instance> shared_inst = make_instance_shared(fam, 0);  // the properties' instance 0
+    // Steps 2 and 4 depend on the family alone; the value edits make only step 3's probe. A family met before
+    // is answered from family_memo_: the feedback counters its first run added, its O error and its findings
+    // (reported again the same way), so only the probe runs. (Not for the planted kernel, whose experiment
+    // counts the runs of generated instances.)
+    FuzzInput family_only;
+    family_only.family = fam;
+    const std::vector<std::uint8_t> key = encode_input(family_only);  // canonical: decode(encode(f)) == f
+    const FamilyRun* seen = planted_ ? nullptr : family_memo_.find(key);
+    const std::vector<std::uint8_t> before =
+        seen ? std::vector<std::uint8_t>{} : std::vector<std::uint8_t>(counters(), counters() + counter_count());
+    const std::shared_ptr<const Instance> shared_inst =
+        seen ? seen->inst : make_instance_shared(fam, 0);  // the properties' instance 0
     const Instance& inst = *shared_inst;
-    // Step 2: the observed error of instance 0, with the model's own event trace when it is a CPU model. The
-    // kernel runs through the memo with the family's tiles applied exactly as the properties apply them
-    // (tiled(), property_util.h), so the properties of step 4 reuse this run instead of repeating it.
-    memo_->clear();
-    std::unique_ptr<Kernel> holder;
-    const Kernel& observed = tiled(*memo_, fam, holder);
-    const ForwardOutput got = observed.forward(inst);
-    const ModelTrace* trace = static_cast<const MemoKernel&>(observed).trace_of(inst);
-    const ReferenceForward ref = reference_forward(inst);
-    const ErrorSummary eo = o_error(got.o, ref.o, kernel_->caps().output_format, fam.problem.head_dim);
-    const ErrorSummary el = o_error(got.lse, ref.lse, Format::kF32, 1);
-    res.max_ulp_o = eo.max_ulp;
-    Observation ob;
-    ob.generator = generator_slot(fam.generator);
-    ob.max_ulp_o = eo.max_ulp;
-    ob.max_ulp_lse = el.max_ulp;
-    ob.mean_signed_ulp_o = eo.mean_signed_ulp;
-    ob.nonzero_errors = eo.nonzero;
-    ob.positive_errors = eo.positive;
-    record(ob);
-    if (std::isfinite(eo.max_ulp)) g_max_err = std::max(g_max_err, eo.max_ulp);
-    g_cells.insert({ob.generator, ulp_bucket(eo.max_ulp)});
-    if (trace) record_trace(*trace);
-    record_score_events(inst);
-    bool nan_out = false, inf_out = false;
-    for (double x : got.o) nan_out |= std::isnan(x), inf_out |= std::isinf(x);
-    if (nan_out) record_event(Event::kNanOut);
-    if (inf_out) record_event(Event::kInfOut);
-    // Step 3: the probe instance (values the generators do not reach): faults and feedback only.
+    // Step 3: the probe instance (values the generators do not reach): faults and feedback only; its events are
+    // recorded after step 4 (record_probe), so that what steps 2 and 4 added can be kept apart.
     // (Not for the planted kernel: its experiment measures the climb on generated instances, and a special
     // value in a probe is a one-mutation cliff that would reach any error level.)
-    if (!in.edits.empty() && !planted_) {
+    bool pnan = false, pinf = false, prejected = false;
+    const auto probe = [&] {
+      if (in.edits.empty() || planted_) return;
       try {
         const ForwardOutput pg = kernel_->forward(apply_edits(inst, in.edits));
-        bool pnan = false, pinf = false;
         for (double x : pg.o) pnan |= std::isnan(x), pinf |= std::isinf(x);
-        if (pnan) record_event(Event::kProbeNanOut);
-        if (pinf) record_event(Event::kProbeInfOut);
       } catch (const Error&) {
-        record_event(Event::kProbeRejected);
+        prejected = true;
       }
+    };
+    const auto record_probe = [&] {
+      if (pnan) record_event(Event::kProbeNanOut);
+      if (pinf) record_event(Event::kProbeInfOut);
+      if (prejected) record_event(Event::kProbeRejected);
+    };
+    if (seen) {
+      add_counters(seen->added);
+      res.max_ulp_o = seen->max_ulp_o;
+      ++family_replays_, ++g_family_replays;
+      probe();
+      Budget b;
+      b.instances = cfg_.instances;
+      for (const auto& [p, o] : seen->failures) {  // as the first run reported them (keep-going: counted)
+        finding(*p, o, b);
+        if (!cfg_.keep_going) {
+          record_probe();
+          return res;
+        }
+      }
+    } else {
+      // Step 2: the observed error of instance 0, with the model's own event trace when it is a CPU model. The
+      // kernel runs through the memo with the family's tiles applied exactly as the properties apply them
+      // (tiled(), property_util.h), so the properties of step 4 reuse this run instead of repeating it.
+      memo_->clear();
+      std::unique_ptr<Kernel> holder;
+      const Kernel& observed = tiled(*memo_, fam, holder);
+      const ForwardOutput got = observed.forward(inst);
+      const ModelTrace* trace = static_cast<const MemoKernel&>(observed).trace_of(inst);
+      const ReferenceForward ref = reference_forward(inst);
+      const ErrorSummary eo = o_error(got.o, ref.o, kernel_->caps().output_format, fam.problem.head_dim);
+      const ErrorSummary el = o_error(got.lse, ref.lse, Format::kF32, 1);
+      res.max_ulp_o = eo.max_ulp;
+      Observation ob;
+      ob.generator = generator_slot(fam.generator);
+      ob.max_ulp_o = eo.max_ulp;
+      ob.max_ulp_lse = el.max_ulp;
+      ob.mean_signed_ulp_o = eo.mean_signed_ulp;
+      ob.nonzero_errors = eo.nonzero;
+      ob.positive_errors = eo.positive;
+      record(ob);
+      if (std::isfinite(eo.max_ulp)) g_max_err = std::max(g_max_err, eo.max_ulp);
+      g_cells.insert({ob.generator, ulp_bucket(eo.max_ulp)});
+      if (trace) record_trace(*trace);
+      record_score_events(inst);
+      bool nan_out = false, inf_out = false;
+      for (double x : got.o) nan_out |= std::isnan(x), inf_out |= std::isinf(x);
+      if (nan_out) record_event(Event::kNanOut);
+      if (inf_out) record_event(Event::kInfOut);
+      probe();  // before the properties, which may end the run with a finding
+      // Step 4: per-instance properties on the family's own instances (replayable by `attncheck replay`).
+      std::vector<std::pair<const Property*, Outcome>> failures;
+      Budget b;
+      b.instances = cfg_.instances;
+      for (std::size_t i = 0; i < per_instance_.size(); ++i) {
+        const Property& p = *per_instance_[i];
+        memo_->set_lend_once(lend_once_[i] != 0);
+        const Outcome o = p.check(*memo_, fam, b);
+        record_property(property_index_[i], static_cast<int>(o.status));
+        if (o.status == Status::kFail) {
+          failures.emplace_back(&p, o);
+          finding(p, o, b);
+        }
+        if (res.finding && !cfg_.keep_going) {  // keep-going: the bias step still runs
+          record_probe();
+          return res;
+        }
+      }
+      if (!planted_)
+        family_memo_.put(key, FamilyRun{shared_inst, counters_added_since(before.data()), res.max_ulp_o,
+                                        std::move(failures)});
     }
-    // Step 4: per-instance properties on the family's own instances (replayable by `attncheck replay`).
-    Budget b;
-    b.instances = cfg_.instances;
-    for (std::size_t i = 0; i < per_instance_.size(); ++i) {
-      const Property& p = *per_instance_[i];
-      memo_->set_lend_once(lend_once_[i] != 0);
-      const Outcome o = p.check(*memo_, fam, b);
-      record_property(property_index_[i], static_cast<int>(o.status));
-      if (o.status == Status::kFail) finding(p, o, b);
-      if (res.finding && !cfg_.keep_going) return res;  // keep-going: the bias step still runs
-    }
+    record_probe();
     // Step 5: the bias property on a small batch.
     if (in.run_bias && !across_.empty()) {
       Budget bb;
       bb.instances = cfg_.bias_instances;
-      FuzzInput family_only;  // the key: the family's canonical bytes (decode(encode(f)) == f), no edits
-      family_only.family = fam;
-      family_only.run_bias = true;
-      std::vector<std::uint8_t> key = encode_input(family_only);
-      auto hit = bias_memo_.find(key);
-      if (hit == bias_memo_.end()) {
-        std::vector<Outcome> outs;
-        for (const Property* p : across_) outs.push_back(p->check(*kernel_, fam, bb));
-        if (bias_memo_.size() >= kBiasMemoEntries) bias_memo_.clear();
-        hit = bias_memo_.emplace(std::move(key), std::move(outs)).first;
+      const std::vector<Outcome>* outs = bias_memo_.find(key);
+      if (!outs) {
+        std::vector<Outcome> fresh;
+        for (const Property* p : across_) fresh.push_back(p->check(*kernel_, fam, bb));
+        outs = &bias_memo_.put(key, std::move(fresh));
         ++g_bias_batches, ++bias_batches_;
       }
       for (std::size_t i = 0; i < across_.size(); ++i) {
         const Property* p = across_[i];
-        const Outcome& o = hit->second[i];
+        const Outcome& o = (*outs)[i];
         if (o.status == Status::kDegenerate) record_event(Event::kBiasDegenerate);
         if (o.status == Status::kSkip) record_event(Event::kBiasSkipped);
         record_bias(std::fabs(stat(o.stats, {"mean_ulp", "mean", "abs_mean_ulp", "max_abs_mean_ulp"})),

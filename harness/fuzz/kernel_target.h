@@ -8,6 +8,9 @@
 //   4. checks every per-instance property on the family (Budget::instances = ATTNCHECK_FUZZ_INSTANCES), through
 //      a MemoKernel (memo_kernel.h: the kernel runs once per distinct instance; `deterministic` gets the kernel),
 //   5. when the input's bias flag is set, checks the across-instance (bias) properties on a small batch.
+// Steps 2, 4 and 5 depend on the family alone, so a family met again (other value edits, the bias flag) replays
+// them from memos (family_memo_, bias_memo_): same verdicts, findings and feedback counters, and only the probe
+// runs (tests FuzzTarget.FamilyReplay*, FuzzTarget.BiasBatch*).
 // A property failure is a finding: the case is written FIRST (write_finding into the findings dir), its
 // path and replay command printed, and then the process abort()s so libFuzzer keeps the input as an artifact.
 // An attncheck::Error (a generator or kernel rejecting the input) is not a finding: the input is skipped.
@@ -32,17 +35,19 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
+#include <unordered_map>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "harness/fuzz/feedback.h"
 #include "harness/fuzz/fuzz_input.h"
 #include "harness/fuzz/memo_kernel.h"
 #include "harness/fuzz/planted_kernel.h"
 #include "harness/kernel.h"
 #include "properties/property.h"
+#include "reference/memo.h"
 
 namespace attncheck::fuzz {
 
@@ -72,6 +77,31 @@ struct RunResult {
   double max_ulp_o = 0;
 };
 
+// A memo by family: its canonical bytes (encode_input), found by their hash and confirmed bit for bit with
+// memo::same_bits (libc's memcmp is hooked by libFuzzer on every unequal call). Cleared when it holds kMaxEntries.
+template <class V, std::size_t kMaxEntries>
+class FamilyMemo {
+ public:
+  V* find(const std::vector<std::uint8_t>& key) {
+    const auto it = m_.find(hash(key));
+    return it != m_.end() && memo::same_bits(it->second.first, key) ? &it->second.second : nullptr;
+  }
+  V& put(const std::vector<std::uint8_t>& key, V v) {
+    if (m_.size() >= kMaxEntries) m_.clear();
+    auto& slot = m_[hash(key)];  // a colliding other family is replaced
+    slot = {key, std::move(v)};
+    return slot.second;
+  }
+
+ private:
+  static std::uint64_t hash(const std::vector<std::uint8_t>& k) {
+    std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (std::uint8_t b : k) h = (h ^ b) * 1099511628211ull;
+    return h;
+  }
+  std::unordered_map<std::uint64_t, std::pair<std::vector<std::uint8_t>, V>> m_;
+};
+
 class KernelTarget {
  public:
   explicit KernelTarget(TargetConfig cfg);
@@ -79,6 +109,7 @@ class KernelTarget {
   RunResult run_input(const std::uint8_t* data, std::size_t size, bool abort_on_finding = true);
   const TargetConfig& config() const { return cfg_; }
   std::uint64_t bias_batches_run() const { return bias_batches_; }  // fresh step-5 batches (not from bias_memo_)
+  std::uint64_t family_replays() const { return family_replays_; }  // inputs whose steps 2 and 4 came from family_memo_
 
  private:
   TargetConfig cfg_;
@@ -89,11 +120,19 @@ class KernelTarget {
   std::vector<int> property_index_;  // index into all_properties() for the feedback slot
   std::vector<char> lend_once_;      // per per_instance_ entry: `deterministic` (the memo lends it one run)
   std::set<std::pair<std::string, std::string>> reported_;  // keep_going: (property, generator) written
-  // Step 5's outcomes by family (its canonical encoding): the bias batch is generated from the family alone,
-  // not the value edits, and every kernel is a function of its input, so a family met again gives the same
-  // outcomes. They are replayed (same feedback, same findings) instead of re-running T instances.
-  std::map<std::vector<std::uint8_t>, std::vector<Outcome>> bias_memo_;
-  std::uint64_t bias_batches_ = 0;
+  // Memos by family (its canonical encoding, edits and the bias flag left out). Steps 2, 4 and 5 depend on the
+  // family alone, not on the value edits, and every kernel is a function of its input, so a family met again
+  // gives the same observations, verdicts and feedback: they are replayed instead of recomputed.
+  struct FamilyRun {
+    std::shared_ptr<const Instance> inst;  // instance 0, for the probe
+    CounterDelta added;                    // what steps 2 and 4 added to the feedback counters
+    double max_ulp_o = 0;
+    std::vector<std::pair<const Property*, Outcome>> failures;  // step 4's, reported again in the same order
+  };
+  // Steps 2 and 4. An instance is at most ~330 KB at the decoder's largest shape (tens of KB typically).
+  FamilyMemo<FamilyRun, 1024> family_memo_;
+  FamilyMemo<std::vector<Outcome>, 4096> bias_memo_;  // step 5's outcomes (findings included), a few KB each
+  std::uint64_t bias_batches_ = 0, family_replays_ = 0;
 };
 
 // The largest |kernel − exact| / ulp(scale, output format) (NaN when the kernel is non-finite where the
