@@ -138,10 +138,10 @@ std::string check_within_v_range(const Kernel& k, const Instance& in, const Fami
   for (int b = 0; b < p.batch; ++b)
     for (int h = 0; h < p.heads_q; ++h)
       for (int i = 0; i < p.n_q; ++i) {
-        if (any_masked_row(in, b, h, i)) continue;
         // Column ranges over the visible keys in one pass over V's rows: for each column the values are taken
         // in the same key order as a per-column loop would, so min/max (and their choice between ±0) agree.
-        // Without causality or a mask every row sees every key: the ranges of (b, h) are computed once.
+        // Without causality or a mask every row sees every key: the ranges of (b, h) are computed once, at row
+        // 0 (before the masked-row skip below, so they never depend on which rows are skipped).
         if (i == 0 || !in.every_row_sees_every_key()) {
           std::fill(lo_c.begin(), lo_c.end(), HUGE_VAL);
           std::fill(hi_c.begin(), hi_c.end(), -HUGE_VAL);
@@ -161,6 +161,7 @@ std::string check_within_v_range(const Kernel& k, const Instance& in, const Fami
             slack_c[c] = dev + ulp(std::max(std::fabs(lo_c[c]), std::fabs(hi_c[c])) + dev, Format::kBF16);
           }
         }
+        if (any_masked_row(in, b, h, i)) continue;
         for (int c = 0; c < p.head_dim; ++c) {
           const double lo = lo_c[c], hi = hi_c[c];
           const double slack = slack_c[c];

@@ -138,7 +138,7 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
             for (int j = 0; j < keys; ++j)
               pbar[j] = vt[j] ? model_detail::exp_shifted_to(f, c, st[j], m_sub, m_scaled, f.p) : 0.0f;
             // As p̄ enters the P̄V product; no second pass when pv_in_fmt rounds p_fmt values to themselves.
-            const bool pv_is_pbar = f.pv_in == f.p && (f.p == Format::kBF16 || f.p == Format::kF32);
+            const bool pv_is_pbar = model_detail::rounds_to_itself(f.p, f.pv_in);
             if (!pv_is_pbar)
               for (int j = 0; j < keys; ++j) pv[j] = model_detail::round_again(pbar[j], f.p, f.pv_in);
             const float* pvp = pv_is_pbar ? pbar.data() : pv.data();

@@ -227,9 +227,11 @@ ATTNCHECK_DATA_LOOP inline void dots(const float* a, const float* bt, int width,
 // round_float(x, to) for an x already rounded to `from`: the identity when both are the same fp32 or bf16
 // (round_bf16 is idempotent: a bf16 value's low 16 bits are 0, so the rounding increment never carries, and a
 // NaN is returned as it is); with FixedFormats the test folds away and so does the rounding.
+[[gnu::always_inline]] inline bool rounds_to_itself(Format from, Format to) {
+  return from == to && (to == Format::kBF16 || to == Format::kF32);
+}
 [[gnu::always_inline]] inline float round_again(float x, Format from, Format to) {
-  if (from == to && (to == Format::kBF16 || to == Format::kF32)) return x;
-  return round_float(x, to);
+  return rounds_to_itself(from, to) ? x : round_float(x, to);
 }
 
 }  // namespace attncheck::model_detail
