@@ -115,15 +115,25 @@ class Batch {
     std::optional<ReferenceForward> rf;
     std::optional<ReferenceBackward> rb;
   };
-  // Instance `idx` (made now unless kept), with rf, and rb when `bwd`. Valid until the next call.
-  const Item& at(int idx, bool bwd) {
+  // Instance `idx`: the kept one, else made now (no references yet).
+  std::shared_ptr<const Instance> instance(int idx) const {
+    if (idx < static_cast<int>(kept_.size())) return kept_[idx].in;
+    return make_instance_shared(f_, static_cast<std::uint64_t>(idx));
+  }
+  // Instance `idx` (`made`, from instance(idx), when the caller has it; else made now unless kept), with rf, and
+  // rb when `bwd`. Valid until the next call.
+  const Item& at(int idx, bool bwd, std::shared_ptr<const Instance> made = nullptr) {
     const bool keep = idx < static_cast<int>(kept_.size());
     Item& it = keep ? kept_[idx] : scratch_;
     if (!keep && scratch_index_ != idx) {
-      it = Item{make_instance_shared(f_, static_cast<std::uint64_t>(idx)), std::nullopt, std::nullopt};
+      it = Item{made ? std::move(made) : make_instance_shared(f_, static_cast<std::uint64_t>(idx)), std::nullopt,
+                std::nullopt};
       scratch_index_ = idx;
     }
-    if (bwd && !it.rb) it.rb = reference_backward(*it.in);
+    if (bwd && !it.rb) {
+      it.rb = reference_backward(*it.in);
+      if (keep) bytes_ += size_of_rb(*it.rb);
+    }
     if (!it.rf) it.rf = reference_forward(*it.in);
     if (!keep && idx == static_cast<int>(kept_.size()) && bytes_ + size_of(it) <= kKeepBytes) {
       bytes_ += size_of(it);
@@ -137,11 +147,13 @@ class Batch {
 
  private:
   static constexpr std::size_t kKeepBytes = std::size_t(128) << 20;
+  static std::size_t size_of_rb(const ReferenceBackward& rb) {
+    return (rb.dq.size() + rb.dk.size() + rb.dv.size() + rb.delta.size()) * sizeof(double);
+  }
   static std::size_t size_of(const Item& it) {
-    std::size_t n = it.in->q.size() + it.in->k.size() + it.in->v.size() + it.in->d_o.size() + it.in->mask.size() / 8 +
-                    it.in->bias.size() + it.rf->o.size() + it.rf->lse.size();
-    if (it.rb) n += it.rb->dq.size() + it.rb->dk.size() + it.rb->dv.size() + it.rb->delta.size();
-    return n * sizeof(double);
+    const std::size_t n = it.in->q.size() + it.in->k.size() + it.in->v.size() + it.in->d_o.size() +
+                          it.in->mask.size() / 8 + it.in->bias.size() + it.rf->o.size() + it.rf->lse.size();
+    return n * sizeof(double) + (it.rb ? size_of_rb(*it.rb) : 0);
   }
   const Family& f_;
   std::deque<Item> kept_;  // references stay valid as it grows
@@ -185,13 +197,13 @@ BiasStatistic bias_statistic_of(const Kernel& k, const Family& f, const Budget& 
     const int count = std::min(chunk, total - first);
     std::vector<std::shared_ptr<const Instance>> ins;
     std::vector<const Instance*> ptrs;
-    for (int j = 0; j < count; ++j) ins.push_back(batch.at(first + j, false).in);
+    for (int j = 0; j < count; ++j) ins.push_back(batch.instance(first + j));
     for (const auto& in : ins) ptrs.push_back(in.get());
     const std::vector<ForwardOutput> fws = count == 1 ? std::vector<ForwardOutput>{kt.forward(*ins[0])}
                                                       : kt.forward_many(ptrs);
     for (int j = 0; j < count; ++j) {
       const int idx = first + j;
-      const Batch::Item& item = batch.at(idx, bwd);
+      const Batch::Item& item = batch.at(idx, bwd, ins[j]);
       const Instance& in = *item.in;
       const ForwardOutput& fw = fws[j];
       const ReferenceForward& rf = *item.rf;

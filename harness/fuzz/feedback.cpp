@@ -89,10 +89,15 @@ std::size_t counter_count() { return kTotal; }
 void clear() { std::memset(g_counters, 0, sizeof g_counters); }
 
 static_assert(kTotal <= 65536, "CounterDelta indexes counters with 16 bits");
-CounterDelta counters_added_since(const std::uint8_t* before) {
+CounterDelta nonzero_counters() {
   CounterDelta d;
   for (int i = 0; i < kTotal; ++i)
-    if (g_counters[i] != before[i]) d.emplace_back(static_cast<std::uint16_t>(i), g_counters[i] - before[i]);
+    if (g_counters[i] != 0) d.emplace_back(static_cast<std::uint16_t>(i), g_counters[i]);
+  return d;
+}
+CounterDelta take_counters() {
+  CounterDelta d = nonzero_counters();
+  clear();
   return d;
 }
 void add_counters(const CounterDelta& added) {

@@ -81,10 +81,12 @@ void record_property(int property_index, int status);
 const std::uint8_t* counters();
 std::size_t counter_count();
 void clear();
-// What a stretch of one run added to the counters (the nonzero differences from a copy taken before it), and
-// adding that again (saturating, as every record does): the kernel target replays a family's feedback this way.
+// The nonzero counters, and adding such a list again (saturating, as every record does). The kernel target
+// replays a family's feedback this way: it sets the counters aside (take_counters: returns them and clears),
+// runs the family, keeps nonzero_counters(), and adds back what it set aside.
 using CounterDelta = std::vector<std::pair<std::uint16_t, std::uint8_t>>;
-CounterDelta counters_added_since(const std::uint8_t* before);
+CounterDelta nonzero_counters();
+CounterDelta take_counters();
 void add_counters(const CounterDelta& added);
 
 }  // namespace attncheck::fuzz

@@ -220,35 +220,45 @@ TEST(FuzzTarget, BiasBatchRunsOncePerFamilyAndItsReplayEqualsAFreshRun) {
 
 // Steps 2 and 4 (instance 0's error and the per-instance properties) run once per family: the same family with
 // other value edits replays them, with the same result and the same feedback counters as a fresh target's run.
+// The first input carries a NaN edit (its probe records kProbeNanOut), the second none: a replay that stored the
+// probe's events with the family's would differ from the fresh run.
 TEST(FuzzTarget, FamilyReplayGivesTheFreshRunsResultAndCounters) {
   const std::string dir = testing::TempDir() + "attncheck-fuzz-family-memo-test";
   std::filesystem::remove_all(dir);
-  for (const char* kernel : {"paper", "fa2-fixed"}) {  // paper: with accuracy findings; fa2-fixed: none here
+  for (const char* kernel : {"paper", "oracle"}) {  // paper: with findings (accurate, ...); oracle: none
     TargetConfig cfg;
     cfg.findings_dir = dir;
     cfg.quiet = true;
     cfg.keep_going = true;
     cfg.kernel = kernel;
-    auto bytes = tied_input();
-    bytes[0] &= ~0x10;  // no bias batch: steps 2-4 only
-    auto edited = bytes;
-    for (std::uint8_t b : {0x10, 3, 5, 7}) edited.push_back(b);  // a special value in Q: only the probe changes
+    auto plain = tied_input();
+    plain[0] &= ~0x10;  // no bias batch: steps 2-4 only
+    auto with_nan = plain;
+    for (std::uint8_t b : {0x00, 0, 0, 2}) with_nan.push_back(b);  // Q[0][0] = NaN in the probe
     KernelTarget t(cfg);
-    t.run_input(bytes.data(), bytes.size(), false);
-    EXPECT_EQ(t.family_replays(), 0u);
     clear();
-    const RunResult again = t.run_input(edited.data(), edited.size(), false);
+    t.run_input(with_nan.data(), with_nan.size(), false);
+    EXPECT_EQ(t.family_replays(), 0u);
+    const std::vector<std::uint8_t> first(counters(), counters() + counter_count());
+    clear();
+    const RunResult again = t.run_input(plain.data(), plain.size(), false);
     EXPECT_EQ(t.family_replays(), 1u) << kernel;
     const std::vector<std::uint8_t> replayed(counters(), counters() + counter_count());
     clear();
-    const RunResult fresh = KernelTarget(cfg).run_input(edited.data(), edited.size(), false);
+    const RunResult fresh = KernelTarget(cfg).run_input(plain.data(), plain.size(), false);
     const std::vector<std::uint8_t> computed(counters(), counters() + counter_count());
     EXPECT_EQ(replayed, computed) << kernel;
+    EXPECT_NE(first, computed) << kernel << ": the NaN probe's events should show in the first run only";
     EXPECT_GT(std::count_if(computed.begin(), computed.end(), [](std::uint8_t c) { return c != 0; }), 5) << kernel;
     EXPECT_EQ(again.finding, fresh.finding) << kernel;
     EXPECT_EQ(again.property, fresh.property) << kernel;
     EXPECT_EQ(again.message, fresh.message) << kernel;
     EXPECT_EQ(again.max_ulp_o, fresh.max_ulp_o) << kernel;
+    if (std::string(kernel) == "oracle") {
+      EXPECT_FALSE(fresh.finding) << fresh.property << ": " << fresh.message;
+    } else {
+      EXPECT_TRUE(fresh.finding);
+    }
   }
   std::filesystem::remove_all(dir);
 }

@@ -5,6 +5,7 @@
 #include "harness/fuzz/kernel_target.h"
 
 #include <cmath>
+#include <functional>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -215,6 +216,12 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
   RunResult res;
   ++g_runs;
   FuzzInput in = decode_input(data, size);
+  // The memos' key: the decoded family's canonical bytes (decode(encode(f)) == f for a decoded f), taken before
+  // fit_to_caps, which is a function of it (after it the encoding can merge families: a clipped head_dim keeps
+  // its old scale, which the byte code cannot express). Value edits and the bias flag are left out.
+  FuzzInput family_only;
+  family_only.family = in.family;
+  const std::vector<std::uint8_t> key = encode_input(family_only);
   fit_to_caps(in.family, kernel_->caps());
   const Family& fam = in.family;
   if (!kernel_->caps().unsupported_reason(fam.problem, false).empty()) {
@@ -240,25 +247,36 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
                    res.finding_path.c_str(), res.finding_path.c_str());
     if (abort_on_finding && !cfg_.keep_going) std::abort();
   };
+  // On every way out of this run (an early return, an Error): step 3's events, recorded last so that what steps 2
+  // and 4 add to the counters can be kept apart from them, and the counters a first run set aside (below).
+  bool pnan = false, pinf = false, prejected = false;
+  CounterDelta earlier;
+  struct AtExit {
+    std::function<void()> f;
+    ~AtExit() { f(); }
+  } at_exit{[&] {
+    if (pnan) record_event(Event::kProbeNanOut);
+    if (pinf) record_event(Event::kProbeInfOut);
+    if (prejected) record_event(Event::kProbeRejected);
+    add_counters(earlier);
+  }};
   try {
     // Steps 2 and 4 depend on the family alone; the value edits make only step 3's probe. A family met before
     // is answered from family_memo_: the feedback counters its first run added, its O error and its findings
     // (reported again the same way), so only the probe runs. (Not for the planted kernel, whose experiment
-    // counts the runs of generated instances.)
-    FuzzInput family_only;
-    family_only.family = fam;
-    const std::vector<std::uint8_t> key = encode_input(family_only);  // canonical: decode(encode(f)) == f
+    // counts the runs of generated instances.) The memo assumes what `deterministic` checks, that the kernel is
+    // a function of its input: a flaky kernel gets that check once per family here (the probe still runs it on
+    // every input).
     const FamilyRun* seen = planted_ ? nullptr : family_memo_.find(key);
-    const std::vector<std::uint8_t> before =
-        seen ? std::vector<std::uint8_t>{} : std::vector<std::uint8_t>(counters(), counters() + counter_count());
+    // A first run counts from zero (what was there is added back at the end), so what it stores is exactly what
+    // steps 2 and 4 recorded, saturation included.
+    if (!seen) earlier = take_counters();
     const std::shared_ptr<const Instance> shared_inst =
         seen ? seen->inst : make_instance_shared(fam, 0);  // the properties' instance 0
     const Instance& inst = *shared_inst;
-    // Step 3: the probe instance (values the generators do not reach): faults and feedback only; its events are
-    // recorded after step 4 (record_probe), so that what steps 2 and 4 added can be kept apart.
+    // Step 3: the probe instance (values the generators do not reach): faults and feedback only (at_exit).
     // (Not for the planted kernel: its experiment measures the climb on generated instances, and a special
     // value in a probe is a one-mutation cliff that would reach any error level.)
-    bool pnan = false, pinf = false, prejected = false;
     const auto probe = [&] {
       if (in.edits.empty() || planted_) return;
       try {
@@ -267,11 +285,6 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
       } catch (const Error&) {
         prejected = true;
       }
-    };
-    const auto record_probe = [&] {
-      if (pnan) record_event(Event::kProbeNanOut);
-      if (pinf) record_event(Event::kProbeInfOut);
-      if (prejected) record_event(Event::kProbeRejected);
     };
     if (seen) {
       add_counters(seen->added);
@@ -282,10 +295,7 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
       b.instances = cfg_.instances;
       for (const auto& [p, o] : seen->failures) {  // as the first run reported them (keep-going: counted)
         finding(*p, o, b);
-        if (!cfg_.keep_going) {
-          record_probe();
-          return res;
-        }
+        if (!cfg_.keep_going) return res;
       }
     } else {
       // Step 2: the observed error of instance 0, with the model's own event trace when it is a CPU model. The
@@ -330,16 +340,10 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
           failures.emplace_back(&p, o);
           finding(p, o, b);
         }
-        if (res.finding && !cfg_.keep_going) {  // keep-going: the bias step still runs
-          record_probe();
-          return res;
-        }
+        if (res.finding && !cfg_.keep_going) return res;  // keep-going: the bias step still runs
       }
-      if (!planted_)
-        family_memo_.put(key, FamilyRun{shared_inst, counters_added_since(before.data()), res.max_ulp_o,
-                                        std::move(failures)});
+      if (!planted_) family_memo_.put(key, FamilyRun{shared_inst, nonzero_counters(), res.max_ulp_o, std::move(failures)});
     }
-    record_probe();
     // Step 5: the bias property on a small batch.
     if (in.run_bias && !across_.empty()) {
       Budget bb;
