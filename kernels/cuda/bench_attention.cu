@@ -69,7 +69,7 @@ std::map<std::string, std::map<std::string, double>> g_tflops;  // row -> varian
 void run(benchmark::State& state, Config c) {
   const int b = 16384 / c.seq, h = 2048 / c.d;
   const std::size_t n = std::size_t(b) * h * c.seq * c.d;
-  DeviceBuffer<std::uint16_t> q(n), k(n), v(n), o(n), d_o(n), dq(n), dk(n), dv(n), dkh(n), dvh(n);
+  DeviceBuffer<std::uint16_t> q(n), k(n), v(n), o(n), d_o(n), dq(n), dk(n), dv(n);
   DeviceBuffer<float> lse(std::size_t(b) * h * c.seq), delta(std::size_t(b) * h * c.seq);
   fill_normal_bf16<<<1024, 256>>>(q.get(), n, 1);
   fill_normal_bf16<<<1024, 256>>>(k.get(), n, 2);
@@ -83,7 +83,7 @@ void run(benchmark::State& state, Config c) {
   f.scale_log2e = float(double(f.scale) * 1.4426950408889634);
   BwdParams g;
   g.q = q.get(), g.k = k.get(), g.v = v.get(), g.o = o.get(), g.d_o = d_o.get(), g.lse = lse.get();
-  g.delta = delta.get(), g.dq = dq.get(), g.dk = dk.get(), g.dv = dv.get(), g.dk_head = dkh.get(), g.dv_head = dvh.get();
+  g.delta = delta.get(), g.dq = dq.get(), g.dk = dk.get(), g.dv = dv.get();  // no GQA here: no per-head dK, dV workspace
   g.batch = b, g.heads_q = h, g.heads_kv = h, g.n_q = c.seq, g.n_k = c.seq, g.causal = c.causal;
   g.scale = f.scale, g.scale_log2e = f.scale_log2e;
   launch_flash_fwd(c.variant, c.d, f, nullptr);  // O and LSE for the backward

@@ -181,8 +181,10 @@ BackwardOutput CudaFlashKernel::backward(const Instance& in, const ForwardOutput
   DeviceBuffer<float> dlse(hl.size());
   dq_in.upload(hq), dk_in.upload(hk), dv_in.upload(hv), do_in.upload(ho), ddo_in.upload(hdo), dlse.upload(hl);
   PoisonedGradients out(q_rows, kv_rows, kd, name_);
-  DeviceBuffer<std::uint16_t> dk_head(std::size_t(p.batch) * p.heads_q * p.n_k * kd),
-      dv_head(std::size_t(p.batch) * p.heads_q * p.n_k * kd);
+  // Per-query-head dK, dV for the GQA group sum; without GQA the dK/dV kernel writes dK, dV itself and never
+  // touches these (flash_bwd.cu: `direct`), so they stay unallocated (null).
+  const std::size_t head_ws = p.heads_q != p.heads_kv ? std::size_t(p.batch) * p.heads_q * p.n_k * kd : 0;
+  DeviceBuffer<std::uint16_t> dk_head(head_ws), dv_head(head_ws);
   BwdParams b;
   b.q = dq_in.get(), b.k = dk_in.get(), b.v = dv_in.get(), b.o = do_in.get(), b.d_o = ddo_in.get();
   b.lse = dlse.get(), b.delta = out.delta.get(), b.dq = out.dq.get(), b.dk = out.dk.get(), b.dv = out.dv.get();
