@@ -120,26 +120,19 @@ class Batch {
     if (idx < static_cast<int>(kept_.size())) return kept_[idx].in;
     return make_instance_shared(f_, static_cast<std::uint64_t>(idx));
   }
-  // Instance `idx` (`made`, from instance(idx), when the caller has it; else made now unless kept), with rf, and
-  // rb when `bwd`. Valid until the next call.
-  const Item& at(int idx, bool bwd, std::shared_ptr<const Instance> made = nullptr) {
-    const bool keep = idx < static_cast<int>(kept_.size());
-    Item& it = keep ? kept_[idx] : scratch_;
-    if (!keep && scratch_index_ != idx) {
-      it = Item{made ? std::move(made) : make_instance_shared(f_, static_cast<std::uint64_t>(idx)), std::nullopt,
-                std::nullopt};
-      scratch_index_ = idx;
-    }
+  // Instance `idx` (`in`, from instance(idx)) with rf, and rb when `bwd`: computed unless kept; the next instance
+  // is kept while the bytes allow. Valid until the next call.
+  const Item& at(int idx, bool bwd, std::shared_ptr<const Instance> in) {
+    const bool kept = idx < static_cast<int>(kept_.size());
+    Item& it = kept ? kept_[idx] : (scratch_ = Item{std::move(in), std::nullopt, std::nullopt});
     if (bwd && !it.rb) {
       it.rb = reference_backward(*it.in);
-      if (keep) bytes_ += size_of_rb(*it.rb);
+      if (kept) bytes_ += size_of_rb(*it.rb);
     }
     if (!it.rf) it.rf = reference_forward(*it.in);
-    if (!keep && idx == static_cast<int>(kept_.size()) && bytes_ + size_of(it) <= kKeepBytes) {
+    if (!kept && idx == static_cast<int>(kept_.size()) && bytes_ + size_of(it) <= kKeepBytes) {
       bytes_ += size_of(it);
       kept_.push_back(std::move(scratch_));
-      scratch_ = Item{};
-      scratch_index_ = -1;
       return kept_.back();
     }
     return it;
@@ -157,8 +150,7 @@ class Batch {
   }
   const Family& f_;
   std::deque<Item> kept_;  // references stay valid as it grows
-  Item scratch_;
-  int scratch_index_ = -1;
+  Item scratch_;  // an instance past the kept ones
   std::size_t bytes_ = 0;
 };
 
