@@ -5,9 +5,9 @@
 #include "harness/fuzz/kernel_target.h"
 
 #include <cmath>
-#include <functional>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <sstream>
 #include <set>
 #include <stdexcept>
@@ -212,6 +212,38 @@ KernelTarget::KernelTarget(TargetConfig cfg) : cfg_(std::move(cfg)) {
   }
 }
 
+// Step 2: the observed error of instance 0, with the model's own event trace when it is a CPU model, recorded as
+// feedback; returns the O error. The kernel runs through the memo with the family's tiles applied exactly as the
+// properties apply them (tiled(), property_util.h), so the properties of step 4 reuse this run instead of
+// repeating it.
+double KernelTarget::observe(const Family& fam, const Instance& inst) {
+  memo_->clear();
+  std::unique_ptr<Kernel> holder;
+  const Kernel& observed = tiled(*memo_, fam, holder);
+  const ForwardOutput got = observed.forward(inst);
+  const ModelTrace* trace = static_cast<const MemoKernel&>(observed).trace_of(inst);
+  const ReferenceForward ref = reference_forward(inst);
+  const ErrorSummary eo = o_error(got.o, ref.o, kernel_->caps().output_format, fam.problem.head_dim);
+  const ErrorSummary el = o_error(got.lse, ref.lse, Format::kF32, 1);
+  Observation ob;
+  ob.generator = generator_slot(fam.generator);
+  ob.max_ulp_o = eo.max_ulp;
+  ob.max_ulp_lse = el.max_ulp;
+  ob.mean_signed_ulp_o = eo.mean_signed_ulp;
+  ob.nonzero_errors = eo.nonzero;
+  ob.positive_errors = eo.positive;
+  record(ob);
+  if (std::isfinite(eo.max_ulp)) g_max_err = std::max(g_max_err, eo.max_ulp);
+  g_cells.insert({ob.generator, ulp_bucket(eo.max_ulp)});
+  if (trace) record_trace(*trace);
+  record_score_events(inst);
+  bool nan_out = false, inf_out = false;
+  for (double x : got.o) nan_out |= std::isnan(x), inf_out |= std::isinf(x);
+  if (nan_out) record_event(Event::kNanOut);
+  if (inf_out) record_event(Event::kInfOut);
+  return eo.max_ulp;
+}
+
 RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bool abort_on_finding) {
   RunResult res;
   ++g_runs;
@@ -298,34 +330,7 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
         if (!cfg_.keep_going) return res;
       }
     } else {
-      // Step 2: the observed error of instance 0, with the model's own event trace when it is a CPU model. The
-      // kernel runs through the memo with the family's tiles applied exactly as the properties apply them
-      // (tiled(), property_util.h), so the properties of step 4 reuse this run instead of repeating it.
-      memo_->clear();
-      std::unique_ptr<Kernel> holder;
-      const Kernel& observed = tiled(*memo_, fam, holder);
-      const ForwardOutput got = observed.forward(inst);
-      const ModelTrace* trace = static_cast<const MemoKernel&>(observed).trace_of(inst);
-      const ReferenceForward ref = reference_forward(inst);
-      const ErrorSummary eo = o_error(got.o, ref.o, kernel_->caps().output_format, fam.problem.head_dim);
-      const ErrorSummary el = o_error(got.lse, ref.lse, Format::kF32, 1);
-      res.max_ulp_o = eo.max_ulp;
-      Observation ob;
-      ob.generator = generator_slot(fam.generator);
-      ob.max_ulp_o = eo.max_ulp;
-      ob.max_ulp_lse = el.max_ulp;
-      ob.mean_signed_ulp_o = eo.mean_signed_ulp;
-      ob.nonzero_errors = eo.nonzero;
-      ob.positive_errors = eo.positive;
-      record(ob);
-      if (std::isfinite(eo.max_ulp)) g_max_err = std::max(g_max_err, eo.max_ulp);
-      g_cells.insert({ob.generator, ulp_bucket(eo.max_ulp)});
-      if (trace) record_trace(*trace);
-      record_score_events(inst);
-      bool nan_out = false, inf_out = false;
-      for (double x : got.o) nan_out |= std::isnan(x), inf_out |= std::isinf(x);
-      if (nan_out) record_event(Event::kNanOut);
-      if (inf_out) record_event(Event::kInfOut);
+      res.max_ulp_o = observe(fam, inst);  // step 2
       probe();  // before the properties, which may end the run with a finding
       // Step 4: per-instance properties on the family's own instances (replayable by `attncheck replay`).
       std::vector<std::pair<const Property*, Outcome>> failures;

@@ -112,6 +112,8 @@ class KernelTarget {
   std::uint64_t family_replays() const { return family_replays_; }  // inputs whose steps 2 and 4 came from family_memo_
 
  private:
+  double observe(const Family& fam, const Instance& inst);  // step 2 (kernel_target.cpp)
+
   TargetConfig cfg_;
   const Kernel* kernel_ = nullptr;
   std::unique_ptr<Kernel> planted_;
