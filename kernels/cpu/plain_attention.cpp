@@ -73,8 +73,7 @@ void softmax_rows(const Instance& in, const std::vector<float>& q, int q_stride,
 // function of the same inputs), so it takes the forward's instead.
 struct PlainForwardMemo {
   std::shared_ptr<const Instance> owner;
-  std::vector<std::vector<float>> prob;      // per slice, b-major then h
-  std::vector<std::vector<char>> nonempty;
+  std::vector<std::vector<float>> prob;  // per slice, b-major then h
 };
 PlainForwardMemo& plain_memo() {
   thread_local PlainForwardMemo m;
@@ -98,20 +97,19 @@ ForwardOutput plain_forward(const Instance& in) {
   PlainForwardMemo& memo = plain_memo();
   memo.owner = memo::shared_owner(in);  // null: nothing kept (and no stale P can match)
   memo.prob.resize(memo.owner ? std::size_t(p.batch) * p.heads_q : 0);
-  memo.nonempty.resize(memo.prob.size());
   for (int b = 0; b < p.batch; ++b) {
     for (int h = 0; h < p.heads_q; ++h) {
       const int hk = h / p.group();
       model_detail::transpose_slice(in.k, p.kv_at(b, hk, 0, 0), p.n_k, d, kw, kt);
-      softmax_rows(in, q, d, kt, b, h, prob, s, nonempty, out.lse.data());
-      if (memo.owner) {
-        memo.prob[std::size_t(b) * p.heads_q + h] = prob;
-        memo.nonempty[std::size_t(b) * p.heads_q + h] = nonempty;
-      }
+      // For a shared instance P is written straight into the memo, where the backward reads it.
+      const std::size_t slice = std::size_t(b) * p.heads_q + h;
+      std::vector<float>& pb = memo.owner ? memo.prob[slice] : prob;
+      pb.resize(prob.size());
+      softmax_rows(in, q, d, kt, b, h, pb, s, nonempty, out.lse.data());  // writes every element of pb
       for (int i = 0; i < p.n_q; ++i) {
         if (!nonempty[i]) continue;  // O stays 0
         std::fill(o_row.begin(), o_row.end(), 0.0f);  // Σ_j P_ij v_j in key order (add_weighted_rows)
-        model_detail::add_weighted_rows(&prob[std::size_t(i) * p.n_k], &v[p.kv_at(b, hk, 0, 0) / d * dw], p.n_k, dw,
+        model_detail::add_weighted_rows(&pb[std::size_t(i) * p.n_k], &v[p.kv_at(b, hk, 0, 0) / d * dw], p.n_k, dw,
                                         o_row.data());
         for (int t = 0; t < d; ++t) out.o[p.q_at(b, h, i, t)] = round_bf16(o_row[t]);
       }
@@ -144,16 +142,14 @@ BackwardOutput plain_backward(const Instance& in) {
     for (int h = 0; h < p.heads_q; ++h) {
       const int hk = h / p.group();
       model_detail::transpose_slice(in.v, p.kv_at(b, hk, 0, 0), nk, d, kw, vt);
-      if (reuse) {
-        prob = memo.prob[std::size_t(b) * p.heads_q + h];
-        nonempty = memo.nonempty[std::size_t(b) * p.heads_q + h];
-      } else {
+      if (!reuse) {
         model_detail::transpose_slice(in.k, p.kv_at(b, hk, 0, 0), nk, d, kw, kt);
         softmax_rows(in, q, dw, kt, b, h, prob, s, nonempty, nullptr);
       }
+      const std::vector<float>& pb = reuse ? memo.prob[std::size_t(b) * p.heads_q + h] : prob;
       for (int i = 0; i < nq; ++i) {
         const float* doi = &d_o[row_of(p.q_at(b, h, i, 0))];
-        const float* pi = &prob[std::size_t(i) * nk];
+        const float* pi = &pb[std::size_t(i) * nk];
         float* dsi = &ds[std::size_t(i) * nk];
         // dP = bf16(dO·Vᵀ) into dsi; δ = Σ_j P·dP in fp32; dS = bf16(P·(dP − δ)); dS' = bf16(dS·scale).
         float delta = 0.0f;
@@ -171,7 +167,7 @@ BackwardOutput plain_backward(const Instance& in) {
       }
       // Per key: dV_j = bf16(Σ_i P_ij dO_i), dK_j = bf16(Σ_i dS'_ij q_i); then the GQA group sum in fp32.
       for (int j = 0; j < nk; ++j) {
-        for (int i = 0; i < nq; ++i) w_col[i] = prob[std::size_t(i) * nk + j];
+        for (int i = 0; i < nq; ++i) w_col[i] = pb[std::size_t(i) * nk + j];
         std::fill(acc.begin(), acc.end(), 0.0f);
         model_detail::add_weighted_rows(w_col.data(), &d_o[row_of(p.q_at(b, h, 0, 0))], nq, dw, acc.data());
         for (int t = 0; t < d; ++t) dv_group[p.kv_at(b, hk, j, t)] += round_bf16(acc[t]);
