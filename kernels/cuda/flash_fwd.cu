@@ -65,12 +65,21 @@ namespace {
 // registers and 3 blocks; the 2-warpgroup wgmma split is the d 64 default), 1 elsewhere (stating 1 instead of
 // leaving it out let the compiler give paper d128 244 registers instead of 182: +7%). Measured on the H200
 // with bench_attention (TENSOR_CORES.md).
-template <int kD, int kMT, int kNWarps>
-constexpr int kMinBlocks = (kD == 64 && kMT == 1 && 16 / kNWarps > 1) ? 16 / kNWarps : 1;
-template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kWgmma>
-__global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
+template <int kD, int kMT, int kNWarps, bool kOverlap>
+constexpr int kMinBlocks = (kD == 64 && kMT == 1 && 16 / kNWarps > 1 && !kOverlap) ? 16 / kNWarps : 1;
+template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kWgmma, int kStages, bool kOverlap>
+__global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kOverlap>)
     flash_fwd_kernel(const FwdParams p) {
   static_assert(!kWgmma || (kMT == 1 && kNWarps % 4 == 0), "wgmma: warpgroups of 4 warps x 16 rows");
+  // kStages = 2: K/V double buffer, one block-wide barrier per tile (every warp in lock-step). kStages = 3, 4
+  // (wgmma only): a ring of stages, tile nb + 2 copied while tile nb is worked on; mbarriers say when a stage has
+  // landed (full) and when every thread is done reading it (empty), so warps wait only for the data they need.
+  static_assert(kStages == 2 || (kWgmma && kStages >= 3), "the stage ring is for the wgmma splits");
+  constexpr bool kRing = kStages > 2;
+  // kOverlap: FA3's order inside a warpgroup. Tile nb's q·k and tile nb − 1's p̄·V are issued together, tile nb's
+  // softmax runs while p̄·V is on the tensor cores, then tile nb − 1's block output is added (step 6 per row in the
+  // same order: the same bits). Tile nb − 1's stage is read until then, so the ring needs 4 stages.
+  static_assert(!kOverlap || kStages >= 4, "the overlapped order reads two tiles' stages at once");
   constexpr int kBlockM = 16 * kMT * kNWarps;
   constexpr int kBlockN = Spec::tile_k;
   static_assert(kBlockN == 64, "the fragment code below assumes 64-key tiles");
@@ -88,8 +97,12 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   // Where element (r, col) of a Q/K/V tile lives: the XOR swizzle for ldmatrix, or wgmma's layout.
   auto tile_off = [](int r, int col, int rows) { return kWgmma ? sw128_offset(r, col, rows) : swz<kD>(r, col); };
   std::uint16_t* sQ = smem;
-  std::uint16_t* sK = sQ + kBlockM * kD;  // [2][kBlockN][kD]
-  std::uint16_t* sV = sK + 2 * kBlockN * kD;
+  std::uint16_t* sK = sQ + kBlockM * kD;  // [kStages][kBlockN][kD]
+  std::uint16_t* sV = sK + kStages * kBlockN * kD;
+  // The ring's mbarriers: full[s] at bars + 8·s, empty[s] at bars + 8·(kStages + s).
+  const std::uint32_t bars = smem_addr(sV + kStages * kBlockN * kD);
+  auto full_bar = [&](int s) { return bars + 8 * s; };
+  auto empty_bar = [&](int s) { return bars + 8 * (kStages + s); };
 
   // Causal: the last query blocks see the most keys, so they are started first (shorter tail of the grid).
   const int m_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x, h = blockIdx.y, b = blockIdx.z;
@@ -129,11 +142,20 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
       cp_async_16(&v_dst[tile_off(r, col, kBlockN)], gv + off, ok);
     }
   };
-  if (n_blocks > 0) load_kv(0, 0);
-  cp_async_commit();
-  cp_async_wait<0>();
-  if constexpr (kWgmma) fence_proxy_async();
-  __syncthreads();
+  if constexpr (!kRing) {
+    if (n_blocks > 0) load_kv(0, 0);
+    cp_async_commit();
+    cp_async_wait<0>();
+    if constexpr (kWgmma) fence_proxy_async();
+    __syncthreads();
+  } else {
+    if (threadIdx.x == 0)
+      for (int s = 0; s < kStages; ++s) mbar_init(full_bar(s), kThreads), mbar_init(empty_bar(s), kThreads);
+    __syncthreads();  // the barriers are initialised before anyone arrives
+    // Q's copies land with tile 0's (an arrival waits for all of the thread's earlier copies).
+    for (int nb = 0; nb < 2 && nb < n_blocks; ++nb) load_kv(nb, nb), mbar_arrive_cp_async(full_bar(nb));
+    if (n_blocks == 0) cp_async_wait<0>();
+  }
 
   // ldmatrix addresses. With the XOR swizzle, the chunk of k16 step kk (or output slice pair dp) of a lane is
   // (2·kk + c) ^ (lane % 8) = 8·(kk / 4) + ((2·(kk % 4)) ^ (c ^ lane % 8)): four per-lane offsets, the rest
@@ -372,7 +394,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
       }
   };
     // step 6 for the 8-column slices 2·dp and 2·dp + 1, given their block output blk.
-    auto add_block = [&](auto one_tag, int dp, float (&blk)[kMT][2][4]) {
+    auto add_block = [&](auto one_tag, int dp, float (&blk)[kMT][2][4], const auto& al) {
       constexpr bool one = decltype(one_tag)::value;  // α = 1 in every row of the warp
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
@@ -385,8 +407,8 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
             round_pair<Spec::block_out_fmt>(o0, o1);
             float x0 = a[0], x1 = a[1];
             if constexpr (!one) {
-              const float al = alpha[2 * mt + (i >> 1)];
-              x0 = __fmul_rn(al, x0), x1 = __fmul_rn(al, x1);
+              const float a_row = al[2 * mt + (i >> 1)];
+              x0 = __fmul_rn(a_row, x0), x1 = __fmul_rn(a_row, x1);
               round_pair<Spec::acc_fmt>(x0, x1);
             }
             x0 = __fadd_rn(x0, o0), x1 = __fadd_rn(x1, o1);
@@ -409,7 +431,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) mma_bf16_16816_n16(blk[mt][0], blk[mt][1], pf[mt][js], vb);
       }
-      add_block(one_tag, dp, blk);
+      add_block(one_tag, dp, blk, alpha);
     }
   };
   // The wgmma form of step 5, for the warpgroup's 64 rows and the output columns 64·h .. 64·h + 63 (the h-th
@@ -431,15 +453,76 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
     }
   };
 
-  for (int nb = 0; nb < n_blocks; ++nb) {
-    if (nb > 0) {
-      cp_async_wait<0>();
-      if constexpr (kWgmma) fence_proxy_async();  // ... and the copies are visible to wgmma's reads
-      __syncthreads();  // tile nb has landed; every warp is done with the buffer refilled next
+  // Step 5 for the whole width (kD / 64 chains of 64 columns, each its own commit group) and step 6's add of its
+  // result with the α of the tile it belongs to.
+  auto pv_issue = [&](auto& bo, std::uint32_t tile_buf) {
+#pragma unroll
+    for (int h = 0; h < kD / 64; ++h) wgmma_pv_half<false>(bo[h], pf[0], smem_addr(sV) + tile_buf, h);
+  };
+  auto pv_add = [&](auto& bo, const auto& al) {
+#pragma unroll
+    for (int h = 0; h < kD / 64; ++h)
+#pragma unroll
+      for (int dp = 0; dp < 4; ++dp) {
+        float blk[kMT][2][4];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) blk[0][e / 4][e % 4] = bo[h][8 * dp + e];
+        add_block(std::false_type{}, 4 * h + dp, blk, al);
+      }
+  };
+  if constexpr (kOverlap) {
+    float alpha_prev[kRows];
+    for (int nb = 0; nb < n_blocks; ++nb) {
+      const int stage = nb % kStages;
+      mbar_wait(full_bar(stage), (nb / kStages) & 1);
+      fence_proxy_async();
+      buf = stage * kTileBytes;
+      n0 = nb * kBlockN;
+      qk_wgmma();
+      float bo[kD / 64][32];
+      if (nb > 0) pv_issue(bo, ((nb - 1) % kStages) * kTileBytes);  // p̄ of tile nb − 1 is in pf
+      const int next = nb + 2, old = next - kStages;
+      if (next < n_blocks) {
+        if (old >= 0) mbar_wait(empty_bar(next % kStages), (old / kStages) & 1);
+        load_kv(next, next % kStages);
+        mbar_arrive_cp_async(full_bar(next % kStages));
+      }
+      if (nb > 0) wgmma_wait<kD / 64>();  // q·k of tile nb is done; p̄·V of tile nb − 1 may still run
+      else wgmma_wait<0>();
+      if (tile_needs_mask()) scores_and_softmax(std::true_type{});
+      else scores_and_softmax(std::false_type{});
+      wgmma_wait<0>();
+      if (nb > 0) {
+        pv_add(bo, alpha_prev);
+        mbar_arrive(empty_bar((nb - 1) % kStages));
+      }
+      make_pf();
+      stats();
+#pragma unroll
+      for (int q = 0; q < kRows; ++q) alpha_prev[q] = alpha[q];
     }
-    if (nb + 1 < n_blocks) load_kv(nb + 1, (nb + 1) & 1);
-    cp_async_commit();
-    buf = (nb & 1) * kTileBytes;
+    if (n_blocks > 0) {
+      float bo[kD / 64][32];
+      pv_issue(bo, ((n_blocks - 1) % kStages) * kTileBytes);
+      wgmma_wait<0>();
+      pv_add(bo, alpha_prev);
+    }
+  } else {
+  for (int nb = 0; nb < n_blocks; ++nb) {
+    const int stage = nb % kStages;
+    if constexpr (!kRing) {
+      if (nb > 0) {
+        cp_async_wait<0>();
+        if constexpr (kWgmma) fence_proxy_async();  // ... and the copies are visible to wgmma's reads
+        __syncthreads();  // tile nb has landed; every warp is done with the buffer refilled next
+      }
+      if (nb + 1 < n_blocks) load_kv(nb + 1, (nb + 1) & 1);
+      cp_async_commit();
+    } else {
+      mbar_wait(full_bar(stage), (nb / kStages) & 1);  // every thread's copies of tile nb have landed
+      fence_proxy_async();                             // ... and are visible to wgmma's reads
+    }
+    buf = stage * kTileBytes;
     n0 = nb * kBlockN;
     if constexpr (!kWgmma) {
       if (nb >= warp_blocks) continue;  // fa2 causal: no row of this warp's tile_q group sees tile nb
@@ -449,6 +532,16 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
       // taken (for its numerics a tile no row of the warp sees is an exact no-op of steps 2-6, as said at
       // tiles_for), nor the α = 1 shortcut (round(1·acc) = acc: same bits).
       qk_wgmma();
+      if constexpr (kRing) {
+        // Copy tile nb + 2 while the mmas run, into the stage tile nb + 2 − kStages used: wait until every thread
+        // is done reading that one (its (nb + 2 − kStages) / kStages-th use of the stage).
+        const int next = nb + 2, old = next - kStages;
+        if (next < n_blocks) {
+          if (old >= 0) mbar_wait(empty_bar(next % kStages), (old / kStages) & 1);
+          load_kv(next, next % kStages);
+          mbar_arrive_cp_async(full_bar(next % kStages));
+        }
+      }
       wgmma_wait<0>();
     }
     if (tile_needs_mask()) scores_and_softmax(std::true_type{});
@@ -470,11 +563,13 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
           float blk[kMT][2][4];
 #pragma unroll
           for (int e = 0; e < 8; ++e) blk[0][e / 4][e % 4] = bo[8 * dp + e];
-          add_block(std::false_type{}, 4 * h + dp, blk);
+          add_block(std::false_type{}, 4 * h + dp, blk, alpha);
         }
       }
+      if constexpr (kRing) mbar_arrive(empty_bar(stage));  // this thread's mmas have read tile nb
     }
     stats();
+  }
   }
 
   // step 7: o = acc / l (divide) or acc · round(1/l, fp32) (reciprocal) in out_div_fmt, then out_fmt;
@@ -516,11 +611,14 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   }
 }
 
-template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kWgmma = false>
+template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kWgmma = false, int kStages = 2,
+          bool kOverlap = false>
 void launch(const FwdParams& p, cudaStream_t stream) {
   constexpr int kBlockM = 16 * kMT * kNWarps;
-  constexpr int kSmem = (kBlockM + 4 * Spec::tile_k) * kD * 2 + (kWgmma ? 1024 : 0);  // + wgmma's alignment slack
-  auto kernel = flash_fwd_kernel<kD, Spec, kMT, kNWarps, kQRegs, kWgmma>;
+  // Q, the K/V stages, the ring's mbarriers, wgmma's alignment slack.
+  constexpr int kSmem = (kBlockM + 2 * kStages * Spec::tile_k) * kD * 2 + (kStages > 2 ? 16 * kStages : 0) +
+                        (kWgmma ? 1024 : 0);
+  auto kernel = flash_fwd_kernel<kD, Spec, kMT, kNWarps, kQRegs, kWgmma, kStages, kOverlap>;
   ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   // gridDim.z is limited to 65535: long batches go in slices.
   constexpr int kMaxZ = 65535;
@@ -557,10 +655,22 @@ void launch_tiling(FwdTiling tiling, const FwdParams& p, cudaStream_t stream) {
     case FwdTiling::kWgmma64: return launch<kD, Spec, 1, 4, false, true>(p, stream);
     case FwdTiling::kWgmma128: return launch<kD, Spec, 1, 8, false, true>(p, stream);
     case FwdTiling::kWgmma192: return launch<kD, Spec, 1, 12, false, true>(p, stream);
+    case FwdTiling::kWgmma128S3: return launch<kD, Spec, 1, 8, false, true, 3>(p, stream);
+    case FwdTiling::kWgmma128S4: return launch<kD, Spec, 1, 8, false, true, 4>(p, stream);
+    case FwdTiling::kWgmma192S3: return launch<kD, Spec, 1, 12, false, true, 3>(p, stream);
+    case FwdTiling::kWgmma192S4: return launch<kD, Spec, 1, 12, false, true, 4>(p, stream);
+    case FwdTiling::kWgmma128Ov: return launch<kD, Spec, 1, 8, false, true, 4, true>(p, stream);
+    case FwdTiling::kWgmma192Ov: return launch<kD, Spec, 1, 12, false, true, 4, true>(p, stream);
 #else
     case FwdTiling::kWgmma64:
     case FwdTiling::kWgmma128:
-    case FwdTiling::kWgmma192: throw Error("launch_flash_fwd: the wgmma splits need a build for sm_90a");
+    case FwdTiling::kWgmma192:
+    case FwdTiling::kWgmma128S3:
+    case FwdTiling::kWgmma128S4:
+    case FwdTiling::kWgmma192S3:
+    case FwdTiling::kWgmma192S4:
+    case FwdTiling::kWgmma128Ov:
+    case FwdTiling::kWgmma192Ov: throw Error("launch_flash_fwd: the wgmma splits need a build for sm_90a");
 #endif
   }
   throw Error("launch_flash_fwd: unknown tiling");

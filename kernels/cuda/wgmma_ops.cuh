@@ -43,7 +43,31 @@ __device__ __forceinline__ void wgmma_wait() {
 }
 // Shared-memory writes by threads (cp.async included) become visible to wgmma's reads (the async proxy).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// mbarriers (shared memory, 8 bytes each) for the K/V stage ring of the pipelined splits. A phase completes after
+// `count` arrivals; waiting on parity P returns once the phase of that parity has completed.
+__device__ __forceinline__ void mbar_init(std::uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Arrives once every cp.async this thread issued so far has landed (the count was set for one arrival per thread).
+__device__ __forceinline__ void mbar_arrive_cp_async(std::uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred p;\nWAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      "@!p bra WAIT;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
 #else
+__device__ __forceinline__ void mbar_init(std::uint32_t, int) { __trap(); }
+__device__ __forceinline__ void mbar_arrive(std::uint32_t) { __trap(); }
+__device__ __forceinline__ void mbar_arrive_cp_async(std::uint32_t) { __trap(); }
+__device__ __forceinline__ void mbar_wait(std::uint32_t, std::uint32_t) { __trap(); }
 __device__ __forceinline__ void wgmma_fence() { __trap(); }
 __device__ __forceinline__ void wgmma_commit() { __trap(); }
 template <int N>
