@@ -39,12 +39,6 @@ std::string tiling_name(FwdTiling t) {
     case FwdTiling::kWgmma64: return "wgmma64";
     case FwdTiling::kWgmma128: return "wgmma128";
     case FwdTiling::kWgmma192: return "wgmma192";
-    case FwdTiling::kWgmma128S3: return "wgmma128s3";
-    case FwdTiling::kWgmma128S4: return "wgmma128s4";
-    case FwdTiling::kWgmma192S3: return "wgmma192s3";
-    case FwdTiling::kWgmma192S4: return "wgmma192s4";
-    case FwdTiling::kWgmma128Ov: return "wgmma128ov";
-    case FwdTiling::kWgmma192Ov: return "wgmma192ov";
   }
   return "?";
 }
@@ -141,9 +135,7 @@ int main(int argc, char** argv) {
           }
   const bool tilings = std::getenv("ATTNCHECK_BENCH_TILINGS") != nullptr;
   for (FwdTiling t : {FwdTiling::kWarp16Q4, FwdTiling::kWarp16Q8, FwdTiling::kWarp32Smem, FwdTiling::kWarp32Regs,
-                      FwdTiling::kWgmma64, FwdTiling::kWgmma128, FwdTiling::kWgmma192, FwdTiling::kWgmma128S3,
-                      FwdTiling::kWgmma128S4, FwdTiling::kWgmma192S3, FwdTiling::kWgmma192S4,
-                      FwdTiling::kWgmma128Ov, FwdTiling::kWgmma192Ov})
+                      FwdTiling::kWgmma64, FwdTiling::kWgmma128, FwdTiling::kWgmma192})
     for (int d : {64, 128})
       for (bool causal : {false, true})
         for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {

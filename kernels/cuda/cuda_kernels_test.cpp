@@ -203,7 +203,7 @@ TEST(CudaFixedPolicy, InfiniteToleranceCountsOnlyExistingKeys) {
 // arguments below −126 (exp2f's subnormal fix-up) and makes α = 1 rare. A new split (FwdTiling) belongs in the list.
 std::string split_name(cuda::FwdTiling t) {
   static const char* const kNames[] = {"default", "w16q4", "w16q8", "w32smem", "w32regs", "wgmma64", "wgmma128",
-                                       "wgmma192", "wgmma128s3", "wgmma128s4", "wgmma192s3", "wgmma192s4", "wgmma128ov", "wgmma192ov"};
+                                       "wgmma192"};
   return kNames[static_cast<int>(t)];
 }
 
@@ -273,10 +273,7 @@ INSTANTIATE_TEST_SUITE_P(Splits, CudaFwdTiling,
                          ::testing::Values(cuda::FwdTiling::kWarp16Q4, cuda::FwdTiling::kWarp16Q8,
                                            cuda::FwdTiling::kWarp32Smem, cuda::FwdTiling::kWarp32Regs,
                                            cuda::FwdTiling::kWgmma64, cuda::FwdTiling::kWgmma128,
-                                           cuda::FwdTiling::kWgmma192, cuda::FwdTiling::kWgmma128S3,
-                                           cuda::FwdTiling::kWgmma128S4, cuda::FwdTiling::kWgmma192S3,
-                                           cuda::FwdTiling::kWgmma192S4, cuda::FwdTiling::kWgmma128Ov,
-                                           cuda::FwdTiling::kWgmma192Ov),
+                                           cuda::FwdTiling::kWgmma192),
                          [](const auto& info) { return split_name(info.param); });
 
 // forward_many's throughput is a benchmark, not a test: kernels/cuda/bench_forward_many.cpp.

@@ -8,7 +8,8 @@
 // 5 as warpgroup mmas reading Q, K, V from shared memory (in wgmma's swizzled layout); everything else is the same
 // code. Three warpgroups per block at d 128 give 12 warps per SM (156 registers), which is what made them faster.
 // A thread holds, per m16 tile, two rows (g and g+8, g = lane/4) and, per 8-key slice, keys 2t and 2t+1 (t = lane%4).
-// Key tiles of tile_k = 64 keys stream through shared memory (cp.async, double buffered). Q sits in registers
+// Key tiles of tile_k = 64 keys stream through shared memory (cp.async): double buffered behind one block-wide
+// barrier per tile, or, in the 2- and 3-warpgroup wgmma splits, through a ring of 4 stages tracked by mbarriers. Q sits in registers
 // or is re-read from shared memory per k16 step (kQRegs). The per-row numerics do not depend on the split.
 // fa2 numerics skip key tiles that no row of a 64-row group (tile_q) can see (causal), as FlashAttention-2
 // does with 64-row blocks: each warp skips exactly the tiles the 64-row block holding its rows would skip, so the
@@ -28,7 +29,9 @@
 // bare ex2 checked after the fact (slower, and much slower for paper-fixed, whose bf16 scores tie often); software
 // pipelining (next tile's q·k issued before this tile's softmax) at 16 rows per warp (20-25% slower; commit 7f194d9);
 // ping-pong warpgroups with mma.sync (slower; 3729f03); the same overlap with wgmma (FA3's intra-warpgroup
-// pipelining: 269 vs 355 TFLOP/s, the second score tile costs the occupancy; 5117a91).
+// pipelining: 269 vs 355 TFLOP/s, the second score tile costs the occupancy; 5117a91); the same again on the
+// 4-stage ring with FA3's order (q·k of tile n beside p̄·V of tile n − 1, no loop-carried accumulators: 259-268
+// vs 382 TFLOP/s at d128, 181-233 vs 262-294 at d64; b2b456c).
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -65,21 +68,18 @@ namespace {
 // registers and 3 blocks; the 2-warpgroup wgmma split is the d 64 default), 1 elsewhere (stating 1 instead of
 // leaving it out let the compiler give paper d128 244 registers instead of 182: +7%). Measured on the H200
 // with bench_attention (TENSOR_CORES.md).
-template <int kD, int kMT, int kNWarps, bool kOverlap>
-constexpr int kMinBlocks = (kD == 64 && kMT == 1 && 16 / kNWarps > 1 && !kOverlap) ? 16 / kNWarps : 1;
-template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kWgmma, int kStages, bool kOverlap>
-__global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kOverlap>)
+template <int kD, int kMT, int kNWarps>
+constexpr int kMinBlocks = (kD == 64 && kMT == 1 && 16 / kNWarps > 1) ? 16 / kNWarps : 1;
+template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kWgmma, int kStages>
+__global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
     flash_fwd_kernel(const FwdParams p) {
   static_assert(!kWgmma || (kMT == 1 && kNWarps % 4 == 0), "wgmma: warpgroups of 4 warps x 16 rows");
-  // kStages = 2: K/V double buffer, one block-wide barrier per tile (every warp in lock-step). kStages = 3, 4
-  // (wgmma only): a ring of stages, tile nb + 2 copied while tile nb is worked on; mbarriers say when a stage has
-  // landed (full) and when every thread is done reading it (empty), so warps wait only for the data they need.
+  // kStages = 2: K/V double buffer behind one block-wide barrier per tile, so every warp runs in lock-step.
+  // kStages > 2 (the wgmma splits of 2 and 3 warpgroups): a ring of stages, tile nb + 2 copied while tile nb is
+  // worked on; per stage an mbarrier says it has landed (full) and one that every thread is done reading it
+  // (empty), so a warp waits only for the data it needs and the warpgroups drift apart.
   static_assert(kStages == 2 || (kWgmma && kStages >= 3), "the stage ring is for the wgmma splits");
   constexpr bool kRing = kStages > 2;
-  // kOverlap: FA3's order inside a warpgroup. Tile nb's q·k and tile nb − 1's p̄·V are issued together, tile nb's
-  // softmax runs while p̄·V is on the tensor cores, then tile nb − 1's block output is added (step 6 per row in the
-  // same order: the same bits). Tile nb − 1's stage is read until then, so the ring needs 4 stages.
-  static_assert(!kOverlap || kStages >= 4, "the overlapped order reads two tiles' stages at once");
   constexpr int kBlockM = 16 * kMT * kNWarps;
   constexpr int kBlockN = Spec::tile_k;
   static_assert(kBlockN == 64, "the fragment code below assumes 64-key tiles");
@@ -394,7 +394,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kOv
       }
   };
     // step 6 for the 8-column slices 2·dp and 2·dp + 1, given their block output blk.
-    auto add_block = [&](auto one_tag, int dp, float (&blk)[kMT][2][4], const auto& al) {
+    auto add_block = [&](auto one_tag, int dp, float (&blk)[kMT][2][4]) {
       constexpr bool one = decltype(one_tag)::value;  // α = 1 in every row of the warp
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
@@ -407,8 +407,8 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kOv
             round_pair<Spec::block_out_fmt>(o0, o1);
             float x0 = a[0], x1 = a[1];
             if constexpr (!one) {
-              const float a_row = al[2 * mt + (i >> 1)];
-              x0 = __fmul_rn(a_row, x0), x1 = __fmul_rn(a_row, x1);
+              const float al = alpha[2 * mt + (i >> 1)];
+              x0 = __fmul_rn(al, x0), x1 = __fmul_rn(al, x1);
               round_pair<Spec::acc_fmt>(x0, x1);
             }
             x0 = __fadd_rn(x0, o0), x1 = __fadd_rn(x1, o1);
@@ -431,7 +431,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kOv
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) mma_bf16_16816_n16(blk[mt][0], blk[mt][1], pf[mt][js], vb);
       }
-      add_block(one_tag, dp, blk, alpha);
+      add_block(one_tag, dp, blk);
     }
   };
   // The wgmma form of step 5, for the warpgroup's 64 rows and the output columns 64·h .. 64·h + 63 (the h-th
@@ -453,61 +453,6 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kOv
     }
   };
 
-  // Step 5 for the whole width (kD / 64 chains of 64 columns, each its own commit group) and step 6's add of its
-  // result with the α of the tile it belongs to.
-  auto pv_issue = [&](auto& bo, std::uint32_t tile_buf) {
-#pragma unroll
-    for (int h = 0; h < kD / 64; ++h) wgmma_pv_half<false>(bo[h], pf[0], smem_addr(sV) + tile_buf, h);
-  };
-  auto pv_add = [&](auto& bo, const auto& al) {
-#pragma unroll
-    for (int h = 0; h < kD / 64; ++h)
-#pragma unroll
-      for (int dp = 0; dp < 4; ++dp) {
-        float blk[kMT][2][4];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) blk[0][e / 4][e % 4] = bo[h][8 * dp + e];
-        add_block(std::false_type{}, 4 * h + dp, blk, al);
-      }
-  };
-  if constexpr (kOverlap) {
-    float alpha_prev[kRows];
-    for (int nb = 0; nb < n_blocks; ++nb) {
-      const int stage = nb % kStages;
-      mbar_wait(full_bar(stage), (nb / kStages) & 1);
-      fence_proxy_async();
-      buf = stage * kTileBytes;
-      n0 = nb * kBlockN;
-      qk_wgmma();
-      float bo[kD / 64][32];
-      if (nb > 0) pv_issue(bo, ((nb - 1) % kStages) * kTileBytes);  // p̄ of tile nb − 1 is in pf
-      const int next = nb + 2, old = next - kStages;
-      if (next < n_blocks) {
-        if (old >= 0) mbar_wait(empty_bar(next % kStages), (old / kStages) & 1);
-        load_kv(next, next % kStages);
-        mbar_arrive_cp_async(full_bar(next % kStages));
-      }
-      if (nb > 0) wgmma_wait<kD / 64>();  // q·k of tile nb is done; p̄·V of tile nb − 1 may still run
-      else wgmma_wait<0>();
-      if (tile_needs_mask()) scores_and_softmax(std::true_type{});
-      else scores_and_softmax(std::false_type{});
-      wgmma_wait<0>();
-      if (nb > 0) {
-        pv_add(bo, alpha_prev);
-        mbar_arrive(empty_bar((nb - 1) % kStages));
-      }
-      make_pf();
-      stats();
-#pragma unroll
-      for (int q = 0; q < kRows; ++q) alpha_prev[q] = alpha[q];
-    }
-    if (n_blocks > 0) {
-      float bo[kD / 64][32];
-      pv_issue(bo, ((n_blocks - 1) % kStages) * kTileBytes);
-      wgmma_wait<0>();
-      pv_add(bo, alpha_prev);
-    }
-  } else {
   for (int nb = 0; nb < n_blocks; ++nb) {
     const int stage = nb % kStages;
     if constexpr (!kRing) {
@@ -533,11 +478,11 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kOv
       // tiles_for), nor the α = 1 shortcut (round(1·acc) = acc: same bits).
       qk_wgmma();
       if constexpr (kRing) {
-        // Copy tile nb + 2 while the mmas run, into the stage tile nb + 2 − kStages used: wait until every thread
-        // is done reading that one (its (nb + 2 − kStages) / kStages-th use of the stage).
-        const int next = nb + 2, old = next - kStages;
+        // Copy tile nb + 2 while the mmas run, into the stage tile nb + 2 − kStages had: first wait until every
+        // thread is done reading that one (the empty barrier's (nb + 2 − kStages) / kStages-th phase).
+        const int next = nb + 2, prev = next - kStages;
         if (next < n_blocks) {
-          if (old >= 0) mbar_wait(empty_bar(next % kStages), (old / kStages) & 1);
+          if (prev >= 0) mbar_wait(empty_bar(next % kStages), (prev / kStages) & 1);
           load_kv(next, next % kStages);
           mbar_arrive_cp_async(full_bar(next % kStages));
         }
@@ -563,13 +508,12 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kOv
           float blk[kMT][2][4];
 #pragma unroll
           for (int e = 0; e < 8; ++e) blk[0][e / 4][e % 4] = bo[8 * dp + e];
-          add_block(std::false_type{}, 4 * h + dp, blk, alpha);
+          add_block(std::false_type{}, 4 * h + dp, blk);
         }
       }
-      if constexpr (kRing) mbar_arrive(empty_bar(stage));  // this thread's mmas have read tile nb
+      if constexpr (kRing) mbar_arrive(empty_bar(stage));  // this thread's mmas are done reading tile nb
     }
     stats();
-  }
   }
 
   // step 7: o = acc / l (divide) or acc · round(1/l, fp32) (reciprocal) in out_div_fmt, then out_fmt;
@@ -611,14 +555,13 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps, kOv
   }
 }
 
-template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kWgmma = false, int kStages = 2,
-          bool kOverlap = false>
+template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kWgmma = false, int kStages = 2>
 void launch(const FwdParams& p, cudaStream_t stream) {
   constexpr int kBlockM = 16 * kMT * kNWarps;
   // Q, the K/V stages, the ring's mbarriers, wgmma's alignment slack.
   constexpr int kSmem = (kBlockM + 2 * kStages * Spec::tile_k) * kD * 2 + (kStages > 2 ? 16 * kStages : 0) +
                         (kWgmma ? 1024 : 0);
-  auto kernel = flash_fwd_kernel<kD, Spec, kMT, kNWarps, kQRegs, kWgmma, kStages, kOverlap>;
+  auto kernel = flash_fwd_kernel<kD, Spec, kMT, kNWarps, kQRegs, kWgmma, kStages>;
   ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   // gridDim.z is limited to 65535: long batches go in slices.
   constexpr int kMaxZ = 65535;
@@ -641,8 +584,8 @@ void launch_tiling(FwdTiling tiling, const FwdParams& p, cudaStream_t stream) {
   switch (tiling) {
     case FwdTiling::kDefault:  // the fastest split per head dim and numerics on an H200 (bench_attention fwdtile/)
 #if defined(ATTNCHECK_WGMMA)
-      if constexpr (kD == 128) return launch<kD, Spec, 1, 12, false, true>(p, stream);
-      else return launch<kD, Spec, 1, 8, false, true>(p, stream);
+      if constexpr (kD == 128) return launch<kD, Spec, 1, 12, false, true, 4>(p, stream);
+      else return launch<kD, Spec, 1, 8, false, true, 4>(p, stream);
 #endif
       if constexpr (Spec::paper) return launch<kD, Spec, 1, 4, true>(p, stream);
       else if constexpr (kD == 128) return launch<kD, Spec, 2, 4, false>(p, stream);
@@ -653,24 +596,12 @@ void launch_tiling(FwdTiling tiling, const FwdParams& p, cudaStream_t stream) {
     case FwdTiling::kWarp32Regs: return launch<kD, Spec, 2, 4, true>(p, stream);
 #if defined(ATTNCHECK_WGMMA)
     case FwdTiling::kWgmma64: return launch<kD, Spec, 1, 4, false, true>(p, stream);
-    case FwdTiling::kWgmma128: return launch<kD, Spec, 1, 8, false, true>(p, stream);
-    case FwdTiling::kWgmma192: return launch<kD, Spec, 1, 12, false, true>(p, stream);
-    case FwdTiling::kWgmma128S3: return launch<kD, Spec, 1, 8, false, true, 3>(p, stream);
-    case FwdTiling::kWgmma128S4: return launch<kD, Spec, 1, 8, false, true, 4>(p, stream);
-    case FwdTiling::kWgmma192S3: return launch<kD, Spec, 1, 12, false, true, 3>(p, stream);
-    case FwdTiling::kWgmma192S4: return launch<kD, Spec, 1, 12, false, true, 4>(p, stream);
-    case FwdTiling::kWgmma128Ov: return launch<kD, Spec, 1, 8, false, true, 4, true>(p, stream);
-    case FwdTiling::kWgmma192Ov: return launch<kD, Spec, 1, 12, false, true, 4, true>(p, stream);
+    case FwdTiling::kWgmma128: return launch<kD, Spec, 1, 8, false, true, 4>(p, stream);
+    case FwdTiling::kWgmma192: return launch<kD, Spec, 1, 12, false, true, 4>(p, stream);
 #else
     case FwdTiling::kWgmma64:
     case FwdTiling::kWgmma128:
-    case FwdTiling::kWgmma192:
-    case FwdTiling::kWgmma128S3:
-    case FwdTiling::kWgmma128S4:
-    case FwdTiling::kWgmma192S3:
-    case FwdTiling::kWgmma192S4:
-    case FwdTiling::kWgmma128Ov:
-    case FwdTiling::kWgmma192Ov: throw Error("launch_flash_fwd: the wgmma splits need a build for sm_90a");
+    case FwdTiling::kWgmma192: throw Error("launch_flash_fwd: the wgmma splits need a build for sm_90a");
 #endif
   }
   throw Error("launch_flash_fwd: unknown tiling");

@@ -45,17 +45,8 @@ enum class FwdTiling : int {
   kWarp32Smem,  // 4 warps × 32 rows, Q from shared memory
   kWarp32Regs,  // 4 warps × 32 rows, Q in registers
   kWgmma64,     // wgmma (sm_90a builds): one warpgroup (4 warps × 16 rows), Q, K, V read from shared memory
-  kWgmma128,    // wgmma, two warpgroups sharing the K/V tiles
-  kWgmma192,    // wgmma, three warpgroups
-  // The same two splits with the K/V tiles in a ring of 3 or 4 stages tracked by mbarriers instead of a double
-  // buffer behind one block-wide barrier per tile, so warpgroups drift apart (one's softmax beside another's mmas).
-  kWgmma128S3,
-  kWgmma128S4,
-  kWgmma192S3,
-  kWgmma192S4,
-  // Ring of 4 stages and FA3's overlap inside a warpgroup (q·k of tile n with p̄·V of tile n − 1).
-  kWgmma128Ov,
-  kWgmma192Ov,
+  kWgmma128,    // wgmma, two warpgroups sharing the K/V tiles (a ring of 4 K/V stages tracked by mbarriers)
+  kWgmma192,    // wgmma, three warpgroups (the same ring)
 };
 // Whether this build has the wgmma splits (a build for sm_90a; CMake turns sm_90 into sm_90a for the kernels).
 bool fwd_has_wgmma();
