@@ -46,7 +46,7 @@ ForwardOutput twin(const Instance& in, float beta, float tol) {
               vt[std::size_t(j) * kd + c] = static_cast<float>(in.v[p.kv_at(b, hk, n0 + j, c)]);
             }
           auto exists = [&](int j) { return n0 + j < p.n_k; };
-          auto visible = [&](int j) { return exists(j) && (!p.causal || n0 + j <= i + diag); };
+          auto visible = [&](int j) { return exists(j) && in.visible(b, h, i, n0 + j); };
           // step 1: tensor-core q·k (k16 steps chained), rounded; masked keys get mask_value.
           for (int j = 0; j < tk; ++j) {
             float x = round_float(mma_dot(q.data(), &kt[std::size_t(j) * kd], kd), Spec::qk_fmt);
@@ -102,7 +102,9 @@ ForwardOutput twin(const Instance& in, float beta, float tol) {
           m_run = m_new;
         }
         // step 7.
-        const bool empty_row = !(p.n_k > 0 && (!p.causal || i + diag >= 0)) || m_run == -kInf;
+        bool any_visible = false;
+        for (int j = 0; j < p.n_k && !any_visible; ++j) any_visible = in.visible(b, h, i, j);
+        const bool empty_row = !any_visible || m_run == -kInf;
         const bool empty_sum = !(l_run != 0.f);
         const float inv = empty_sum ? 1.f : round_float(1.f / l_run, Spec::out_div_fmt);
         for (int c = 0; c < d; ++c) {

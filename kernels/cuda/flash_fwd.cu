@@ -107,6 +107,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   // Causal: the last query blocks see the most keys, so they are started first (shorter tail of the grid).
   const int m_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int hk = h / (p.heads_q / p.heads_kv);
+  const std::uint8_t* gmask = p.mask ? p.mask + (std::size_t(b) * p.heads_q + h) * p.n_q * p.n_k : nullptr;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const std::uint16_t* gq = p.q + (std::size_t(b) * p.heads_q + h) * p.n_q * kD;
   const std::uint16_t* gk = p.k + (std::size_t(b) * p.heads_kv + hk) * p.n_k * kD;
@@ -205,11 +206,15 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   auto visible = [&](auto mask_tag, int mt, int n, int i) {
     if (!decltype(mask_tag)::value) return true;
     const int j = key_of(n, i);
-    return j < p.n_k && (!p.causal || j <= row(2 * mt + (i >> 1)) + diag);
+    const int i_row = row(2 * mt + (i >> 1));
+    return j < p.n_k && (!p.causal || j <= i_row + diag) &&
+           (!gmask || (i_row < p.n_q && gmask[std::size_t(i_row) * p.n_k + j]));
   };
   // Only the tail tile and tiles crossing the causal diagonal of this warp's rows need per-element masks;
   // the steps are compiled twice (with and without the checks) so other tiles carry none of them.
-  auto tile_needs_mask = [&]() { return (n0 + kBlockN > p.n_k) || (p.causal && n0 + kBlockN - 1 > wrow0 + diag); };
+  auto tile_needs_mask = [&]() {
+    return gmask || (n0 + kBlockN > p.n_k) || (p.causal && n0 + kBlockN - 1 > wrow0 + diag);
+  };
 
   // step 1: s_j = q·k_j on the tensor cores (fp32 accumulation, TENSOR_CORES.md), rounded to qk_fmt;
   //         scaled in s_fmt when the scale is not folded into the exponent; masked keys get mask_value.
@@ -520,13 +525,27 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   //         LSE = m·(scale if scale_in_exp) + round(log(l), log_l_fmt) in lse_fmt. A row with no visible key
   //         (or, in fa2, a running max still −inf) gives O = 0, LSE = −inf. FA2's empty sum (l = 0 or NaN):
   //         1/l is taken as 1 and LSE = +inf.
+  // With a keep-mask a row may see no key although the causal rule lets it (the paper's finite mask value keeps
+  // its running max finite): each quad scans its row's mask, lane t every fourth key.
+  bool any_visible[kRows];
+#pragma unroll
+  for (int q = 0; q < kRows; ++q) {
+    const int i_row = row(q);
+    int any = gmask == nullptr;
+    if (gmask && i_row < p.n_q) {
+      const int j_end = p.causal ? min(p.n_k, i_row + diag + 1) : p.n_k;
+      for (int j = t; j < j_end && !any; j += 4) any = gmask[std::size_t(i_row) * p.n_k + j] != 0;
+    }
+    any |= __shfl_xor_sync(0xffffffffu, any, 1);
+    any_visible[q] = (any | __shfl_xor_sync(0xffffffffu, any, 2)) != 0;
+  }
 #pragma unroll
   for (int q = 0; q < kRows; ++q) {
     const int mt = q / 2, ri = q % 2;
     const int i_row = row(q);
     if (i_row >= p.n_q) continue;
     const float l = l_run[q], m = m_run[q];
-    const bool empty_row = !(p.n_k > 0 && (!p.causal || i_row + diag >= 0)) || m == -INFINITY;
+    const bool empty_row = !(p.n_k > 0 && (!p.causal || i_row + diag >= 0)) || !any_visible[q] || m == -INFINITY;
     const bool empty_sum = !(l != 0.f);
     const float inv = empty_sum ? 1.f : round_float(__fdiv_rn(1.f, l), Spec::out_div_fmt);
     std::uint16_t* go = p.o + ((std::size_t(b) * p.heads_q + h) * p.n_q + i_row) * kD;

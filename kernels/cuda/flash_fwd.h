@@ -4,7 +4,8 @@
 //   q, o [batch][heads_q][n_q][kD], k, v [batch][heads_kv][n_k][kD], lse [batch][heads_q][n_q] (fp32).
 // kD is 64 or 128; smaller head dims are zero-padded by the caller (zeros add nothing to q·k and give
 // zero output columns, so the padded result equals the unpadded one bit for bit).
-// Causal masking is bottom-right aligned: query i sees key j iff j <= i + n_k - n_q.
+// Causal masking is bottom-right aligned: query i sees key j iff j <= i + n_k - n_q. An optional keep-mask hides
+// more keys (a hidden key is treated exactly as a causally masked one).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -27,6 +28,7 @@ struct FwdParams {
   float scale = 1.0f;        // fp32, multiplies q·k
   float scale_log2e = 1.0f;  // fp32(scale · log2 e), computed in double and rounded once (as FA2 does)
   bool causal = false;
+  const std::uint8_t* mask = nullptr;  // keep-mask [batch][heads_q][n_q][n_k], 1 = visible (with causal); null: none
   float beta = 2.0f;         // fixed variants: the shift factor β
   float tolerance = 1e-3f;   // fixed variants: scores >= round(r − tolerance, s_fmt) count as ties of the max r
 };
