@@ -5,7 +5,7 @@
 
 Reads `attncheck check --json` reports holding both a CPU model K and its CUDA kernel cuda:K, pairs their
 outcomes by (suite entry label, property, family description) and prints one line per pair that differs.
-A check the CUDA kernel skips (a capability it lacks, e.g. keep-masks) is counted apart, not as a mismatch.
+A check the CUDA kernel skips (a capability it lacks) is counted apart, not as a mismatch, and listed with why.
 Exit status 1 when any verdict differs, 2 on unreadable input, else 0. Prints a per-kernel summary table.
 """
 import json
@@ -30,9 +30,12 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     by_kernel = defaultdict(dict)
+    reasons = {}
+    skips = []
     for o in load(sys.argv[1:]):
         key = (o.get("family_label", ""), o["property"], o.get("family_description", ""))
         by_kernel[o["kernel"]][key] = o["status"]
+        reasons[(o["kernel"], key)] = o.get("message", "")
     mismatches = 0
     print("| CUDA kernel | CPU model | same verdict | differ | skipped on GPU |")
     print("|---|---|---|---|---|")
@@ -44,8 +47,9 @@ def main():
         for key, status in by_kernel[gpu].items():
             if key not in by_kernel[cpu]:
                 continue
-            if status == "skip":
+            if status == "skip" and by_kernel[cpu][key] != "skip":  # skipped on both: "does not apply", same
                 skipped += 1
+                skips.append(f"skipped on {gpu}: {key[1]} on {key[0]} ({key[2]}): {reasons[(gpu, key)]}")
             elif status == by_kernel[cpu][key]:
                 same += 1
             else:
@@ -54,6 +58,8 @@ def main():
                       file=sys.stderr)
         mismatches += differ
         print(f"| {gpu} | {cpu} | {same} | {differ} | {skipped} |")
+    for line in skips:
+        print(line)
     print(f"compare_verdicts: {mismatches} differing verdict(s)")
     return 1 if mismatches else 0
 

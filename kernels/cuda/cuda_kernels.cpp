@@ -36,9 +36,10 @@ struct FwdWorkspace {
   cudaStream_t stream = nullptr;
   PinnedHost<std::uint16_t> hq, hk, hv, ho;
   PinnedHost<std::uint8_t> hmask;
-  PinnedHost<float> hl;
+  PinnedHost<float> hl, hbias;
   DeviceBuffer<std::uint16_t> dq, dk, dv;
   DeviceBuffer<std::uint8_t> dmask;
+  DeviceBuffer<float> dbias;
   PoisonedOutput<std::uint16_t> o;
   PoisonedOutput<float> lse;
 };
@@ -67,6 +68,7 @@ class CudaFlashKernel final : public Kernel {
     c.causal = true;
     c.gqa = true;
     c.mask = true;
+    c.bias = true;
     c.device = "cuda:0";
     c.max_head_dim = 128;  // head dims up to 128 run zero-padded in the d = 64 or d = 128 kernel
     return c;
@@ -111,10 +113,13 @@ std::vector<ForwardOutput> CudaFlashKernel::forward_many(const std::vector<const
     check_supported(*in, false);
     if (in->problem.has_mask && in->mask.size() != in->problem.scores_size())
       throw Error("kernel " + name_ + ": keep-mask has the wrong size for " + in->problem.describe());
+    if (in->problem.has_bias && in->bias.size() != in->problem.scores_size())
+      throw Error("kernel " + name_ + ": bias has the wrong size for " + in->problem.describe());
   }
   // Each group (everything the launch depends on but the batch) is one batch-concatenated launch.
   const std::vector<BatchGroup> groups = group_for_launch(ins, [](const Problem& p) {
-    return std::make_tuple(p.heads_q, p.heads_kv, p.n_q, p.n_k, p.head_dim, p.scale, p.causal, p.has_mask);
+    return std::make_tuple(p.heads_q, p.heads_kv, p.n_q, p.n_k, p.head_dim, p.scale, p.causal, p.has_mask,
+                           p.has_bias);
   });
   // One call at a time per kernel object: the workspace is shared (results never depend on it).
   std::lock_guard<std::mutex> lock(ws_mu_);
@@ -144,6 +149,15 @@ std::vector<ForwardOutput> CudaFlashKernel::forward_many(const std::vector<const
         std::copy(ins[idx[g]]->mask.begin(), ins[idx[g]]->mask.end(), hm + batch_at[g] * mask_per_b);
       w.dmask.ensure(mask_elems);
     }
+    const std::size_t bias_elems = p0.has_bias ? total_batch * mask_per_b : 0;
+    float* hb = p0.has_bias ? w.hbias.ensure(bias_elems) : nullptr;
+    if (p0.has_bias) {
+      parallel_for(idx.size(), [&](std::size_t g) {
+        const std::vector<double>& bias = ins[idx[g]]->bias;
+        for (std::size_t e = 0; e < bias.size(); ++e) hb[batch_at[g] * mask_per_b + e] = static_cast<float>(bias[e]);
+      });
+      w.dbias.ensure(bias_elems);
+    }
     w.dq.ensure(q_elems), w.dk.ensure(kv_elems), w.dv.ensure(kv_elems);
     const cudaStream_t stream = w.stream;
     ATTN_CUDA_CHECK(cudaMemcpyAsync(w.dq.get(), hq, q_elems * 2, cudaMemcpyHostToDevice, stream));
@@ -151,12 +165,15 @@ std::vector<ForwardOutput> CudaFlashKernel::forward_many(const std::vector<const
     ATTN_CUDA_CHECK(cudaMemcpyAsync(w.dv.get(), hv, kv_elems * 2, cudaMemcpyHostToDevice, stream));
     if (p0.has_mask)
       ATTN_CUDA_CHECK(cudaMemcpyAsync(w.dmask.get(), hm, mask_elems, cudaMemcpyHostToDevice, stream));
+    if (p0.has_bias)
+      ATTN_CUDA_CHECK(cudaMemcpyAsync(w.dbias.get(), hb, bias_elems * 4, cudaMemcpyHostToDevice, stream));
     w.o.arm(q_elems, stream);
     w.lse.arm(total_batch * q_per_b, stream);
     FwdParams f = base_params(p0);
     f.q = w.dq.get(), f.k = w.dk.get(), f.v = w.dv.get(), f.o = w.o.get(), f.lse = w.lse.get();
     f.batch = static_cast<int>(total_batch);
     f.mask = p0.has_mask ? w.dmask.get() : nullptr;
+    f.bias = p0.has_bias ? w.dbias.get() : nullptr;
     launch_flash_fwd(v_, kd, f, stream);
     // Guards checked here; O's payload poison during the unpack (one parallel pass instead of two).
     const std::uint16_t* ho = w.o.fetch_checked(w.ho, stream, /*check_payload=*/false);
@@ -184,6 +201,8 @@ BackwardOutput CudaFlashKernel::backward(const Instance& in, const ForwardOutput
   if (in.d_o.size() != p.q_size()) throw Error("kernel " + name_ + ": backward needs dO of the Q size");
   if (p.has_mask && in.mask.size() != p.scores_size())
     throw Error("kernel " + name_ + ": keep-mask has the wrong size for " + p.describe());
+  if (p.has_bias && in.bias.size() != p.scores_size())
+    throw Error("kernel " + name_ + ": bias has the wrong size for " + p.describe());
   if (fwd.o.size() != p.q_size() || fwd.lse.size() != p.rows())
     throw Error("kernel " + name_ + ": forward outputs do not match " + p.describe());
   const int d = p.head_dim, kd = padded_dim(d);
@@ -201,6 +220,8 @@ BackwardOutput CudaFlashKernel::backward(const Instance& in, const ForwardOutput
   dq_in.upload(hq), dk_in.upload(hk), dv_in.upload(hv), do_in.upload(ho), ddo_in.upload(hdo), dlse.upload(hl);
   DeviceBuffer<std::uint8_t> dmask(p.has_mask ? p.scores_size() : 0);
   if (p.has_mask) dmask.upload(in.mask);
+  DeviceBuffer<float> dbias(p.has_bias ? p.scores_size() : 0);
+  if (p.has_bias) dbias.upload(std::vector<float>(in.bias.begin(), in.bias.end()));
   PoisonedGradients out(q_rows, kv_rows, kd, name_);
   // Per-query-head dK, dV for the GQA group sum; without GQA the dK/dV kernel writes dK, dV itself and never
   // touches these (flash_bwd.cu: `direct`), so they stay unallocated (null).
@@ -213,6 +234,7 @@ BackwardOutput CudaFlashKernel::backward(const Instance& in, const ForwardOutput
   b.batch = p.batch, b.heads_q = p.heads_q, b.heads_kv = p.heads_kv, b.n_q = p.n_q, b.n_k = p.n_k;
   b.scale = static_cast<float>(p.scale), b.scale_log2e = scale_log2e_of(b.scale), b.causal = p.causal;
   b.mask = p.has_mask ? dmask.get() : nullptr;
+  b.bias = p.has_bias ? dbias.get() : nullptr;
   launch_flash_bwd(v_, kd, b, nullptr);
   ATTN_CUDA_CHECK(cudaDeviceSynchronize());
   return out.fetch(d);

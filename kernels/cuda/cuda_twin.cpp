@@ -51,6 +51,10 @@ ForwardOutput twin(const Instance& in, float beta, float tol) {
           for (int j = 0; j < tk; ++j) {
             float x = round_float(mma_dot(q.data(), &kt[std::size_t(j) * kd], kd), Spec::qk_fmt);
             if (!Spec::scale_in_exp) x = round_float(x * scale, Spec::s_fmt);
+            if (p.has_bias && visible(j)) {
+              const float bj = static_cast<float>(in.bias[p.score_at(b, h, i, n0 + j)]);
+              x = round_float(x + (Spec::scale_in_exp ? bj / scale : bj), Spec::s_fmt);
+            }
             s[j] = visible(j) ? x : (exists(j) ? Spec::mask_value : -kInf);
           }
           // step 2: max, the fixed policy, m_new; step 6 (first half): α.

@@ -41,7 +41,7 @@ TEST(MmaModel, ReproducesMeasuredFacts) {
 
 // The twin differs from the CPU model only in the order of fp32 additions (tensor-core sums, lane order),
 // so their bf16 outputs agree except near rounding boundaries (the GPU measured 99.98% against the model).
-// With a keep-mask, a row that sees no key is empty in both (O = 0, LSE = −inf), the paper's finite mask value
+// With a bias (added as the model adds it) too. With a keep-mask, a row that sees no key is empty in both (O = 0, LSE = −inf), the paper's finite mask value
 // notwithstanding.
 TEST(CudaTwin, CloseToTheCpuModel) {
   for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
@@ -49,12 +49,13 @@ TEST(CudaTwin, CloseToTheCpuModel) {
     Agreement o;
     std::uint64_t seed = 77;
     int empty_rows = 0;
-    for (const auto& [n_q, n_k, d, causal, keep_mask] :
-         {std::tuple{37, 100, 64, true, false}, std::tuple{130, 67, 128, false, false},
-          std::tuple{64, 64, 40, false, false}, std::tuple{70, 150, 64, false, true},
-          std::tuple{90, 130, 128, true, true}}) {
+    for (const auto& [n_q, n_k, d, causal, keep_mask, bias] :
+         {std::tuple{37, 100, 64, true, false, false}, std::tuple{130, 67, 128, false, false, false},
+          std::tuple{64, 64, 40, false, false, false}, std::tuple{70, 150, 64, false, true, false},
+          std::tuple{90, 130, 128, true, true, true}, std::tuple{80, 100, 64, false, false, true}}) {
       Problem p = make_problem(1, 2, 1, n_q, n_k, d, causal);
       p.has_mask = keep_mask;
+      p.has_bias = bias;
       Instance in = random_instance(p, ++seed);
       if (keep_mask)
         for (int h = 0; h < p.heads_q; ++h)

@@ -90,6 +90,7 @@ __global__ void __launch_bounds__(kKW * 32) bwd_dkdv_kernel(const BwdParams p) {
   const std::size_t kv_off = (std::size_t(b) * p.heads_kv + hk) * p.n_k;
   const std::size_t q_off = (std::size_t(b) * p.heads_q + h) * p.n_q;
   const std::uint8_t* gmask = p.mask ? p.mask + q_off * p.n_k : nullptr;  // this head's keep-mask rows
+  const float* gbias = p.bias ? p.bias + q_off * p.n_k : nullptr;          // and bias rows
   load_rows<kD, kKeys, kThreads>(sK, p.k + (kv_off + j0) * kD, p.n_k - j0);
   load_rows<kD, kKeys, kThreads>(sV, p.v + (kv_off + j0) * kD, p.n_k - j0);
   // First query tile with a row that sees key tile j: i + diag >= j for some row i of the tile.
@@ -172,7 +173,10 @@ __global__ void __launch_bounds__(kKW * 32) bwd_dkdv_kernel(const BwdParams p) {
               vis = qi < p.n_q && kj < p.n_k && (!p.causal || kj <= qi + diag) &&
                     (!gmask || gmask[std::size_t(qi) * p.n_k + kj]);
             }
-            pr[u] = vis ? st.prob(st.score(pt[n][i + u]), lse[qc]) : 0.f;
+            float s = st.score(pt[n][i + u]);
+            if (decltype(mask_tag)::value && gbias && vis)
+              s = add_bias<Spec>(s, gbias[std::size_t(i0 + qc) * p.n_k + key[i >> 1]], p.scale);
+            pr[u] = vis ? st.prob(s, lse[qc]) : 0.f;
             d[u] = vis ? st.ds(pr[u], dt[n][i + u], dlt[qc]) : 0.f;
           }
           const int js = n / 2, r = (n % 2) * 2 + (i >> 1);
@@ -180,7 +184,7 @@ __global__ void __launch_bounds__(kKW * 32) bwd_dkdv_kernel(const BwdParams p) {
           dsa[0][js][r] = cvt_bf16x2(d[0], d[1]);
         }
     };
-    const bool needs_mask = gmask || wj0 + 16 > p.n_k || i0 + kTile > p.n_q || (p.causal && wj0 + 15 > i0 + diag);
+    const bool needs_mask = gmask || gbias || wj0 + 16 > p.n_k || i0 + kTile > p.n_q || (p.causal && wj0 + 15 > i0 + diag);
     if (needs_mask) elementwise(std::true_type{});
     else elementwise(std::false_type{});
     // dS tile [key][query] of (query tile qt, key tile kt) for the dQ GEMM.

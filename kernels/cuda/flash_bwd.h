@@ -46,7 +46,8 @@ struct BwdParams {
   int batch = 1, heads_q = 1, heads_kv = 1, n_q = 1, n_k = 1;
   float scale = 1.0f, scale_log2e = 1.0f;
   bool causal = false;
-  const std::uint8_t* mask = nullptr;  // keep-mask as in FwdParams (the forward's, so P and dS see the same keys)
+  const std::uint8_t* mask = nullptr;  // keep-mask and bias as in FwdParams (the forward's: P is recomputed)
+  const float* bias = nullptr;
   BwdTiling tiling = BwdTiling::kDefault;
 };
 

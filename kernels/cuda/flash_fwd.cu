@@ -70,7 +70,7 @@ namespace {
 // with bench_attention (TENSOR_CORES.md).
 template <int kD, int kMT, int kNWarps>
 constexpr int kMinBlocks = (kD == 64 && kMT == 1 && 16 / kNWarps > 1) ? 16 / kNWarps : 1;
-template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kWgmma, int kStages>
+template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kWgmma, int kStages, bool kMasks>
 __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
     flash_fwd_kernel(const FwdParams p) {
   static_assert(!kWgmma || (kMT == 1 && kNWarps % 4 == 0), "wgmma: warpgroups of 4 warps x 16 rows");
@@ -107,7 +107,11 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   // Causal: the last query blocks see the most keys, so they are started first (shorter tail of the grid).
   const int m_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int hk = h / (p.heads_q / p.heads_kv);
-  const std::uint8_t* gmask = p.mask ? p.mask + (std::size_t(b) * p.heads_q + h) * p.n_q * p.n_k : nullptr;
+  const std::size_t head_scores = (std::size_t(b) * p.heads_q + h) * p.n_q * p.n_k;  // this head's mask/bias
+  // kMasks: compiled with the keep-mask and bias reads (only then are p.mask, p.bias looked at); without them the
+  // checked steps carry nothing extra.
+  const std::uint8_t* gmask = kMasks && p.mask ? p.mask + head_scores : nullptr;
+  const float* gbias = kMasks && p.bias ? p.bias + head_scores : nullptr;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const std::uint16_t* gq = p.q + (std::size_t(b) * p.heads_q + h) * p.n_q * kD;
   const std::uint16_t* gk = p.k + (std::size_t(b) * p.heads_kv + hk) * p.n_k * kD;
@@ -213,7 +217,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   // Only the tail tile and tiles crossing the causal diagonal of this warp's rows need per-element masks;
   // the steps are compiled twice (with and without the checks) so other tiles carry none of them.
   auto tile_needs_mask = [&]() {
-    return gmask || (n0 + kBlockN > p.n_k) || (p.causal && n0 + kBlockN - 1 > wrow0 + diag);
+    return (kMasks && (gmask || gbias)) || (n0 + kBlockN > p.n_k) || (p.causal && n0 + kBlockN - 1 > wrow0 + diag);
   };
 
   // step 1: s_j = q·k_j on the tensor cores (fp32 accumulation, TENSOR_CORES.md), rounded to qk_fmt;
@@ -262,6 +266,13 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
           if constexpr (!Spec::scale_in_exp) {
             x0 = __fmul_rn(x0, p.scale), x1 = __fmul_rn(x1, p.scale);
             round_pair<Spec::s_fmt>(x0, x1);
+          }
+          const int i_row = row(2 * mt + (i >> 1));
+          if (kMasks && decltype(mask_tag)::value && gbias && i_row < p.n_q) {  // (tile_needs_mask: all tiles)
+            const int j = key_of(n, i);
+            const float* bb = gbias + std::size_t(i_row) * p.n_k + j;
+            if (visible(mask_tag, mt, n, i)) x0 = add_bias<Spec>(x0, bb[0], p.scale);
+            if (visible(mask_tag, mt, n, i + 1)) x1 = add_bias<Spec>(x1, bb[1], p.scale);
           }
           if (!visible(mask_tag, mt, n, i)) x0 = exists(mask_tag, n, i) ? Spec::mask_value : -INFINITY;
           if (!visible(mask_tag, mt, n, i + 1)) x1 = exists(mask_tag, n, i + 1) ? Spec::mask_value : -INFINITY;
@@ -530,14 +541,17 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   bool any_visible[kRows];
 #pragma unroll
   for (int q = 0; q < kRows; ++q) {
-    const int i_row = row(q);
-    int any = gmask == nullptr;
-    if (gmask && i_row < p.n_q) {
-      const int j_end = p.causal ? min(p.n_k, i_row + diag + 1) : p.n_k;
-      for (int j = t; j < j_end && !any; j += 4) any = gmask[std::size_t(i_row) * p.n_k + j] != 0;
+    any_visible[q] = true;
+    if constexpr (kMasks) {
+      const int i_row = row(q);
+      int any = gmask == nullptr;
+      if (gmask && i_row < p.n_q) {
+        const int j_end = p.causal ? min(p.n_k, i_row + diag + 1) : p.n_k;
+        for (int j = t; j < j_end && !any; j += 4) any = gmask[std::size_t(i_row) * p.n_k + j] != 0;
+      }
+      any |= __shfl_xor_sync(0xffffffffu, any, 1);
+      any_visible[q] = (any | __shfl_xor_sync(0xffffffffu, any, 2)) != 0;
     }
-    any |= __shfl_xor_sync(0xffffffffu, any, 1);
-    any_visible[q] = (any | __shfl_xor_sync(0xffffffffu, any, 2)) != 0;
   }
 #pragma unroll
   for (int q = 0; q < kRows; ++q) {
@@ -574,13 +588,14 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   }
 }
 
-template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kWgmma = false, int kStages = 2>
+template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kWgmma = false, int kStages = 2,
+          bool kMasks = false>
 void launch(const FwdParams& p, cudaStream_t stream) {
   constexpr int kBlockM = 16 * kMT * kNWarps;
   // Q, the K/V stages, the ring's mbarriers, wgmma's alignment slack.
   constexpr int kSmem = (kBlockM + 2 * kStages * Spec::tile_k) * kD * 2 + (kStages > 2 ? 16 * kStages : 0) +
                         (kWgmma ? 1024 : 0);
-  auto kernel = flash_fwd_kernel<kD, Spec, kMT, kNWarps, kQRegs, kWgmma, kStages>;
+  auto kernel = flash_fwd_kernel<kD, Spec, kMT, kNWarps, kQRegs, kWgmma, kStages, kMasks>;
   ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   // gridDim.z is limited to 65535: long batches go in slices.
   constexpr int kMaxZ = 65535;
@@ -598,17 +613,24 @@ void launch(const FwdParams& p, cudaStream_t stream) {
   }
 }
 
+// The fastest split per head dim and numerics on an H200 (bench_attention fwdtile/).
+template <int kD, class Spec, bool kMasks>
+void launch_default(const FwdParams& p, cudaStream_t stream) {
+#if defined(ATTNCHECK_WGMMA)
+  if constexpr (kD == 128) return launch<kD, Spec, 1, 12, false, true, 4, kMasks>(p, stream);
+  else return launch<kD, Spec, 1, 8, false, true, 4, kMasks>(p, stream);
+#else
+  if constexpr (Spec::paper) return launch<kD, Spec, 1, 4, true, false, 2, kMasks>(p, stream);
+  else if constexpr (kD == 128) return launch<kD, Spec, 2, 4, false, false, 2, kMasks>(p, stream);
+  else return launch<kD, Spec, 2, 4, true, false, 2, kMasks>(p, stream);
+#endif
+}
+
 template <int kD, class Spec>
 void launch_tiling(FwdTiling tiling, const FwdParams& p, cudaStream_t stream) {
+  if (p.mask || p.bias) return launch_default<kD, Spec, true>(p, stream);  // the one split built with them
   switch (tiling) {
-    case FwdTiling::kDefault:  // the fastest split per head dim and numerics on an H200 (bench_attention fwdtile/)
-#if defined(ATTNCHECK_WGMMA)
-      if constexpr (kD == 128) return launch<kD, Spec, 1, 12, false, true, 4>(p, stream);
-      else return launch<kD, Spec, 1, 8, false, true, 4>(p, stream);
-#endif
-      if constexpr (Spec::paper) return launch<kD, Spec, 1, 4, true>(p, stream);
-      else if constexpr (kD == 128) return launch<kD, Spec, 2, 4, false>(p, stream);
-      else return launch<kD, Spec, 2, 4, true>(p, stream);
+    case FwdTiling::kDefault: return launch_default<kD, Spec, false>(p, stream);
     case FwdTiling::kWarp16Q4: return launch<kD, Spec, 1, 4, true>(p, stream);
     case FwdTiling::kWarp16Q8: return launch<kD, Spec, 1, 8, true>(p, stream);
     case FwdTiling::kWarp32Smem: return launch<kD, Spec, 2, 4, false>(p, stream);

@@ -29,6 +29,8 @@ struct FwdParams {
   float scale_log2e = 1.0f;  // fp32(scale · log2 e), computed in double and rounded once (as FA2 does)
   bool causal = false;
   const std::uint8_t* mask = nullptr;  // keep-mask [batch][heads_q][n_q][n_k], 1 = visible (with causal); null: none
+  const float* bias = nullptr;         // additive bias, same layout (add_bias in mma_ops.cuh); null: none
+  // (With a keep-mask or a bias the default split runs, whatever FwdTiling asks: it alone is built with them.)
   float beta = 2.0f;         // fixed variants: the shift factor β
   float tolerance = 1e-3f;   // fixed variants: scores >= round(r − tolerance, s_fmt) count as ties of the max r
 };

@@ -65,24 +65,28 @@ inline Instance with_tied_keys(Instance in, int distinct) {
 
 // The GPU tests' shapes: tails (n not a multiple of 64), n = 1, GQA, bottom-right causal with n_q > n_k (rows that
 // see no key) and n_q < n_k, a padded head dim (40 -> 64), both kernel head dims, a keep-mask (80% kept, two rows
-// of every head with no key kept) with and without causal. Each as a random instance and
-// the same instance with exact ties at the row max (the fixed policy's case); seeds seed+1, seed+2, ...
+// of every head with no key kept) with and without causal, an additive bias (standard normal, rounded to bf16 as
+// cuDNN takes it) with and without a keep-mask. Each as a random instance and the same instance with exact ties
+// at the row max (the fixed policy's case); seeds seed+1, seed+2, ...
 inline std::vector<Instance> gpu_test_instances(std::uint64_t seed, bool with_d_o) {
   struct Shape {
     int b, hq, hkv, nq, nk, d;
-    bool causal, keep_mask = false;
+    bool causal, keep_mask = false, bias = false;
   };
   static const Shape kShapes[] = {
       {1, 1, 1, 1, 1, 64, false},     {1, 1, 1, 64, 64, 64, false},    {2, 4, 2, 37, 100, 64, true},
       {1, 2, 1, 130, 67, 128, false}, {1, 2, 2, 200, 130, 128, true},  {1, 1, 1, 77, 33, 128, true},
       {2, 2, 1, 65, 129, 40, false},  {1, 1, 1, 256, 256, 128, true}, {1, 3, 3, 128, 192, 64, false},
       {2, 2, 1, 70, 150, 64, false, true}, {1, 2, 2, 130, 200, 128, true, true},
+      {1, 2, 1, 90, 140, 64, true, false, true}, {1, 1, 1, 100, 70, 128, false, true, true},
   };
   std::vector<Instance> out;
   for (const Shape& s : kShapes) {
     Problem p = make_problem(s.b, s.hq, s.hkv, s.nq, s.nk, s.d, s.causal);
     p.has_mask = s.keep_mask;
+    p.has_bias = s.bias;
     Instance in = random_instance(p, ++seed);
+    for (double& b : in.bias) b = round_to(b, Format::kBF16);  // cuDNN's bias has the input type (bf16)
     if (s.keep_mask)  // rows 3 and 5 of every head see no key: the empty-row rule with a finite running max
       for (int b = 0; b < p.batch; ++b)
         for (int h = 0; h < p.heads_q; ++h)

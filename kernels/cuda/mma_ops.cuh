@@ -122,6 +122,14 @@ __device__ __forceinline__ int swz(int row, int col) {
   return row * kD + ((((col >> 3) ^ (row & 7))) << 3);
 }
 
+// step 1's additive bias b (fp32) on a finished score s, as the CPU model's finish_score: the paper adds it to the
+// scaled score; fa2, whose scale is folded into the exponent, adds fp32(b / scale) to the unscaled one (as FA2
+// adds ALiBi). Rounded to s_fmt.
+template <class Spec>
+__device__ __forceinline__ float add_bias(float s, float b, float scale) {
+  return round_float(__fadd_rn(s, Spec::scale_in_exp ? __fdiv_rn(b, scale) : b), Spec::s_fmt);
+}
+
 // Sum / max over the four lanes of a quad (the four threads holding one accumulator row), in a fixed
 // butterfly order ((t0+t1)+(t2+t3)) so all four lanes end with the same bits.
 __device__ __forceinline__ float quad_sum(float x) {
