@@ -41,8 +41,8 @@ TEST(MmaModel, ReproducesMeasuredFacts) {
 
 // The twin differs from the CPU model only in the order of fp32 additions (tensor-core sums, lane order),
 // so their bf16 outputs agree except near rounding boundaries (the GPU measured 99.98% against the model).
-// With a bias (added as the model adds it) too. With a keep-mask, a row that sees no key is empty in both (O = 0, LSE = −inf), the paper's finite mask value
-// notwithstanding.
+// With a bias (added as the model adds it) too. With a keep-mask, a row that sees no key is empty in both
+// (O = 0, LSE = −inf), the paper's finite mask value notwithstanding.
 TEST(CudaTwin, CloseToTheCpuModel) {
   for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
     const NumericsSpec spec = builtin_spec(cuda::variant_name(v));

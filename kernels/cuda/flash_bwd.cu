@@ -184,7 +184,8 @@ __global__ void __launch_bounds__(kKW * 32) bwd_dkdv_kernel(const BwdParams p) {
           dsa[0][js][r] = cvt_bf16x2(d[0], d[1]);
         }
     };
-    const bool needs_mask = gmask || gbias || wj0 + 16 > p.n_k || i0 + kTile > p.n_q || (p.causal && wj0 + 15 > i0 + diag);
+    const bool needs_mask =
+        gmask || gbias || wj0 + 16 > p.n_k || i0 + kTile > p.n_q || (p.causal && wj0 + 15 > i0 + diag);
     if (needs_mask) elementwise(std::true_type{});
     else elementwise(std::false_type{});
     // dS tile [key][query] of (query tile qt, key tile kt) for the dQ GEMM.

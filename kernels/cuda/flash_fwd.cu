@@ -6,11 +6,12 @@
 // kMT m16 tiles (16·kMT consecutive rows), so every K/V fragment read by ldmatrix feeds kMT mmas. The wgmma splits
 // (sm_90a, the default there; wgmma_ops.cuh) give each warpgroup of 4 warps 64 rows (kMT = 1) and issue steps 1 and
 // 5 as warpgroup mmas reading Q, K, V from shared memory (in wgmma's swizzled layout); everything else is the same
-// code. Three warpgroups per block at d 128 give 12 warps per SM (156 registers), which is what made them faster.
+// code. Three warpgroups per block at d 128 give 12 warps per SM (162-168 registers), which is what made them faster.
 // A thread holds, per m16 tile, two rows (g and g+8, g = lane/4) and, per 8-key slice, keys 2t and 2t+1 (t = lane%4).
 // Key tiles of tile_k = 64 keys stream through shared memory (cp.async): double buffered behind one block-wide
-// barrier per tile, or, in the 2- and 3-warpgroup wgmma splits, through a ring of 4 stages tracked by mbarriers. Q sits in registers
-// or is re-read from shared memory per k16 step (kQRegs). The per-row numerics do not depend on the split.
+// barrier per tile, or, in the 2- and 3-warpgroup wgmma splits, through a ring of 4 stages tracked by mbarriers.
+// Q sits in registers or is re-read from shared memory per k16 step (kQRegs). The per-row numerics do not depend
+// on the split. A keep-mask or bias (FwdParams) runs the default split compiled with their reads (kMasks).
 // fa2 numerics skip key tiles that no row of a 64-row group (tile_q) can see (causal), as FlashAttention-2
 // does with 64-row blocks: each warp skips exactly the tiles the 64-row block holding its rows would skip, so the
 // tile set of every row stays the spec's. The paper's numerics visit every tile, as its PyTorch code (and the
