@@ -170,6 +170,22 @@ TEST(Honesty, NullControlsPassWhenLseOverflowsFp32) {
     return o;
   });
   EXPECT_EQ(run("key_permutation", *inf_lse, default_family("normal")), Status::kFail);
+  // Where the exact LSE overflows, only the infinity of its sign rounds it: NaN (what inf − inf gives) and −inf
+  // fail `finite`, +inf (the null controls above) passes.
+  for (const double bad : {double(NAN), -HUGE_VAL}) {
+    auto k = make_kernel("bad_lse", [bad](const Instance& in) {
+      ForwardOutput o = rounded_reference(in);
+      o.lse[0] = bad;
+      return o;
+    });
+    EXPECT_EQ(run("finite", *k, f), Status::kFail) << bad;
+  }
+  auto plus_inf = make_kernel("inf_lse_ok", [](const Instance& in) {
+    ForwardOutput o = rounded_reference(in);
+    o.lse[0] = HUGE_VAL;
+    return o;
+  });
+  EXPECT_EQ(run("finite", *plus_inf, f), Status::kPass);
 }
 
 // The accurate property judges each tensor in its own format, element by element: the other neighbour of the

@@ -66,12 +66,14 @@ std::string check_accurate(const Kernel& k, const Instance& in, const Family&, n
 }
 
 // Finite input, finite output, unless the exact value itself lies beyond the output format's largest finite
-// value (then ±inf is a faithful rounding: the correct one once past max + ulp/2, and a stochastic rounding's
-// possible one just past max; accuracy.h) or is not finite (LSE of a fully masked row).
+// value (then the infinity of its sign is a faithful rounding: the correct one once past max + ulp/2, and a
+// stochastic rounding's possible one just past max; accuracy.h) or is itself infinite (LSE of a fully masked row:
+// that infinity). A NaN is never a rounding of anything, and an infinity of the other sign is not either.
 std::string nonfinite(const char* name, const std::vector<double>& got, const std::vector<double>& exact, Format f) {
   for (std::size_t i = 0; i < got.size(); ++i) {
     if (std::isfinite(got[i])) continue;
-    if (!std::isfinite(exact[i]) || std::fabs(exact[i]) > format_info(f).max_finite) continue;
+    const bool beyond = !std::isfinite(exact[i]) || std::fabs(exact[i]) > format_info(f).max_finite;
+    if (beyond && std::isinf(got[i]) && std::signbit(got[i]) == std::signbit(exact[i])) continue;
     return std::string(name) + "[" + std::to_string(i) + "] = " + fmt_num(got[i]) + " but exact " + fmt_num(exact[i]);
   }
   return "";
