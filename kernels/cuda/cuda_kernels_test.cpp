@@ -5,6 +5,7 @@
 // The agreement numbers are printed and recorded as gtest properties (ci/gpu.sh collects them).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -221,7 +222,8 @@ TEST_P(CudaFwdTiling, GivesTheDefaultSplitsBits) {
   const std::vector<Problem> longer = {make_problem(1, 2, 1, 300, 1000, 128, true),
                                        make_problem(1, 2, 2, 257, 777, 128, false),
                                        make_problem(2, 2, 1, 190, 1100, 64, true),
-                                       make_problem(1, 1, 1, 129, 1024, 64, false)};
+                                       make_problem(1, 1, 1, 129, 1024, 64, false),
+                                       make_problem(1, 1, 1, 300, 10, 64, true)};  // blocks with no key tile
   std::uint64_t seed = 77;
   for (const Problem& p : longer) ins.push_back(random_instance(p, ++seed));
   const std::size_t n_plain = ins.size();
@@ -279,6 +281,54 @@ INSTANTIATE_TEST_SUITE_P(Splits, CudaFwdTiling,
 // forward_many's throughput is a benchmark, not a test: kernels/cuda/bench_forward_many.cpp.
 
 // The poison check itself: an untouched payload element and a write into the guard are both reported.
+// Batches past gridDim.z's 65,535 run in slices, and each slice must read its own keep-mask and bias (regression:
+// the slices after the first read the first slice's). The last batch hides key 0 and biases key 1 in every row;
+// it, and batch 0, must give in the long launch exactly what they give launched alone.
+TEST(CudaLaunch, LongBatchSlicesCarryMaskAndBias) {
+  ATTN_SKIP_WITHOUT_GPU();
+  const int batch = 65535 + 2, n = 4, kd = 64;
+  const std::size_t per_b = std::size_t(n) * kd, per_s = std::size_t(n) * n;
+  std::vector<std::uint16_t> hq(batch * per_b), hk(hq.size()), hv(hq.size());
+  std::uint32_t state = 12345;
+  auto bf16_in_pm1 = [&]() {  // an LCG's value in [−1, 1), truncated to bf16
+    state = state * 1664525u + 1013904223u;
+    const float f = static_cast<float>(state >> 8) * (2.0f / 16777216.0f) - 1.0f;
+    std::uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return static_cast<std::uint16_t>(u >> 16);
+  };
+  for (std::vector<std::uint16_t>* h : {&hq, &hk, &hv})
+    for (std::uint16_t& e : *h) e = bf16_in_pm1();
+  std::vector<std::uint8_t> hm(batch * per_s, 1);
+  std::vector<float> hb(batch * per_s, 0.f);
+  for (int i = 0; i < n; ++i) hm[(batch - 1) * per_s + i * n] = 0, hb[(batch - 1) * per_s + i * n + 1] = 3.f;
+  cuda::DeviceBuffer<std::uint16_t> dq(hq.size()), dk(hk.size()), dv(hv.size()), o(hq.size());
+  cuda::DeviceBuffer<std::uint8_t> dm(hm.size());
+  cuda::DeviceBuffer<float> db(hb.size()), lse(std::size_t(batch) * n);
+  dq.upload(hq), dk.upload(hk), dv.upload(hv), dm.upload(hm), db.upload(hb);
+  cuda::FwdParams f;
+  f.q = dq.get(), f.k = dk.get(), f.v = dv.get(), f.o = o.get(), f.lse = lse.get();
+  f.mask = dm.get(), f.bias = db.get();
+  f.batch = batch, f.n_q = f.n_k = n, f.scale = 0.125f, f.scale_log2e = 0.125f * 1.44269504f;
+  cuda::launch_flash_fwd(Variant::kFa2, kd, f, nullptr);
+  ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<std::uint16_t> all_o = o.download();
+  const std::vector<float> all_lse = lse.download();
+  for (const int b : {0, batch - 1}) {
+    cuda::DeviceBuffer<std::uint16_t> o1(per_b);
+    cuda::DeviceBuffer<float> lse1(n);
+    cuda::FwdParams g = f;
+    g.batch = 1, g.o = o1.get(), g.lse = lse1.get();
+    g.q += b * per_b, g.k += b * per_b, g.v += b * per_b, g.mask += b * per_s, g.bias += b * per_s;
+    cuda::launch_flash_fwd(Variant::kFa2, kd, g, nullptr);
+    ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+    const std::vector<std::uint16_t> one_o = o1.download();
+    const std::vector<float> one_lse = lse1.download();
+    EXPECT_TRUE(std::equal(one_o.begin(), one_o.end(), all_o.begin() + b * per_b)) << "batch " << b;
+    EXPECT_EQ(std::memcmp(one_lse.data(), all_lse.data() + std::size_t(b) * n, n * sizeof(float)), 0) << "batch " << b;
+  }
+}
+
 TEST(CudaPoison, DetectsUntouchedAndGuardWrites) {
   ATTN_SKIP_WITHOUT_GPU();
   {

@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
     __syncthreads();  // the barriers are initialised before anyone arrives
     // Q's copies land with tile 0's (an arrival waits for all of the thread's earlier copies).
     for (int nb = 0; nb < 2 && nb < n_blocks; ++nb) load_kv(nb, nb), mbar_arrive_cp_async(full_bar(nb));
-    if (n_blocks == 0) cp_async_wait<0>();
+    if (n_blocks == 0) cp_async_commit(), cp_async_wait<0>();  // Q's copies may not outlive the block
   }
 
   // ldmatrix addresses. With the XOR swizzle, the chunk of k16 step kk (or output slice pair dp) of a lane is
@@ -608,6 +608,8 @@ void launch(const FwdParams& p, cudaStream_t stream) {
     s.lse += std::size_t(b0) * p.heads_q * p.n_q;
     s.k += std::size_t(b0) * p.heads_kv * p.n_k * kD;
     s.v += std::size_t(b0) * p.heads_kv * p.n_k * kD;
+    if (s.mask) s.mask += std::size_t(b0) * p.heads_q * p.n_q * p.n_k;
+    if (s.bias) s.bias += std::size_t(b0) * p.heads_q * p.n_q * p.n_k;
     const dim3 grid((p.n_q + kBlockM - 1) / kBlockM, p.heads_q, s.batch);
     kernel<<<grid, kNWarps * 32, kSmem, stream>>>(s);
     ATTN_CUDA_CHECK(cudaGetLastError());
