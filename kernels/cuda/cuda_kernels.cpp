@@ -90,6 +90,10 @@ class CudaFlashKernel final : public Kernel {
     if (in.q.size() != in.problem.q_size() || in.k.size() != in.problem.kv_size() ||
         in.v.size() != in.problem.kv_size())
       throw Error("kernel " + name_ + ": Q, K, V sizes do not match " + in.problem.describe());
+    if (in.problem.has_mask && in.mask.size() != in.problem.scores_size())
+      throw Error("kernel " + name_ + ": keep-mask has the wrong size for " + in.problem.describe());
+    if (in.problem.has_bias && in.bias.size() != in.problem.scores_size())
+      throw Error("kernel " + name_ + ": bias has the wrong size for " + in.problem.describe());
   }
   FwdParams base_params(const Problem& p) const {
     FwdParams f;
@@ -109,13 +113,7 @@ class CudaFlashKernel final : public Kernel {
 
 std::vector<ForwardOutput> CudaFlashKernel::forward_many(const std::vector<const Instance*>& ins) const {
   std::vector<ForwardOutput> out(ins.size());
-  for (const Instance* in : ins) {
-    check_supported(*in, false);
-    if (in->problem.has_mask && in->mask.size() != in->problem.scores_size())
-      throw Error("kernel " + name_ + ": keep-mask has the wrong size for " + in->problem.describe());
-    if (in->problem.has_bias && in->bias.size() != in->problem.scores_size())
-      throw Error("kernel " + name_ + ": bias has the wrong size for " + in->problem.describe());
-  }
+  for (const Instance* in : ins) check_supported(*in, false);
   // Each group (everything the launch depends on but the batch) is one batch-concatenated launch.
   const std::vector<BatchGroup> groups = group_for_launch(ins, [](const Problem& p) {
     return std::make_tuple(p.heads_q, p.heads_kv, p.n_q, p.n_k, p.head_dim, p.scale, p.causal, p.has_mask,
@@ -142,19 +140,20 @@ std::vector<ForwardOutput> CudaFlashKernel::forward_many(const std::vector<const
       pack_rows(in.k, d, kd, hk + batch_at[g] * kv_per_b * kd, name_.c_str(), "K");
       pack_rows(in.v, d, kd, hv + batch_at[g] * kv_per_b * kd, name_.c_str(), "V");
     });
-    const std::size_t mask_per_b = q_per_b * p0.n_k, mask_elems = p0.has_mask ? total_batch * mask_per_b : 0;
+    // Keep-mask and bias: one value per score, [batch][heads_q][n_q][n_k].
+    const std::size_t scores_per_b = q_per_b * p0.n_k, mask_elems = p0.has_mask ? total_batch * scores_per_b : 0;
     std::uint8_t* hm = p0.has_mask ? w.hmask.ensure(mask_elems) : nullptr;
     if (p0.has_mask) {
       for (std::size_t g = 0; g < idx.size(); ++g)
-        std::copy(ins[idx[g]]->mask.begin(), ins[idx[g]]->mask.end(), hm + batch_at[g] * mask_per_b);
+        std::copy(ins[idx[g]]->mask.begin(), ins[idx[g]]->mask.end(), hm + batch_at[g] * scores_per_b);
       w.dmask.ensure(mask_elems);
     }
-    const std::size_t bias_elems = p0.has_bias ? total_batch * mask_per_b : 0;
+    const std::size_t bias_elems = p0.has_bias ? total_batch * scores_per_b : 0;
     float* hb = p0.has_bias ? w.hbias.ensure(bias_elems) : nullptr;
     if (p0.has_bias) {
       parallel_for(idx.size(), [&](std::size_t g) {
         const std::vector<double>& bias = ins[idx[g]]->bias;
-        for (std::size_t e = 0; e < bias.size(); ++e) hb[batch_at[g] * mask_per_b + e] = static_cast<float>(bias[e]);
+        for (std::size_t e = 0; e < bias.size(); ++e) hb[batch_at[g] * scores_per_b + e] = static_cast<float>(bias[e]);
       });
       w.dbias.ensure(bias_elems);
     }
@@ -199,10 +198,6 @@ BackwardOutput CudaFlashKernel::backward(const Instance& in, const ForwardOutput
   check_supported(in, true);
   const Problem& p = in.problem;
   if (in.d_o.size() != p.q_size()) throw Error("kernel " + name_ + ": backward needs dO of the Q size");
-  if (p.has_mask && in.mask.size() != p.scores_size())
-    throw Error("kernel " + name_ + ": keep-mask has the wrong size for " + p.describe());
-  if (p.has_bias && in.bias.size() != p.scores_size())
-    throw Error("kernel " + name_ + ": bias has the wrong size for " + p.describe());
   if (fwd.o.size() != p.q_size() || fwd.lse.size() != p.rows())
     throw Error("kernel " + name_ + ": forward outputs do not match " + p.describe());
   const int d = p.head_dim, kd = padded_dim(d);
