@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <functional>
 
 #include "properties/property.h"
 #include "properties/test_kernels.h"
@@ -20,6 +22,7 @@ namespace {
 
 using testing::make_kernel;
 using testing::rounded_reference;
+using testing::rounded_reference_backward;
 
 void expect_null_control_passes_default_suite(const char* kernel) {
   const Kernel& k = default_registry().get(kernel);
@@ -62,11 +65,12 @@ TEST(Bias, DefaultSuiteHoldsTheTieFamily) {
 }
 
 // Each property against one defect: the defective kernel fails, the same kernel without the defect passes.
-Status run(const char* property, const Kernel& k, const Family& f) {
+Outcome outcome(const char* property, const Kernel& k, const Family& f) {
   Budget b;
   b.instances = 8;
-  return get_property(property).check(k, f, b).status;
+  return get_property(property).check(k, f, b);
 }
+Status run(const char* property, const Kernel& k, const Family& f) { return outcome(property, k, f).status; }
 
 TEST(Sharpness, EachPropertyCatchesItsDefect) {
   auto good = make_kernel("good", rounded_reference);
@@ -145,6 +149,71 @@ TEST(Sharpness, EachPropertyCatchesItsDefect) {
   });
   EXPECT_EQ(run("deterministic", *good, default_family("normal")), Status::kPass);
   EXPECT_EQ(run("deterministic", *flaky, default_family("normal")), Status::kFail);
+}
+
+// The backward halves of masked_value and causal_prefix: a kernel whose forward is right and whose backward leaks
+// in one output fails, and the message names that output; the same kernel with the right backward passes. Each
+// leak is the exact backward of a wrong instance (keep-mask ignored, causal flag ignored, dO read one row late)
+// rounded once, swapped into that one output only.
+TEST(Sharpness, BitwiseInvariancesCatchBackwardLeaks) {
+  using Leak = std::function<Instance(Instance)>;
+  auto leaky = [](const std::string& out, Leak wrong) {
+    return make_kernel("leaks_" + out, rounded_reference, [out, wrong](const Instance& in) {
+      BackwardOutput g = rounded_reference_backward(in);
+      const BackwardOutput w = rounded_reference_backward(wrong(in));
+      if (out == "dQ") g.dq = w.dq;
+      if (out == "delta") g.delta = w.delta;
+      if (out == "dK") g.dk = w.dk;
+      if (out == "dV") g.dv = w.dv;
+      return g;
+    });
+  };
+  auto fails_in = [](const char* property, const Kernel& k, const Family& f, const std::string& out) {
+    const Outcome o = outcome(property, k, f);
+    EXPECT_EQ(o.status, Status::kFail) << property << " " << k.name() << ": " << o.message;
+    EXPECT_NE(o.message.find(": " + out + "("), std::string::npos) << property << " " << k.name() << ": " << o.message;
+  };
+  const Leak unmasked = [](Instance in) {
+    in.problem.has_mask = false;
+    in.mask.clear();
+    return in;
+  };
+  const Leak acausal = [](Instance in) {
+    in.problem.causal = false;
+    return in;
+  };
+  const Leak d_o_late = [](Instance in) {  // row i reads dO of row i + 1 (the last row its own)
+    const Problem& p = in.problem;
+    for (std::size_t r = 0; r < p.rows(); ++r)
+      if ((r + 1) % p.n_q != 0)
+        std::copy_n(&in.d_o[(r + 1) * p.head_dim], p.head_dim, &in.d_o[r * p.head_dim]);
+    return in;
+  };
+  Family causal_padded = default_family("causal");  // the last 4 keys masked for every row
+  causal_padded.params["mask"] = 1;
+  causal_padded.params["pad"] = 4;
+  causal_padded.problem.has_mask = true;
+
+  auto good = make_kernel("good_bwd", rounded_reference, rounded_reference_backward);
+  for (const char* g : {"padding", "first_tile_masked", "random_mask", "causal"})
+    EXPECT_EQ(run("masked_value", *good, default_family(g)), Status::kPass) << g;
+  for (const char* g : {"causal", "causal_cross", "causal_short_keys"})
+    EXPECT_EQ(run("causal_prefix", *good, default_family(g)), Status::kPass) << g;
+  // Where dK, dV are compared at all: every key with padding; with causal, only the keys no later row sees.
+  EXPECT_EQ(outcome("masked_value", *good, default_family("padding")).stats["bwd_keys_compared"], 64);
+  const Outcome padded = outcome("causal_prefix", *good, causal_padded);
+  EXPECT_EQ(padded.status, Status::kPass) << padded.message;
+  EXPECT_EQ(padded.stats["bwd_keys_compared"], 8) << "the 4 padded keys of 2 kv heads";
+
+  // masked_value: the padded keys enter dQ (dS·K), δ (through O), dK and dV (through the unmasked softmax).
+  for (const char* out : {"dQ", "delta", "dK", "dV"})
+    fails_in("masked_value", *leaky(out, unmasked), default_family("padding"), out);
+  // causal_prefix: a prefix row's dQ sees keys past its diagonal; its dQ or δ reads the next row's dO (caught
+  // because the later rows' dO is replaced too); dK, dV of the padded keys take the later rows' terms.
+  fails_in("causal_prefix", *leaky("dQ", acausal), default_family("causal"), "dQ");
+  for (const char* out : {"dQ", "delta"})
+    fails_in("causal_prefix", *leaky(out, d_o_late), default_family("causal"), out);
+  for (const char* out : {"dK", "dV"}) fails_in("causal_prefix", *leaky(out, unmasked), causal_padded, out);
 }
 
 // Regression (fuzzing, 2026-11-30): scores past fp32's range give LSE = +inf in both runs of key_permutation

@@ -1,7 +1,10 @@
 // props_invariance.cpp — per-instance properties that run the kernel twice, on an instance and on a
 // transformed copy whose exact answer is known from the first: key_permutation, logit_shift (derived
 // tolerance: property_util.h's envelope), masked_value and causal_prefix (bitwise: see each).
-// Forward outputs (O, LSE) only. Run the tests: ctest -L property -R properties_test
+// key_permutation and logit_shift compare the forward outputs (O, LSE). masked_value and causal_prefix compare
+// O and LSE and, when the kernel has a backward pass (caps().backward), the backward outputs the transform
+// provably leaves unchanged: dQ and δ of the compared rows, dK and dV of the keys that only compared rows see
+// (compare_backward derives the rule). Run the tests: ctest -L property -R properties_test
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -29,14 +32,17 @@ double amplified(double v, Format f) {
   return std::isfinite(r) ? r : round_to(-v, f);
 }
 
-std::string where(const Problem& p, std::size_t qidx) {
-  const int c = static_cast<int>(qidx % p.head_dim);
-  std::size_t r = qidx / p.head_dim;
-  const int i = static_cast<int>(r % p.n_q);
-  r /= p.n_q;
-  const int h = static_cast<int>(r % p.heads_q);
-  const int b = static_cast<int>(r / p.heads_q);
-  return "(b" + std::to_string(b) + ",h" + std::to_string(h) + ",i" + std::to_string(i) + ",c" + std::to_string(c) + ")";
+// "(b,h,i,c)" of element x of a Q-layout tensor (O, dQ); with `kv`, "(b,hk,j,c)" of a K-layout one (dK, dV).
+std::string where(const Problem& p, std::size_t x, bool kv = false) {
+  const int c = static_cast<int>(x % p.head_dim);
+  std::size_t r = x / p.head_dim;
+  const int n = kv ? p.n_k : p.n_q, heads = kv ? p.heads_kv : p.heads_q;
+  const int i = static_cast<int>(r % n);
+  r /= n;
+  const int h = static_cast<int>(r % heads);
+  const int b = static_cast<int>(r / heads);
+  return "(b" + std::to_string(b) + (kv ? ",hk" : ",h") + std::to_string(h) + (kv ? ",j" : ",i") + std::to_string(i) +
+         ",c" + std::to_string(c) + ")";
 }
 
 // One pair of outputs against its tolerance t. Non-finite values are compared exactly, never through the
@@ -162,16 +168,76 @@ std::string check_logit_shift(const Kernel& k, const Instance& in0, const Family
   return compare_within(p, a, b, tol_o, tol_l, shift, stats);
 }
 
+// The backward half of the two bitwise properties below. FlashAttention's backward is elementwise in the pair
+// (i, j) (P_ij = exp(s_ij − LSE_i), dS_ij = P_ij·(dO_i·v_j − δ_i); P_ij = dS_ij = 0 exactly for a masked pair)
+// except for its sums: δ_i = Σ_c dO_ic·O_ic over row i alone; dQ_i = scale·Σ_j dS_ij·k_j over the keys; and
+// dK_j = scale·Σ_i dS_ij·q_i, dV_j = Σ_i P_ij·dO_i over every row of key j's kv group (all its query heads).
+// A row whose q_i, dO_i, O_i, LSE_i and visible keys' k_j, v_j are all unchanged (`kept`, row_at order: the rows
+// a check compares) therefore keeps δ_i and dQ_i bit for bit: the masked terms it adds are exact zeros (x + 0 = x;
+// only the sign of a zero sum may flip, and within_one_rounding takes ±0 as equal). dK_j and dV_j keep every
+// term iff every row that sees key j is kept: any other row has a new LSE_i, δ_i (it sees a changed key) or q_i,
+// dO_i (it was changed), which moves its P_ij and dS_ij, while rows that do not see j add exact zeros. So the keys
+// compared are those seen only by kept rows: that takes in a changed key that no row sees (dK = dV = 0 in both
+// runs) and leaves out every changed key that some row sees (that row is not kept). Same rule as the forward:
+// bitwise, one rounding apart for `stochastic` (which rounds the same exact values with another stream).
+std::vector<char> keys_seen_only_by(const Instance& in, const std::vector<char>& kept) {
+  const Problem& p = in.problem;
+  std::vector<char> only(std::size_t(p.batch) * p.heads_kv * p.n_k, 1);  // K's rows: kv_at(b, hk, j, 0) / d
+  for (int b = 0; b < p.batch; ++b)
+    for (int h = 0; h < p.heads_q; ++h)
+      for (int i = 0; i < p.n_q; ++i)
+        if (!kept[p.row_at(b, h, i)])
+          for (int j = 0; j < p.n_k; ++j)
+            if (in.visible(b, h, i, j)) only[p.kv_at(b, h / p.group(), j, 0) / p.head_dim] = 0;
+  return only;
+}
+
+// δ and dQ of the kept rows, dK and dV of the keys only they see (above); "" or the first changed element, named,
+// followed by `after`.
+std::string compare_backward(const Instance& in, const BackwardOutput& a, const BackwardOutput& b,
+                             const std::vector<char>& kept, Format of, const std::string& after,
+                             nlohmann::json& stats) {
+  const Problem& p = in.problem;
+  auto changed = [&](const std::string& name, double x, double y) {
+    return name + " changed from " + fmt_num(x) + " to " + fmt_num(y) + after;
+  };
+  int rows = 0, keys = 0;
+  for (std::size_t r = 0; r < p.rows(); ++r) {
+    if (!kept[r]) continue;
+    ++rows;
+    if (!within_one_rounding(a.delta[r], b.delta[r], Format::kF32)) {
+      const std::string w = where(p, r * p.head_dim);
+      return changed("delta" + w.substr(0, w.rfind(",c")) + ")", a.delta[r], b.delta[r]);
+    }
+    for (std::size_t x = r * p.head_dim; x < (r + 1) * p.head_dim; ++x)
+      if (!within_one_rounding(a.dq[x], b.dq[x], of)) return changed("dQ" + where(p, x), a.dq[x], b.dq[x]);
+  }
+  const std::vector<char> only = keys_seen_only_by(in, kept);
+  for (std::size_t kr = 0; kr < only.size(); ++kr) {
+    if (!only[kr]) continue;
+    ++keys;
+    for (std::size_t x = kr * p.head_dim; x < (kr + 1) * p.head_dim; ++x) {
+      if (!within_one_rounding(a.dk[x], b.dk[x], of)) return changed("dK" + where(p, x, true), a.dk[x], b.dk[x]);
+      if (!within_one_rounding(a.dv[x], b.dv[x], of)) return changed("dV" + where(p, x, true), a.dv[x], b.dv[x]);
+    }
+  }
+  stats["bwd_rows_compared"] = rows;
+  stats["bwd_keys_compared"] = keys;
+  return "";
+}
+
 // Keys masked for a row never enter its softmax: their p̄ is exactly 0 (or is multiplied by an exactly zero
 // rescale factor), and x + 0 = x exactly, so a kernel that rounds deterministically per row reproduces every
 // bit. The changed keys are those masked for the row with the most masked keys; compared are the rows that see
 // none of them. Changed V values are amplified (about −2^16·v) so that any leak of a masked key's weight
-// shows up far beyond the one-rounding allowance (within_one_rounding).
+// shows up far beyond the one-rounding allowance (within_one_rounding). With a backward pass, also δ and dQ of
+// the compared rows and dK, dV of the keys only they see (compare_backward: with a padding mask that is every
+// key, the changed ones included; where other rows see some changed key, fewer or none).
 std::string check_masked_value(const Kernel& k, const Instance& in, const Family&, nlohmann::json& stats) {
   const Problem& p = in.problem;
   Instance t = in;
   int compared = 0;
-  std::vector<std::pair<int, int>> rows_to_compare;  // (b, h, i) encoded as (b*heads_q + h, i)
+  std::vector<char> kept(p.rows(), 0);  // the rows to compare, row_at order
   for (int b = 0; b < p.batch; ++b)
     for (int hk = 0; hk < p.heads_kv; ++hk) {
       // The row of this kv group with the most masked keys.
@@ -197,34 +263,44 @@ std::string check_masked_value(const Kernel& k, const Instance& in, const Family
         for (int i = 0; i < p.n_q; ++i) {
           bool sees = false;
           for (int j : changed) sees |= in.visible(b, h, i, j);
-          if (!sees) rows_to_compare.push_back({b * p.heads_q + h, i});
+          kept[p.row_at(b, h, i)] = !sees;
         }
     }
-  if (rows_to_compare.empty()) return "skip:no masked key";
+  if (std::find(kept.begin(), kept.end(), 1) == kept.end()) return "skip:no masked key";
   const ForwardOutput a = k.forward(in), bo = k.forward(t);
   const Format of = k.caps().output_format;
-  for (auto [bh, i] : rows_to_compare) {
-    const int b = bh / p.heads_q, h = bh % p.heads_q;
-    ++compared;
-    const std::size_t r = p.row_at(b, h, i);
-    if (!within_one_rounding(a.lse[r], bo.lse[r], Format::kF32))
-      return "LSE of row (b" + std::to_string(b) + ",h" + std::to_string(h) + ",i" + std::to_string(i) +
-             ") changed from " + fmt_num(a.lse[r]) + " to " + fmt_num(bo.lse[r]) + " when masked keys changed";
-    for (int c = 0; c < p.head_dim; ++c) {
-      const std::size_t x = p.q_at(b, h, i, c);
-      if (!within_one_rounding(a.o[x], bo.o[x], of))
-        return std::string("O") + where(p, x) + " changed from " + fmt_num(a.o[x]) + " to " + fmt_num(bo.o[x]) +
-               " when only masked keys' K, V changed";
-    }
-  }
+  for (int b = 0; b < p.batch; ++b)
+    for (int h = 0; h < p.heads_q; ++h)
+      for (int i = 0; i < p.n_q; ++i) {
+        const std::size_t r = p.row_at(b, h, i);
+        if (!kept[r]) continue;
+        ++compared;
+        if (!within_one_rounding(a.lse[r], bo.lse[r], Format::kF32))
+          return "LSE of row (b" + std::to_string(b) + ",h" + std::to_string(h) + ",i" + std::to_string(i) +
+                 ") changed from " + fmt_num(a.lse[r]) + " to " + fmt_num(bo.lse[r]) + " when masked keys changed";
+        for (int c = 0; c < p.head_dim; ++c) {
+          const std::size_t x = p.q_at(b, h, i, c);
+          if (!within_one_rounding(a.o[x], bo.o[x], of))
+            return std::string("O") + where(p, x) + " changed from " + fmt_num(a.o[x]) + " to " + fmt_num(bo.o[x]) +
+                   " when only masked keys' K, V changed";
+        }
+      }
   stats["rows_compared"] = compared;
-  return "";
+  if (!k.caps().backward) return "";
+  const BackwardOutput ga = k.backward(in, a), gb = k.backward(t, bo);
+  return compare_backward(in, ga, gb, kept, of, " when only masked keys' K, V changed", stats);
 }
 
 // Causal prefix (bottom-right alignment: query i sees keys j <= i + n_k − n_q). For a cut row c, rows i <= c
 // depend only on q_0..q_c and keys j <= c + n_k − n_q: replacing later queries and later keys' K, V (V amplified
 // as in masked_value) leaves rows 0..c unchanged: bitwise for a kernel that rounds per row (rows are
 // independent softmaxes; keys past the diagonal contribute exact zeros), within one rounding otherwise.
+// With a backward pass, also δ and dQ of rows 0..c (compare_backward). dO is an input of the backward alone, and
+// rows i <= c read only their own dO_i, so the later rows' dO is replaced too (amplified): else a kernel whose
+// prefix dQ or δ reads a later row's dO (a row offset off by one, a δ shared across a query tile) would go
+// unseen. dK, dV are compared for the keys that no later row sees (compare_backward's rule); without a keep-mask
+// that is no key (row n_q − 1 sees every key j <= n_k − 1, and its q, dO changed), so only a keep-mask that hides
+// keys from every later row leaves some to compare.
 std::string check_causal_prefix(const Kernel& k, const Instance& in, const Family&, nlohmann::json& stats) {
   const Problem& p = in.problem;
   if (!p.causal) return "skip:not a causal family";
@@ -238,6 +314,8 @@ std::string check_causal_prefix(const Kernel& k, const Instance& in, const Famil
         for (int c = 0; c < p.head_dim; ++c) {
           double& q = t.q[p.q_at(b, h, i, c)];
           q = round_to(-2 * q + 1, p.input_format);
+          double& d_o = t.d_o[p.q_at(b, h, i, c)];
+          d_o = amplified(d_o, p.input_format);
         }
     for (int h = 0; h < p.heads_kv; ++h)
       for (int j = std::max(0, last_key + 1); j < p.n_k; ++j)
@@ -250,22 +328,27 @@ std::string check_causal_prefix(const Kernel& k, const Instance& in, const Famil
   }
   const ForwardOutput a = k.forward(in), bo = k.forward(t);
   const Format of = k.caps().output_format;
+  const std::string after = " (cut row " + std::to_string(cut) + ") when only later queries, dO rows and keys changed";
+  std::vector<char> kept(p.rows(), 0);  // rows 0..cut of every (b, h), row_at order
   for (int b = 0; b < p.batch; ++b)
     for (int h = 0; h < p.heads_q; ++h)
       for (int i = 0; i <= cut; ++i) {
         const std::size_t r = p.row_at(b, h, i);
+        kept[r] = 1;
         if (!within_one_rounding(a.lse[r], bo.lse[r], Format::kF32))
           return "LSE of row " + std::to_string(i) + " (cut " + std::to_string(cut) + ") changed from " +
                  fmt_num(a.lse[r]) + " to " + fmt_num(bo.lse[r]);
         for (int c = 0; c < p.head_dim; ++c) {
           const std::size_t x = p.q_at(b, h, i, c);
           if (!within_one_rounding(a.o[x], bo.o[x], of))
-            return std::string("O") + where(p, x) + " (cut row " + std::to_string(cut) + ") changed from " + fmt_num(a.o[x]) +
-                   " to " + fmt_num(bo.o[x]) + " when only later queries and keys changed";
+            return std::string("O") + where(p, x) + " changed from " + fmt_num(a.o[x]) + " to " + fmt_num(bo.o[x]) +
+                   after;
         }
       }
   stats["cut"] = cut;
-  return "";
+  if (!k.caps().backward) return "";
+  const BackwardOutput ga = k.backward(in, a), gb = k.backward(t, bo);
+  return compare_backward(in, ga, gb, kept, of, after, stats);
 }
 
 Property invariance(const std::string& name, const std::string& sentence, InstanceCheck fn) {
@@ -290,11 +373,13 @@ std::vector<Property> invariance_properties() {
                  "leaves O unchanged and shifts LSE by it, up to the derived rounding envelope",
                  check_logit_shift),
       invariance("masked_value",
-                 "Changing the keys and values of masked keys changes no output (bitwise, up to one rounding for "
-                 "input-seeded stochastic rounding)",
+                 "Changing the keys and values of masked keys changes no output: O, LSE and, with a backward pass, "
+                 "δ and dQ of the rows that see none of them, dK and dV of the keys only those rows see (bitwise, "
+                 "up to one rounding for input-seeded stochastic rounding)",
                  check_masked_value),
       invariance("causal_prefix",
-                 "With causal masking, rows up to a cut depend on no later query and no key past their diagonal "
+                 "With causal masking, rows up to a cut depend on no later query, dO row or key past their diagonal: "
+                 "O, LSE and, with a backward pass, δ and dQ of those rows, dK and dV of keys no later row sees "
                  "(bitwise, up to one rounding for input-seeded stochastic rounding)",
                  check_causal_prefix),
   };

@@ -1,6 +1,7 @@
 // test_kernels.h — small synthetic kernels for the properties' own tests (test-only, header-only): the exact
 // result rounded once (like `oracle`), optionally mutated, so that each test shows a property failing on a
-// kernel with one known defect and passing without it. Forward only (caps().backward = false).
+// kernel with one known defect and passing without it. Forward only (caps().backward = false) unless given a
+// backward function; that one is called with the instance alone (like `oracle`, it ignores the kernel's O, LSE).
 #pragma once
 
 #include <functional>
@@ -15,19 +16,26 @@ namespace attncheck::testing {
 class FnKernel : public Kernel {
  public:
   using Fn = std::function<ForwardOutput(const Instance&)>;
-  FnKernel(std::string name, Fn fn) : name_(std::move(name)), fn_(std::move(fn)) {}
+  using BackwardFn = std::function<BackwardOutput(const Instance&)>;
+  FnKernel(std::string name, Fn fn, BackwardFn bwd = nullptr)
+      : name_(std::move(name)), fn_(std::move(fn)), bwd_(std::move(bwd)) {}
   std::string name() const override { return name_; }
   std::string summary() const override { return "test kernel " + name_; }
   KernelCaps caps() const override {
     KernelCaps c;
     c.mask = true;
+    c.backward = bwd_ != nullptr;
     return c;
   }
   ForwardOutput forward(const Instance& in) const override { return fn_(in); }
+  BackwardOutput backward(const Instance& in, const ForwardOutput& fwd) const override {
+    return bwd_ ? bwd_(in) : Kernel::backward(in, fwd);  // the base throws: no backward pass
+  }
 
  private:
   std::string name_;
   Fn fn_;
+  BackwardFn bwd_;
 };
 
 // The exact result of `in`, O rounded once to bf16 (round to nearest even), LSE to fp32.
@@ -39,8 +47,18 @@ inline ForwardOutput rounded_reference(const Instance& in) {
   return out;
 }
 
-inline std::unique_ptr<Kernel> make_kernel(std::string name, FnKernel::Fn fn) {
-  return std::make_unique<FnKernel>(std::move(name), std::move(fn));
+// The exact gradients of `in` (δ from the exact O), dQ, dK, dV rounded once to bf16, δ to fp32: `oracle`'s backward.
+inline BackwardOutput rounded_reference_backward(const Instance& in) {
+  const ReferenceBackward r = reference_backward(in);
+  BackwardOutput out{r.dq, r.dk, r.dv, r.delta};
+  for (auto* t : {&out.dq, &out.dk, &out.dv})
+    for (double& x : *t) x = round_to(x, Format::kBF16);
+  for (double& x : out.delta) x = round_to(x, Format::kF32);
+  return out;
+}
+
+inline std::unique_ptr<Kernel> make_kernel(std::string name, FnKernel::Fn fn, FnKernel::BackwardFn bwd = nullptr) {
+  return std::make_unique<FnKernel>(std::move(name), std::move(fn), std::move(bwd));
 }
 
 }  // namespace attncheck::testing

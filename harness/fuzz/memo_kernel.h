@@ -2,11 +2,11 @@
 //
 // The per-instance properties checked on one fuzz input ask the kernel for the forward outputs of the same
 // instance again and again (accurate, finite, within_v_range, masked_row, key_permutation, masked_value,
-// causal_prefix: seven calls; accurate and finite also for the same backward). MemoKernel answers a repeated
-// call on a bit-identical instance (Q, K, V, dO, mask, bias, seed, problem, and the family's tiles) with the
-// first call's outputs. A kernel must be deterministic per input (kernel.h), so this changes no verdict of
-// those properties; the `deterministic` property itself must get the plain kernel (the target does that), so
-// a kernel that is not deterministic is still caught. The memo lives for one fuzz input (clear()).
+// causal_prefix: seven calls; accurate, finite, masked_value and causal_prefix also for the same backward).
+// MemoKernel answers a repeated call on a bit-identical instance (Q, K, V, dO, mask, bias, seed, problem, and the
+// family's tiles) with the first call's outputs. A kernel must be deterministic per input (kernel.h), so this changes
+// no verdict of those properties; the `deterministic` property itself must get the plain kernel (the target does that),
+// so a kernel that is not deterministic is still caught. The memo lives for one fuzz input (clear()).
 //
 // `deterministic` runs the kernel twice on one instance and compares: in lend-once mode (set_lend_once) a memo
 // entry answers only the FIRST call on its instance (that output came from a real, earlier run) and every later
