@@ -76,7 +76,7 @@ __device__ __forceinline__ void cp_async_wait() {
 // Two floats already holding bf16 values -> one bf16x2 register (low half = first). Exact: no rounding here,
 // the caller rounds with round_float(x, Format::kBF16) at the step the spec names.
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  return (__float_as_uint(lo) >> 16) | (__float_as_uint(hi) & 0xffff0000u);
+  return __byte_perm(__float_as_uint(lo), __float_as_uint(hi), 0x7632);  // the top halves, one prmt
 }
 __device__ __forceinline__ float bf16_bits_to_float(uint16_t b) { return __uint_as_float(uint32_t(b) << 16); }
 
@@ -113,6 +113,48 @@ __device__ __forceinline__ float fmin_nan(float a, float b) {
 __device__ __forceinline__ void top2_pair(float& m1, float& m2, float a1, float a2, float b1, float b2) {
   m2 = fmaxf(fmaxf(a2, b2), fmin_nan(a1, b1));
   m1 = fmaxf(a1, b1);
+}
+
+// Two bf16 values in one register (pack_bf16's layout), for values that are bf16 already (the paper's scores):
+// max2 and min2_nan act on both halves at once, with the rules of fmaxf and fmin_nan (a NaN is ignored by max and
+// wins min; mma_probe_test checks the two forms agree on bf16 specials and random rows), so one tournament of
+// top2_pair over packed values gives the top two of two rows.
+struct Bf16x2 {
+  uint32_t bits;
+  __device__ float lo() const { return __uint_as_float(bits << 16); }
+  __device__ float hi() const { return __uint_as_float(bits & 0xffff0000u); }
+};
+__device__ __forceinline__ Bf16x2 max2(Bf16x2 a, Bf16x2 b) {
+  Bf16x2 r;
+  asm("max.bf16x2 %0, %1, %2;\n" : "=r"(r.bits) : "r"(a.bits), "r"(b.bits));
+  return r;
+}
+__device__ __forceinline__ Bf16x2 min2_nan(Bf16x2 a, Bf16x2 b) {
+  Bf16x2 r;
+  asm("min.NaN.bf16x2 %0, %1, %2;\n" : "=r"(r.bits) : "r"(a.bits), "r"(b.bits));
+  return r;
+}
+__device__ __forceinline__ void top2_pair(Bf16x2& m1, Bf16x2& m2, Bf16x2 a1, Bf16x2 a2, Bf16x2 b1, Bf16x2 b2) {
+  m2 = max2(max2(a2, b2), min2_nan(a1, b1));
+  m1 = max2(a1, b1);
+}
+__device__ __forceinline__ Bf16x2 shfl_xor(Bf16x2 x, int lane_mask) {
+  return {__shfl_xor_sync(0xffffffffu, x.bits, lane_mask)};
+}
+__device__ __forceinline__ float shfl_xor(float x, int lane_mask) { return __shfl_xor_sync(0xffffffffu, x, lane_mask); }
+
+// The top two of kN summaries (hi[k], lo[k]) (each a pair's (max, min.NaN)) into hi[0], lo[0], then over the
+// four lanes of a quad: a tournament, shallower than a chain (the critical path is what costs here).
+template <class T, int kN>
+__device__ __forceinline__ void quad_top2(T (&hi)[kN], T (&lo)[kN]) {
+  static_assert((kN & (kN - 1)) == 0, "a power of two");
+#pragma unroll
+  for (int w = kN / 2; w >= 1; w /= 2)
+#pragma unroll
+    for (int k = 0; k < w; ++k) top2_pair(hi[k], lo[k], hi[2 * k], lo[2 * k], hi[2 * k + 1], lo[2 * k + 1]);
+#pragma unroll
+  for (int lane_mask = 1; lane_mask <= 2; lane_mask *= 2)
+    top2_pair(hi[0], lo[0], hi[0], lo[0], shfl_xor(hi[0], lane_mask), shfl_xor(lo[0], lane_mask));
 }
 
 // Shared-memory tile of rows x kD bf16 with 16-byte chunks XOR-swizzled by (row % 8), so the eight row

@@ -1,5 +1,6 @@
 // mma_probe.cu — one warp per probe executes exactly one mma.sync m16n8k16 bf16->fp32 on inputs read from
 // global memory in the fragment layout of mma_ops.cuh, and writes D. Used by mma_probe_test (TENSOR_CORES.md).
+// top2_probe_kernel runs the forward's row top-two (quad_top2) in its fp32 and packed bf16x2 forms.
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
@@ -35,7 +36,49 @@ __global__ void mma_probe_kernel(const float* a, const float* b, const float* c,
   D[(g + 8) * 8 + 2 * t + 1] = fd[3];
 }
 
+// One warp per 16 rows, in the forward's fragment layout: lane (g, t) holds keys 8n + 2t, 8n + 2t + 1 of rows g
+// and g + 8, as s[n][0..3] in flash_fwd.cu.
+__global__ void top2_probe_kernel(const float* scores, float* out, int tiles) {
+  const int tile = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (tile >= tiles) return;
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const float* x = scores + std::size_t(tile) * 16 * 64;
+  float s[8][4];
+  for (int n = 0; n < 8; ++n)
+    for (int i = 0; i < 4; ++i) s[n][i] = x[(g + 8 * (i / 2)) * 64 + 8 * n + 2 * t + i % 2];
+  float* o = out + std::size_t(tile) * 16 * 4;
+  for (int ri = 0; ri < 2; ++ri) {
+    float hi[8], lo[8];
+    for (int n = 0; n < 8; ++n) hi[n] = fmaxf(s[n][2 * ri], s[n][2 * ri + 1]), lo[n] = fmin_nan(s[n][2 * ri], s[n][2 * ri + 1]);
+    quad_top2(hi, lo);
+    if (t == 0) o[(g + 8 * ri) * 4] = hi[0], o[(g + 8 * ri) * 4 + 1] = lo[0];
+  }
+  Bf16x2 hi[8], lo[8];
+  for (int n = 0; n < 8; ++n) {
+    const Bf16x2 a{pack_bf16(s[n][0], s[n][2])}, b{pack_bf16(s[n][1], s[n][3])};
+    hi[n] = max2(a, b), lo[n] = min2_nan(a, b);
+  }
+  quad_top2(hi, lo);
+  if (t == 0) {
+    o[g * 4 + 2] = hi[0].lo(), o[g * 4 + 3] = lo[0].lo();
+    o[(g + 8) * 4 + 2] = hi[0].hi(), o[(g + 8) * 4 + 3] = lo[0].hi();
+  }
+}
+
 }  // namespace
+
+std::vector<float> run_top2_probes(const std::vector<float>& scores, int rows) {
+  if (rows <= 0 || rows % 16 != 0 || scores.size() != std::size_t(rows) * 64)
+    throw Error("run_top2_probes: rows must be a positive multiple of 16 and scores rows x 64");
+  DeviceBuffer<float> ds(scores.size()), dout(std::size_t(rows) * 4);
+  ds.upload(scores);
+  const int tiles = rows / 16;
+  constexpr int kWarps = 4;
+  top2_probe_kernel<<<(tiles + kWarps - 1) / kWarps, kWarps * 32>>>(ds.get(), dout.get(), tiles);
+  ATTN_CUDA_CHECK(cudaGetLastError());
+  ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  return dout.download();
+}
 
 std::vector<float> run_mma_probes(const std::vector<float>& a, const std::vector<float>& b,
                                   const std::vector<float>& c, int count) {

@@ -2,13 +2,17 @@
 // mma instructions on crafted and random inputs and comparing with the parameterised model of mma_model.h.
 // Prints the agreement of every model variant (the evidence behind TENSOR_CORES.md) and checks that
 // kMeasuredMmaModel reproduces the hardware bit for bit. WgmmaProbe: the forward's wgmma matmuls (sm_90a builds)
-// give the same bits as the mma.sync chains of the other splits. Label gpu (skips without a device).
+// give the same bits as the mma.sync chains of the other splits. Top2: the fixed forward's row top-two, fp32 and
+// packed bf16x2 forms. Label gpu (skips without a device).
 // Run: build-e/kernels/cuda/mma_probe_test   (ATTNCHECK_PROBE_TABLE=1 prints the full sweep;
 // ATTNCHECK_PROBE_DUMP=file writes the raw probes: a, b, c, d as float arrays, 2000 probes)
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <functional>
+#include <iterator>
 #include <cstdio>
 #include <cstdlib>
 #include <tuple>
@@ -146,6 +150,52 @@ TEST(TensorCores, MeasuredModelReproducesHardware) {
   std::printf("[tensor cores] kMeasuredMmaModel agreement %.6f over %d probes x 128 outputs\n", measured, p.count);
   RecordProperty("measured_model_agreement", std::to_string(measured));
   EXPECT_EQ(measured, 1.0);
+}
+
+// The forward's row top-two (quad_top2, fixed numerics) in its two forms: fp32 (fa2-fixed) and packed bf16x2, two
+// rows per instruction (paper-fixed, whose scores are bf16). Both must give the multiset's largest and second
+// largest (repeats counted, NaN ignored, −inf when there is none), and the same bits as each other (the sign of a
+// zero included; a NaN, left only when every score is NaN, matches any NaN). Rows mix bf16 specials (±0, ±inf,
+// NaN, ±max, ±smallest subnormal, paper's mask value −max) with ties and random bf16 values.
+TEST(Top2, PackedBf16FormEqualsTheFp32Form) {
+  ATTN_SKIP_WITHOUT_GPU();
+  const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, 1.0078125f, INFINITY, -INFINITY, NAN, 3.38953139e38f,
+                            -3.38953139e38f, std::ldexp(1.0f, -133), -std::ldexp(1.0f, -133), 2.0f, -2.0f};
+  const int rows = 16 * 512;
+  std::vector<float> scores(std::size_t(rows) * 64);
+  for (int r = 0; r < rows; ++r)
+    for (int j = 0; j < 64; ++j) {
+      const std::uint64_t h = mix64(std::uint64_t(r) * 64 + j + 1);
+      const int kind = r % 4;  // 0: specials only, 1: specials and random, 2: few random values (ties), 3: random
+      const bool special = kind == 0 || (kind == 1 && h % 3 == 0);
+      float x = special ? specials[h % std::size(specials)] : random_bf16(r, j, 3);
+      if (kind == 2) x = random_bf16(r, j % 3, 1);
+      scores[std::size_t(r) * 64 + j] = round_bf16(x);
+    }
+  const std::vector<float> out = cuda::run_top2_probes(scores, rows);
+  auto same = [](float a, float b) {
+    return (std::isnan(a) && std::isnan(b)) || std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
+  };
+  int wrong = 0, differ = 0;
+  for (int r = 0; r < rows; ++r) {
+    std::vector<float> v;
+    for (int j = 0; j < 64; ++j)
+      if (!std::isnan(scores[std::size_t(r) * 64 + j])) v.push_back(scores[std::size_t(r) * 64 + j]);
+    std::sort(v.begin(), v.end(), std::greater<float>());
+    const float m1 = v.empty() ? NAN : v[0], m2 = v.size() < 2 ? -INFINITY : v[1];
+    const float* o = &out[std::size_t(r) * 4];
+    for (int form = 0; form < 2; ++form) {
+      const bool ok = (v.empty() ? std::isnan(o[2 * form]) : o[2 * form] == m1) && o[2 * form + 1] == m2;
+      if (!ok && ++wrong <= 5)
+        ADD_FAILURE() << "row " << r << (form ? " packed" : " fp32") << ": top two " << o[2 * form] << ", "
+                      << o[2 * form + 1] << "; want " << m1 << ", " << m2;
+    }
+    if (!(same(o[0], o[2]) && same(o[1], o[3])) && ++differ <= 5)
+      ADD_FAILURE() << "row " << r << ": fp32 form " << o[0] << ", " << o[1] << " and packed form " << o[2] << ", "
+                    << o[3] << " differ in bits";
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(differ, 0);
 }
 
 // wgmma (steps 1 and 5 of the wgmma splits) against mma.sync (the other splits): every output bitwise equal, over
