@@ -17,6 +17,7 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/cuda_twin.h"
 #include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/flash_bwd.h"
 #include "kernels/cuda/flash_fwd.h"
 #include "kernels/cuda/gpu_test_support.h"
 #include "kernels/cuda/host_packing.h"
@@ -280,7 +281,6 @@ INSTANTIATE_TEST_SUITE_P(Splits, CudaFwdTiling,
 
 // forward_many's throughput is a benchmark, not a test: kernels/cuda/bench_forward_many.cpp.
 
-// The poison check itself: an untouched payload element and a write into the guard are both reported.
 // Batches past gridDim.z's 65,535 run in slices, and each slice must read its own keep-mask and bias (regression:
 // the slices after the first read the first slice's). The last batch hides key 0 and biases key 1 in every row;
 // it, and batch 0, must give in the long launch exactly what they give launched alone.
@@ -329,6 +329,68 @@ TEST(CudaLaunch, LongBatchSlicesCarryMaskAndBias) {
   }
 }
 
+// The backward slices long batches the same way: every tensor of a slice (Q, K, V, O, dO, LSE, δ, the gradients,
+// GQA's per-head dK/dV workspace, keep-mask, bias) is that slice's. Two query heads share one K/V head (GQA); the
+// last batch hides key 0 and biases key 1. Batch 0 and the last batch must give in the long launch exactly what
+// they give launched alone (δ, dQ, dK, dV bitwise).
+TEST(CudaLaunch, LongBatchBackwardSlices) {
+  ATTN_SKIP_WITHOUT_GPU();
+  const int batch = 65535 + 2, n = 4, kd = 64, hq = 2;
+  const std::size_t q_b = std::size_t(hq) * n * kd, kv_b = std::size_t(n) * kd, s_b = std::size_t(hq) * n * n;
+  std::uint32_t state = 777;
+  auto bf16_in_pm1 = [&]() {  // an LCG's value in [−1, 1), truncated to bf16
+    state = state * 1664525u + 1013904223u;
+    const float f = static_cast<float>(state >> 8) * (2.0f / 16777216.0f) - 1.0f;
+    std::uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return static_cast<std::uint16_t>(u >> 16);
+  };
+  std::vector<std::uint16_t> hqv(batch * q_b), hdo(batch * q_b), hk(batch * kv_b), hv(batch * kv_b);
+  for (std::vector<std::uint16_t>* h : {&hqv, &hdo, &hk, &hv})
+    for (std::uint16_t& e : *h) e = bf16_in_pm1();
+  std::vector<std::uint8_t> hm(batch * s_b, 1);
+  std::vector<float> hb(batch * s_b, 0.f);
+  for (std::size_t r = 0; r < std::size_t(hq) * n; ++r) hm[(batch - 1) * s_b + r * n] = 0, hb[(batch - 1) * s_b + r * n + 1] = 3.f;
+  cuda::DeviceBuffer<std::uint16_t> q(hqv.size()), d_o(hdo.size()), k(hk.size()), v(hv.size()), o(hqv.size());
+  cuda::DeviceBuffer<std::uint16_t> dq(hqv.size()), dk(hk.size()), dv(hv.size()), dkh(batch * q_b), dvh(batch * q_b);
+  cuda::DeviceBuffer<std::uint8_t> m(hm.size());
+  cuda::DeviceBuffer<float> bias(hb.size()), lse(std::size_t(batch) * hq * n), delta(std::size_t(batch) * hq * n);
+  q.upload(hqv), d_o.upload(hdo), k.upload(hk), v.upload(hv), m.upload(hm), bias.upload(hb);
+  cuda::FwdParams f;
+  f.q = q.get(), f.k = k.get(), f.v = v.get(), f.o = o.get(), f.lse = lse.get(), f.mask = m.get(), f.bias = bias.get();
+  f.batch = batch, f.heads_q = hq, f.heads_kv = 1, f.n_q = f.n_k = n;
+  f.scale = 0.125f, f.scale_log2e = 0.125f * 1.44269504f;
+  cuda::launch_flash_fwd(Variant::kFa2, kd, f, nullptr);
+  cuda::BwdParams bp;
+  bp.q = f.q, bp.k = f.k, bp.v = f.v, bp.o = f.o, bp.d_o = d_o.get(), bp.lse = f.lse, bp.delta = delta.get();
+  bp.dq = dq.get(), bp.dk = dk.get(), bp.dv = dv.get(), bp.dk_head = dkh.get(), bp.dv_head = dvh.get();
+  bp.mask = f.mask, bp.bias = f.bias, bp.batch = batch, bp.heads_q = hq, bp.heads_kv = 1, bp.n_q = bp.n_k = n;
+  bp.scale = f.scale, bp.scale_log2e = f.scale_log2e;
+  cuda::launch_flash_bwd(Variant::kFa2, kd, bp, nullptr);
+  ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<std::uint16_t> all_dq = dq.download(), all_dk = dk.download(), all_dv = dv.download();
+  const std::vector<float> all_delta = delta.download();
+  for (const int b : {0, batch - 1}) {
+    cuda::DeviceBuffer<std::uint16_t> dq1(q_b), dk1(kv_b), dv1(kv_b), dkh1(q_b), dvh1(q_b);
+    cuda::DeviceBuffer<float> delta1(std::size_t(hq) * n);
+    cuda::BwdParams g = bp;
+    g.batch = 1, g.dq = dq1.get(), g.dk = dk1.get(), g.dv = dv1.get(), g.dk_head = dkh1.get(), g.dv_head = dvh1.get();
+    g.delta = delta1.get();
+    g.q += b * q_b, g.o += b * q_b, g.d_o += b * q_b, g.k += b * kv_b, g.v += b * kv_b;
+    g.lse += std::size_t(b) * hq * n, g.mask += b * s_b, g.bias += b * s_b;
+    cuda::launch_flash_bwd(Variant::kFa2, kd, g, nullptr);
+    ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+    const std::vector<std::uint16_t> one_dq = dq1.download(), one_dk = dk1.download(), one_dv = dv1.download();
+    const std::vector<float> one_delta = delta1.download();
+    EXPECT_TRUE(std::equal(one_dq.begin(), one_dq.end(), all_dq.begin() + b * q_b)) << "dQ, batch " << b;
+    EXPECT_TRUE(std::equal(one_dk.begin(), one_dk.end(), all_dk.begin() + b * kv_b)) << "dK, batch " << b;
+    EXPECT_TRUE(std::equal(one_dv.begin(), one_dv.end(), all_dv.begin() + b * kv_b)) << "dV, batch " << b;
+    EXPECT_EQ(std::memcmp(one_delta.data(), all_delta.data() + std::size_t(b) * hq * n, hq * n * sizeof(float)), 0)
+        << "delta, batch " << b;
+  }
+}
+
+// The poison check itself: an untouched payload element and a write into the guard are both reported.
 TEST(CudaPoison, DetectsUntouchedAndGuardWrites) {
   ATTN_SKIP_WITHOUT_GPU();
   {

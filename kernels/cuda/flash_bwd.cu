@@ -25,6 +25,7 @@
 // NaN there comes out of arithmetic and is canonical already.
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -387,16 +388,9 @@ void launch_dq(const BwdParams& p, cudaStream_t stream) {
   ATTN_CUDA_CHECK(cudaGetLastError());
 }
 
+// One slice of at most 65,535 batches (gridDim.z's limit), its dS workspace given.
 template <int kD, class Spec>
-void launch(const BwdParams& params, cudaStream_t stream) {
-  if (params.batch > 65535) throw Error("launch_flash_bwd: batch > 65535");
-  BwdParams p = params;
-  const std::size_t ds_bytes = flash_bwd_ds_bytes(p);
-  void* own_ds = nullptr;
-  if (p.ds == nullptr) {
-    ATTN_CUDA_CHECK(cudaMallocFromPoolAsync(&own_ds, ds_bytes, workspace_pool(), stream));
-    p.ds = static_cast<std::uint16_t*>(own_ds);
-  }
+void launch_slice(const BwdParams& p, cudaStream_t stream) {
   const std::size_t rows = std::size_t(p.batch) * p.heads_q * p.n_q;
   bwd_delta_kernel<kD, Spec><<<unsigned((rows + 127) / 128), 128, 0, stream>>>(p);
   ATTN_CUDA_CHECK(cudaGetLastError());
@@ -410,11 +404,41 @@ void launch(const BwdParams& params, cudaStream_t stream) {
   }
   if (p.tiling == BwdTiling::kKeys64Rows64 || p.tiling == BwdTiling::kKeys128Rows64) launch_dq<kD, Spec, 1>(p, stream);
   else launch_dq<kD, Spec, 2>(p, stream);
-  if (own_ds) ATTN_CUDA_CHECK(cudaFreeAsync(own_ds, stream));
   if (p.heads_q == p.heads_kv) return;  // bwd_dkdv_kernel wrote dK, dV
   const std::size_t kv = std::size_t(p.batch) * p.heads_kv * p.n_k * kD;
   bwd_group_kernel<kD, Spec><<<unsigned((kv + 255) / 256), 256, 0, stream>>>(p);
   ATTN_CUDA_CHECK(cudaGetLastError());
+}
+
+// Long batches go in slices, as the forward's: each slice points at its share of every tensor, and all of them
+// reuse one slice's dS workspace (stream order keeps them apart).
+template <int kD, class Spec>
+void launch(const BwdParams& params, cudaStream_t stream) {
+  constexpr int kMaxZ = 65535;
+  BwdParams p = params;
+  void* own_ds = nullptr;
+  if (p.ds == nullptr) {
+    BwdParams one_slice = p;
+    one_slice.batch = std::min(kMaxZ, p.batch);
+    ATTN_CUDA_CHECK(cudaMallocFromPoolAsync(&own_ds, flash_bwd_ds_bytes(one_slice), workspace_pool(), stream));
+    p.ds = static_cast<std::uint16_t*>(own_ds);
+  }
+  const std::size_t q_per_b = std::size_t(p.heads_q) * p.n_q * kD, kv_per_b = std::size_t(p.heads_kv) * p.n_k * kD;
+  const std::size_t head_kv_per_b = std::size_t(p.heads_q) * p.n_k * kD, rows_per_b = std::size_t(p.heads_q) * p.n_q;
+  for (int b0 = 0; b0 < p.batch; b0 += kMaxZ) {
+    BwdParams s = p;
+    s.batch = std::min(kMaxZ, p.batch - b0);
+    const std::size_t b = b0;
+    s.q += b * q_per_b, s.o += b * q_per_b, s.d_o += b * q_per_b, s.dq += b * q_per_b;
+    s.k += b * kv_per_b, s.v += b * kv_per_b, s.dk += b * kv_per_b, s.dv += b * kv_per_b;
+    if (s.dk_head) s.dk_head += b * head_kv_per_b;
+    if (s.dv_head) s.dv_head += b * head_kv_per_b;
+    s.lse += b * rows_per_b, s.delta += b * rows_per_b;
+    if (s.mask) s.mask += b * rows_per_b * p.n_k;
+    if (s.bias) s.bias += b * rows_per_b * p.n_k;
+    launch_slice<kD, Spec>(s, stream);
+  }
+  if (own_ds) ATTN_CUDA_CHECK(cudaFreeAsync(own_ds, stream));
 }
 
 template <int kD>
