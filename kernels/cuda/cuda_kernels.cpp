@@ -84,16 +84,7 @@ class CudaFlashKernel final : public Kernel {
     return buf;
   }
   void check_supported(const Instance& in, bool need_backward) const {
-    const std::string why = caps().unsupported_reason(in.problem, need_backward);
-    if (!why.empty()) throw Error("kernel " + name_ + " cannot run " + in.problem.describe() + ": " + why);
-    in.problem.validate();
-    if (in.q.size() != in.problem.q_size() || in.k.size() != in.problem.kv_size() ||
-        in.v.size() != in.problem.kv_size())
-      throw Error("kernel " + name_ + ": Q, K, V sizes do not match " + in.problem.describe());
-    if (in.problem.has_mask && in.mask.size() != in.problem.scores_size())
-      throw Error("kernel " + name_ + ": keep-mask has the wrong size for " + in.problem.describe());
-    if (in.problem.has_bias && in.bias.size() != in.problem.scores_size())
-      throw Error("kernel " + name_ + ": bias has the wrong size for " + in.problem.describe());
+    check_instance(name_, caps(), in, need_backward);
   }
   FwdParams base_params(const Problem& p) const {
     FwdParams f;

@@ -77,12 +77,7 @@ class CudnnKernel final : public Kernel {
 
  private:
   void check_supported(const Instance& in, bool need_backward) const {
-    const std::string why = caps().unsupported_reason(in.problem, need_backward);
-    if (!why.empty()) throw Error("kernel cuda:cudnn cannot run " + in.problem.describe() + ": " + why);
-    in.problem.validate();
-    if (in.q.size() != in.problem.q_size() || in.k.size() != in.problem.kv_size() ||
-        in.v.size() != in.problem.kv_size())
-      throw Error("kernel cuda:cudnn: Q, K, V sizes do not match " + in.problem.describe());
+    check_instance("cuda:cudnn", caps(), in, need_backward);
   }
 };
 

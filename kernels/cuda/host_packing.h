@@ -1,6 +1,7 @@
 // host_packing.h — the host side shared by the CUDA kernel wrappers (cuda_kernels.cpp, cudnn_kernel.cpp):
-// attncheck's tensors (doubles holding bf16 values) to bf16 bit rows zero-padded to the kernel's head dim, back
-// again, a small parallel_for for big batches, and the backward's poisoned outputs. Host code only.
+// the instance checks, attncheck's tensors (doubles holding bf16 values) to bf16 bit rows zero-padded to the
+// kernel's head dim, back again, a small parallel_for for big batches, and the backward's poisoned outputs.
+// Host code only.
 //
 // Invariants: a value that is not exactly a bf16 value is an Error naming it (never silently rounded); padding
 // columns are zero (zeros add nothing to q·k and give zero output columns, so a padded problem's results equal
@@ -17,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "harness/kernel.h"
 #include "harness/problem.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/formats.h"
@@ -25,6 +27,21 @@ namespace attncheck::cuda {
 
 // The kernels exist for head dims 64 and 128; smaller ones run zero-padded.
 inline int padded_dim(int d) { return d <= 64 ? 64 : 128; }
+
+// What every CUDA kernel checks before it packs an instance: the kernel `name` can run the problem (its caps), the
+// problem is valid, and Q, K, V, keep-mask and bias have the problem's sizes. Error naming the first that fails.
+inline void check_instance(const std::string& name, const KernelCaps& caps, const Instance& in, bool need_backward) {
+  const std::string why = caps.unsupported_reason(in.problem, need_backward);
+  if (!why.empty()) throw Error("kernel " + name + " cannot run " + in.problem.describe() + ": " + why);
+  in.problem.validate();
+  if (in.q.size() != in.problem.q_size() || in.k.size() != in.problem.kv_size() ||
+      in.v.size() != in.problem.kv_size())
+    throw Error("kernel " + name + ": Q, K, V sizes do not match " + in.problem.describe());
+  if (in.problem.has_mask && in.mask.size() != in.problem.scores_size())
+    throw Error("kernel " + name + ": keep-mask has the wrong size for " + in.problem.describe());
+  if (in.problem.has_bias && in.bias.size() != in.problem.scores_size())
+    throw Error("kernel " + name + ": bias has the wrong size for " + in.problem.describe());
+}
 
 // x as bf16 bits; Error (prefixed by `who`, naming `what`) when x is not exactly a bf16 value.
 inline std::uint16_t to_bf16_bits(double x, const char* who, const char* what) {
