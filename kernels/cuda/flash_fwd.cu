@@ -32,7 +32,10 @@
 // ping-pong warpgroups with mma.sync (slower; 3729f03); the same overlap with wgmma (FA3's intra-warpgroup
 // pipelining: 269 vs 355 TFLOP/s, the second score tile costs the occupancy; 5117a91); the same again on the
 // 4-stage ring with FA3's order (q·k of tile n beside p̄·V of tile n − 1, no loop-carried accumulators: 259-268
-// vs 382 TFLOP/s at d128, 181-233 vs 262-294 at d64; b2b456c).
+// vs 382 TFLOP/s at d128, 181-233 vs 262-294 at d64; b2b456c); fa2-fixed's near-max test as the row max and then
+// a count of the scores >= thr (set.ge masks summed, both rows' counts in one word over the quad: fewer
+// instructions, but a second round of shuffles after the max; fix overhead 12.0-12.9% vs 10.1-10.7% at d128 full,
+// 16.9-17.7% vs 14.4-14.8% at d64, three interleaved runs each, same bits).
 #include <cuda_bf16.h>
 
 #include <cmath>
