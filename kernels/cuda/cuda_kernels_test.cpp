@@ -281,6 +281,15 @@ INSTANTIATE_TEST_SUITE_P(Splits, CudaFwdTiling,
 
 // forward_many's throughput is a benchmark, not a test: kernels/cuda/bench_forward_many.cpp.
 
+// An LCG's next value in [−1, 1), truncated to bf16 bits (the long-batch tests' inputs).
+std::uint16_t lcg_bf16_in_pm1(std::uint32_t& state) {
+  state = state * 1664525u + 1013904223u;
+  const float f = static_cast<float>(state >> 8) * (2.0f / 16777216.0f) - 1.0f;
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
 // Batches past gridDim.z's 65,535 run in slices, and each slice must read its own keep-mask and bias (regression:
 // the slices after the first read the first slice's). The last batch hides key 0 and biases key 1 in every row;
 // it, and batch 0, must give in the long launch exactly what they give launched alone.
@@ -290,15 +299,8 @@ TEST(CudaLaunch, LongBatchSlicesCarryMaskAndBias) {
   const std::size_t per_b = std::size_t(n) * kd, per_s = std::size_t(n) * n;
   std::vector<std::uint16_t> hq(batch * per_b), hk(hq.size()), hv(hq.size());
   std::uint32_t state = 12345;
-  auto bf16_in_pm1 = [&]() {  // an LCG's value in [−1, 1), truncated to bf16
-    state = state * 1664525u + 1013904223u;
-    const float f = static_cast<float>(state >> 8) * (2.0f / 16777216.0f) - 1.0f;
-    std::uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return static_cast<std::uint16_t>(u >> 16);
-  };
   for (std::vector<std::uint16_t>* h : {&hq, &hk, &hv})
-    for (std::uint16_t& e : *h) e = bf16_in_pm1();
+    for (std::uint16_t& e : *h) e = lcg_bf16_in_pm1(state);
   std::vector<std::uint8_t> hm(batch * per_s, 1);
   std::vector<float> hb(batch * per_s, 0.f);
   for (int i = 0; i < n; ++i) hm[(batch - 1) * per_s + i * n] = 0, hb[(batch - 1) * per_s + i * n + 1] = 3.f;
@@ -338,16 +340,9 @@ TEST(CudaLaunch, LongBatchBackwardSlices) {
   const int batch = 65535 + 2, n = 4, kd = 64, hq = 2;
   const std::size_t q_b = std::size_t(hq) * n * kd, kv_b = std::size_t(n) * kd, s_b = std::size_t(hq) * n * n;
   std::uint32_t state = 777;
-  auto bf16_in_pm1 = [&]() {  // an LCG's value in [−1, 1), truncated to bf16
-    state = state * 1664525u + 1013904223u;
-    const float f = static_cast<float>(state >> 8) * (2.0f / 16777216.0f) - 1.0f;
-    std::uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return static_cast<std::uint16_t>(u >> 16);
-  };
   std::vector<std::uint16_t> hqv(batch * q_b), hdo(batch * q_b), hk(batch * kv_b), hv(batch * kv_b);
   for (std::vector<std::uint16_t>* h : {&hqv, &hdo, &hk, &hv})
-    for (std::uint16_t& e : *h) e = bf16_in_pm1();
+    for (std::uint16_t& e : *h) e = lcg_bf16_in_pm1(state);
   std::vector<std::uint8_t> hm(batch * s_b, 1);
   std::vector<float> hb(batch * s_b, 0.f);
   for (std::size_t r = 0; r < std::size_t(hq) * n; ++r) hm[(batch - 1) * s_b + r * n] = 0, hb[(batch - 1) * s_b + r * n + 1] = 3.f;
