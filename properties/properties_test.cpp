@@ -232,6 +232,24 @@ TEST(Honesty, NullControlsPassWhenLseOverflowsFp32) {
       EXPECT_TRUE(o.status == Status::kPass || o.status == Status::kSkip)
           << kernel << " " << p.name << ": " << status_name(o.status) << ": " << o.message;
     }
+  // The bitwise invariances change Q and K values (masked keys; causal_prefix's later rows): at |x| ~ 2^127 their
+  // change must stay finite, or a masked pair's dS = 0 times it is NaN in the backward's sums (review, session 7).
+  f.params["log2_mag"] = 127;
+  Family causal = f, masked = f;
+  causal.problem.causal = true;
+  masked.params["mask"] = 1;
+  masked.params["pad"] = 2;
+  masked.problem.has_mask = true;
+  for (const char* kernel : {"oracle", "stochastic"}) {
+    for (const Family& g : {causal, masked})
+      for (const char* name : {"masked_value", "causal_prefix"}) {
+        const Outcome o = get_property(name).check(default_registry().get(kernel), g, b);
+        EXPECT_TRUE(o.status == Status::kPass || o.status == Status::kSkip)
+            << kernel << " " << name << " " << g.describe() << ": " << status_name(o.status) << ": " << o.message;
+      }
+  }
+  EXPECT_EQ(get_property("causal_prefix").check(default_registry().get("oracle"), causal, b).status, Status::kPass);
+  EXPECT_EQ(get_property("masked_value").check(default_registry().get("oracle"), masked, b).status, Status::kPass);
   // Still sharp where it matters: an infinity against a finite value fails.
   auto inf_lse = make_kernel("inf_lse", [](const Instance& in) {
     ForwardOutput o = rounded_reference(in);

@@ -26,9 +26,16 @@ bool within_one_rounding(double a, double b, Format f) {
   return std::fabs(a - b) <= ulp(std::max(std::fabs(a), std::fabs(b)), f);
 }
 
-// A very different value of the same format: −2^16·v (−1 for v = 0), which stays finite for |v| < 2^110.
+// A very different value of the same format: −2^16·v (−1 for v = 0), or −v where that overflows: always finite.
 double amplified(double v, Format f) {
   const double r = round_to(v == 0 ? -1.0 : -65536.0 * v, f);
+  return std::isfinite(r) ? r : round_to(-v, f);
+}
+// Another value of the same format for a changed Q or K entry: −2v + 1, or −v where that overflows. Always finite,
+// as the backward needs: a masked pair's dS = 0 multiplies the changed q or k in dQ's and dK's sums, and 0·inf
+// would be NaN (review, session 7: |q|, |k| ~ 2^127 in large_logits).
+double other_value(double v, Format f) {
+  const double r = round_to(-2 * v + 1, f);
   return std::isfinite(r) ? r : round_to(-v, f);
 }
 
@@ -173,8 +180,9 @@ std::string check_logit_shift(const Kernel& k, const Instance& in0, const Family
 // except for its sums: δ_i = Σ_c dO_ic·O_ic over row i alone; dQ_i = scale·Σ_j dS_ij·k_j over the keys; and
 // dK_j = scale·Σ_i dS_ij·q_i, dV_j = Σ_i P_ij·dO_i over every row of key j's kv group (all its query heads).
 // A row whose q_i, dO_i, O_i, LSE_i and visible keys' k_j, v_j are all unchanged (`kept`, row_at order: the rows
-// a check compares) therefore keeps δ_i and dQ_i bit for bit: the masked terms it adds are exact zeros (x + 0 = x;
-// only the sign of a zero sum may flip, and within_one_rounding takes ±0 as equal). dK_j and dV_j keep every
+// a check compares) therefore keeps δ_i and dQ_i bit for bit: the masked terms it adds are exact zeros (0 times a
+// changed k_j, which the transforms keep finite: other_value(), amplified(); x + 0 = x; only the sign of a zero sum
+// may flip, and within_one_rounding takes ±0 as equal). dK_j and dV_j keep every
 // term iff every row that sees key j is kept: any other row has a new LSE_i, δ_i (it sees a changed key) or q_i,
 // dO_i (it was changed), which moves its P_ij and dS_ij, while rows that do not see j add exact zeros. So the keys
 // compared are those seen only by kept rows: that takes in a changed key that no row sees (dK = dV = 0 in both
@@ -256,7 +264,7 @@ std::string check_masked_value(const Kernel& k, const Instance& in, const Family
         for (int c = 0; c < p.head_dim; ++c) {
           double& kv = t.k[p.kv_at(b, hk, j, c)];
           double& vv = t.v[p.kv_at(b, hk, j, c)];
-          kv = round_to(-2 * kv + 1, p.input_format);
+          kv = other_value(kv, p.input_format);
           vv = amplified(vv, p.input_format);
         }
       for (int h = hk * p.group(); h < (hk + 1) * p.group(); ++h)
@@ -313,7 +321,7 @@ std::string check_causal_prefix(const Kernel& k, const Instance& in, const Famil
       for (int i = cut + 1; i < p.n_q; ++i)
         for (int c = 0; c < p.head_dim; ++c) {
           double& q = t.q[p.q_at(b, h, i, c)];
-          q = round_to(-2 * q + 1, p.input_format);
+          q = other_value(q, p.input_format);
           double& d_o = t.d_o[p.q_at(b, h, i, c)];
           d_o = amplified(d_o, p.input_format);
         }
@@ -322,7 +330,7 @@ std::string check_causal_prefix(const Kernel& k, const Instance& in, const Famil
         for (int c = 0; c < p.head_dim; ++c) {
           double& kv = t.k[p.kv_at(b, h, j, c)];
           double& vv = t.v[p.kv_at(b, h, j, c)];
-          kv = round_to(-2 * kv + 1, p.input_format);
+          kv = other_value(kv, p.input_format);
           vv = amplified(vv, p.input_format);
         }
   }
