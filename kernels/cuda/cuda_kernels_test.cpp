@@ -332,7 +332,7 @@ TEST(CudaLaunch, LongBatchSlicesCarryMaskAndBias) {
 }
 
 // The backward slices long batches the same way: every tensor of a slice (Q, K, V, O, dO, LSE, δ, the gradients,
-// GQA's per-head dK/dV workspace, keep-mask, bias) is that slice's. Two query heads share one K/V head (GQA); the
+// keep-mask, bias) is that slice's; the workspaces are reused. Two query heads share one K/V head (GQA); the
 // last batch hides key 0 and biases key 1. Batch 0 and the last batch must give in the long launch exactly what
 // they give launched alone (δ, dQ, dK, dV bitwise).
 TEST(CudaLaunch, LongBatchBackwardSlices) {

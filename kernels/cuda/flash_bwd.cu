@@ -411,7 +411,7 @@ void launch_slice(const BwdParams& p, cudaStream_t stream) {
 }
 
 // Long batches go in slices, as the forward's: each slice points at its share of every tensor, and all of them
-// reuse one slice's dS workspace (stream order keeps them apart).
+// reuse the start of the dS and GQA dK/dV workspaces (stream order keeps them apart).
 template <int kD, class Spec>
 void launch(const BwdParams& params, cudaStream_t stream) {
   constexpr int kMaxZ = 65535;
@@ -424,15 +424,13 @@ void launch(const BwdParams& params, cudaStream_t stream) {
     p.ds = static_cast<std::uint16_t*>(own_ds);
   }
   const std::size_t q_per_b = std::size_t(p.heads_q) * p.n_q * kD, kv_per_b = std::size_t(p.heads_kv) * p.n_k * kD;
-  const std::size_t head_kv_per_b = std::size_t(p.heads_q) * p.n_k * kD, rows_per_b = std::size_t(p.heads_q) * p.n_q;
+  const std::size_t rows_per_b = std::size_t(p.heads_q) * p.n_q;
   for (int b0 = 0; b0 < p.batch; b0 += kMaxZ) {
     BwdParams s = p;
     s.batch = std::min(kMaxZ, p.batch - b0);
     const std::size_t b = b0;
     s.q += b * q_per_b, s.o += b * q_per_b, s.d_o += b * q_per_b, s.dq += b * q_per_b;
     s.k += b * kv_per_b, s.v += b * kv_per_b, s.dk += b * kv_per_b, s.dv += b * kv_per_b;
-    if (s.dk_head) s.dk_head += b * head_kv_per_b;
-    if (s.dv_head) s.dv_head += b * head_kv_per_b;
     s.lse += b * rows_per_b, s.delta += b * rows_per_b;
     if (s.mask) s.mask += b * rows_per_b * p.n_k;
     if (s.bias) s.bias += b * rows_per_b * p.n_k;

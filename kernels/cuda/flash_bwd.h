@@ -7,7 +7,9 @@
 // Layouts as in flash_fwd.h (kD = 64 or 128, zero-padded by the caller); bf16 as uint16 bits.
 // Workspace: dS takes flash_bwd_ds_bytes(p) = batch·heads_q·⌈n_q/64⌉·⌈n_k/64⌉·64·64·2 bytes (2 bytes per
 // score; 2 GiB at b 4, h 16, seq 4096). Pass it in BwdParams::ds, or leave ds null and launch_flash_bwd takes it
-// stream-ordered from a per-device memory pool that keeps freed memory for the next call.
+// stream-ordered from a per-device memory pool that keeps freed memory for the next call. Batches past gridDim.z's
+// 65,535 run in slices of at most 65,535, one after another on the stream, each reusing the start of the dS and
+// GQA dK/dV workspaces: those need one slice's size (flash_bwd_ds_bytes of min(batch, 65,535) batches).
 #pragma once
 
 #include <cuda_runtime.h>

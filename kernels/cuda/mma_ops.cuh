@@ -106,10 +106,10 @@ __device__ __forceinline__ float fmin_nan(float a, float b) {
   asm("min.NaN.f32 %0, %1, %2;\n" : "=f"(r) : "f"(a), "f"(b));
   return r;
 }
-// Top two of a multiset of floats, NaN ignored: (m1, m2) = (largest, second largest counting repeats; −inf
-// when there is none). top2_pair merges two such summaries (a1, a2), (b1, b2) (a pair of single values is
-// (max, min.NaN) of the two). Exact (only comparisons), so "at least two elements >= thr" is exactly
-// m2 >= thr for any thr.
+// Top two of a multiset of floats, NaN ignored: (m1, m2) = (largest, second largest counting repeats; NaN where
+// fewer than one or two elements are numbers, so that no `>= thr` holds for it). top2_pair merges two such
+// summaries (a1, a2), (b1, b2) (a pair of single values is (max, min.NaN) of the two). Exact (only comparisons),
+// so "at least two elements >= thr" is exactly m2 >= thr for any thr.
 __device__ __forceinline__ void top2_pair(float& m1, float& m2, float a1, float a2, float b1, float b2) {
   m2 = fmaxf(fmaxf(a2, b2), fmin_nan(a1, b1));
   m1 = fmaxf(a1, b1);

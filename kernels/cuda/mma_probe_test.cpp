@@ -154,24 +154,35 @@ TEST(TensorCores, MeasuredModelReproducesHardware) {
 
 // The forward's row top-two (quad_top2, fixed numerics) in its two forms: fp32 (fa2-fixed) and packed bf16x2, two
 // rows per instruction (paper-fixed, whose scores are bf16). Both must give the multiset's largest and second
-// largest (repeats counted, NaN ignored, −inf when there is none), and the same bits as each other (the sign of a
-// zero included; a NaN, left only when every score is NaN, matches any NaN). Rows mix bf16 specials (±0, ±inf,
-// NaN, ±max, ±smallest subnormal, paper's mask value −max) with ties and random bf16 values.
+// largest (repeats counted, NaN ignored; NaN where fewer than two scores are numbers: no `>= thr` holds for it),
+// and the same bits as each other (the sign of a zero included; a NaN matches any NaN). Row kinds put each special in the top
+// two: bf16 specials (±0, ±inf, NaN, ±max, ±smallest subnormal, paper's mask value −max) alone and among random
+// values, ties, paper's fully masked row (−max and −inf), one value among −inf or NaN, all NaN, signed zeros.
 TEST(Top2, PackedBf16FormEqualsTheFp32Form) {
   ATTN_SKIP_WITHOUT_GPU();
   const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, 1.0078125f, INFINITY, -INFINITY, NAN, 3.38953139e38f,
                             -3.38953139e38f, std::ldexp(1.0f, -133), -std::ldexp(1.0f, -133), 2.0f, -2.0f};
-  const int rows = 16 * 512;
+  const float zeros[] = {0.0f, -0.0f, std::ldexp(1.0f, -133), -std::ldexp(1.0f, -133)};
+  const int rows = 16 * 1024;
   std::vector<float> scores(std::size_t(rows) * 64);
-  for (int r = 0; r < rows; ++r)
+  for (int r = 0; r < rows; ++r) {
+    const int lone = int(mix64(std::uint64_t(r) + 7) % 64);  // kinds 5 and 6: the one key that differs
     for (int j = 0; j < 64; ++j) {
       const std::uint64_t h = mix64(std::uint64_t(r) * 64 + j + 1);
-      const int kind = r % 4;  // 0: specials only, 1: specials and random, 2: few random values (ties), 3: random
-      const bool special = kind == 0 || (kind == 1 && h % 3 == 0);
-      float x = special ? specials[h % std::size(specials)] : random_bf16(r, j, 3);
-      if (kind == 2) x = random_bf16(r, j % 3, 1);
+      float x = 0;
+      switch (r % 8) {
+        case 0: x = specials[h % std::size(specials)]; break;
+        case 1: x = h % 3 == 0 ? specials[h % std::size(specials)] : random_bf16(r, j, 3); break;
+        case 2: x = random_bf16(r, j % 3, 1); break;  // three values: ties
+        case 3: x = random_bf16(r, j, 3); break;
+        case 4: x = h % 5 ? -3.38953139e38f : -INFINITY; break;  // paper's fully masked row, tail keys
+        case 5: x = j == lone ? random_bf16(r, j, 3) : (r % 16 == 5 ? -INFINITY : NAN); break;  // one candidate
+        case 6: x = j == lone && r % 16 == 6 ? 1.0f : NAN; break;  // all NaN, or one value among NaNs
+        default: x = zeros[h % std::size(zeros)];  // signed zeros and the smallest subnormals
+      }
       scores[std::size_t(r) * 64 + j] = round_bf16(x);
     }
+  }
   const std::vector<float> out = cuda::run_top2_probes(scores, rows);
   auto same = [](float a, float b) {
     return (std::isnan(a) && std::isnan(b)) || std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
@@ -182,10 +193,11 @@ TEST(Top2, PackedBf16FormEqualsTheFp32Form) {
     for (int j = 0; j < 64; ++j)
       if (!std::isnan(scores[std::size_t(r) * 64 + j])) v.push_back(scores[std::size_t(r) * 64 + j]);
     std::sort(v.begin(), v.end(), std::greater<float>());
-    const float m1 = v.empty() ? NAN : v[0], m2 = v.size() < 2 ? -INFINITY : v[1];
+    const float m1 = v.empty() ? NAN : v[0], m2 = v.size() < 2 ? NAN : v[1];
     const float* o = &out[std::size_t(r) * 4];
+    auto equal = [](float got, float want) { return std::isnan(want) ? std::isnan(got) : got == want; };
     for (int form = 0; form < 2; ++form) {
-      const bool ok = (v.empty() ? std::isnan(o[2 * form]) : o[2 * form] == m1) && o[2 * form + 1] == m2;
+      const bool ok = equal(o[2 * form], m1) && equal(o[2 * form + 1], m2);
       if (!ok && ++wrong <= 5)
         ADD_FAILURE() << "row " << r << (form ? " packed" : " fp32") << ": top two " << o[2 * form] << ", "
                       << o[2 * form + 1] << "; want " << m1 << ", " << m2;
