@@ -72,9 +72,10 @@ run_step "mma_probe_test" "$out/probe.log" timeout 120 "$bin/mma_probe_test"
 
 if [ "${ATTNCHECK_GPU_NO_SANITIZER:-0}" != 1 ]; then
   echo "## compute-sanitizer" >>"$report"
-  # A subset: every kernel (fwd, bwd, both head dims, tails, causal, GQA) runs inside these tests; the full
-  # suite under memcheck would take minutes for nothing new.
-  sub=${ATTNCHECK_GPU_SANITIZER_FILTER:-'Variants/CudaKernel.SameInputSameBits/fa2_fixed:CudaPoison.*'}
+  # A subset: both numerics' kernels (the fixed variants: forward with the fix, and the shared backward; both head
+  # dims, tails, causal, GQA, keep-mask, bias) run inside these tests; the full suite under memcheck would take
+  # minutes for nothing new.
+  sub=${ATTNCHECK_GPU_SANITIZER_FILTER:-'Variants/CudaKernel.SameInputSameBits/*fixed:CudaPoison.*'}
   for tool in ${ATTNCHECK_GPU_SANITIZER_TOOLS:-memcheck racecheck synccheck initcheck}; do
     run_step "compute-sanitizer --tool $tool" "$out/sanitizer_$tool.log" timeout 240 \
       compute-sanitizer --tool "$tool" --error-exitcode 3 "$bin/cuda_kernels_test" --gtest_filter="$sub"
