@@ -18,6 +18,27 @@ namespace {
 
 using cuda::Variant;
 
+// A k16 sum past fp32's range is ±inf on the H200, not the largest finite value a toward-zero rounding would give,
+// and stays so: gpu_matches_cpu_model found the twin's row max at −FLT_MAX where the GPU's was −inf (large_logits:
+// one key, q·k = −3·2^128), so the twin gave LSE = +inf (FA2's empty sum) and the GPU −inf (an empty row).
+TEST(MmaModel, OverflowIsInfinite) {
+  float a[16] = {}, b[16] = {};
+  for (int k = 0; k < 3; ++k) a[k] = 0x1p64f, b[k] = -0x1p64f;
+  EXPECT_EQ(mma_k16(a, b, 0.0f), -INFINITY);
+  EXPECT_EQ(mma_k16(a, b, -INFINITY), -INFINITY);
+  Instance in;
+  in.problem = Problem::of_shape(1, 1, 1, 1, 1, 3);
+  in.q = {0x1p64, 0x1p64, 0x1p64};
+  in.k = {-0x1p64, -0x1p64, -0x1p64};
+  in.v = {1, -1, -1};
+  for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
+    const ForwardOutput t = cuda::twin_forward(v, in);
+    const ForwardOutput m = model_forward(builtin_spec(cuda::variant_name(v)), in);
+    EXPECT_EQ(t.lse[0], m.lse[0]) << cuda::variant_name(v);
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(t.o[c], m.o[c]) << cuda::variant_name(v) << " c" << c;
+  }
+}
+
 // Facts measured on the H200 (TENSOR_CORES.md), as single cases the model must reproduce.
 TEST(MmaModel, ReproducesMeasuredFacts) {
   float a[16] = {}, b[16] = {};

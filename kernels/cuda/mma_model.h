@@ -7,7 +7,8 @@
 // 2^(emax − frac_bits) (toward zero, down, or to nearest: `cut`), the cut terms are summed exactly,
 // and the sum is rounded once to fp32 (toward zero or to nearest). mma_probe measures which parameters the
 // hardware follows (TENSOR_CORES.md); kMeasuredMmaModel holds the answer so a CPU twin of the CUDA kernels can
-// call mma_k16(...) where the CUDA kernel issues an mma. Finite inputs only (no inf/NaN/subnormal modelling).
+// call mma_k16(...) where the CUDA kernel issues an mma. Finite inputs (a, b) only; a sum past fp32's range is
+// ±inf and stays so through later k16 steps (no subnormal modelling).
 #pragma once
 
 #include <cmath>
@@ -42,7 +43,9 @@ ATTN_HD double cut(double x, double quantum, MmaCut how) {
 }
 ATTN_HD float to_f32(double x, bool nearest) {
   float f = static_cast<float>(x);  // nearest-even
-  if (!nearest && std::fabs(static_cast<double>(f)) > std::fabs(x)) f = std::nextafter(f, 0.0f);
+  // Toward zero, except that a sum past fp32's range is ±inf, as on the H200 (an all-overflowing row's max is −inf
+  // there: gpu_matches_cpu_model on large_logits), not the largest finite value IEEE's toward-zero would give.
+  if (!nearest && std::isfinite(f) && std::fabs(static_cast<double>(f)) > std::fabs(x)) f = std::nextafter(f, 0.0f);
   return f;
 }
 // Exact aligned sum of n terms (alignment exponents e[i]), rounded to fp32.
@@ -60,6 +63,11 @@ ATTN_HD float aligned_sum(const double* t, const int* e, int n, const MmaModel& 
 // One output element: c + Σ_{k<16} a[k]·b[k] under model m (a, b hold bf16 values; c an fp32 value).
 ATTN_HD float mma_k16(const float* a, const float* b, float c, const MmaModel& m = kMeasuredMmaModel) {
   float acc = c;
+  if (!std::isfinite(acc)) {  // an overflowed running value (±inf) or NaN absorbs finite products, as IEEE adds
+    double z = acc;
+    for (int k = 0; k < 16; ++k) z += static_cast<double>(a[k]) * static_cast<double>(b[k]);
+    return static_cast<float>(z);
+  }
   for (int k0 = 0; k0 < 16; k0 += m.group) {
     double t[17];
     int e[17];
