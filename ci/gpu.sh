@@ -108,6 +108,25 @@ done
 run_step "verdicts: cuda:K == K on the default and bias suites" "$out/verdicts.log" \
   python3 ci/compare_verdicts.py $(for suite in ${ATTNCHECK_GPU_SUITES:-default bias}; do echo "$out/suite-$suite.json"; done)
 { echo '```'; cat "$out/verdicts.log"; echo '```'; } >>"$report"
+# gpu_matches_cpu_model: each CUDA kernel against its CPU twin over the gpu suite (every check must hold).
+run_step "gpu_matches_cpu_model: cuda:K against its CPU twin (gpu suite)" "$out/suite-gpu.log" \
+  timeout 600 "$cli" check --suite gpu -k cuda:fa2 -k cuda:fa2-fixed -k cuda:paper -k cuda:paper-fixed \
+  --findings "$out/findings-gpu" --json "$out/suite-gpu.json"
+python3 - "$out/suite-gpu.json" >>"$report" 2>&1 <<'PY' || true
+import json, sys
+rows = {}
+for c in json.load(open(sys.argv[1]))["outcomes"]:
+    st = c.get("stats", {})
+    r = rows.setdefault(c["kernel"], [0, 0, 0.0, 0.0])
+    r[0] += c["status"] == "pass"
+    r[1] += c["status"] == "fail"
+    r[2] = max(r[2], st.get("differ_pct", 0))
+    r[3] = max(r[3], st.get("worst_of_bound", 0))
+print("```")
+for k, (p, f, d, w) in rows.items():
+    print(f"{k}: {p} pass, {f} FAIL; worst instance: {d:.3f}% of outputs differ from the twin, at {w:.3f} of the bound")
+print("```")
+PY
 # The vendor kernel through the same properties (registered when the build found cuDNN).
 # (grep without -q: under pipefail an early exit of grep -q would SIGPIPE the list and fail the test)
 if "$cli" list 2>/dev/null | grep 'cuda:cudnn' >/dev/null; then

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "harness/problem.h"
+#include "kernels/numerics_spec.h"
 
 namespace attncheck {
 
@@ -54,6 +55,15 @@ class Kernel {
   // A copy of this kernel with other tile sizes (CPU models: down to 1x1, so shrinking can shrink tiles);
   // nullptr when the kernel's tiles are fixed. Families carry a tile config; properties apply it here.
   virtual std::unique_ptr<Kernel> with_tiles(int tile_q, int tile_k) const;
+  // For a GPU kernel: its CPU twin, a CPU kernel that does the forward's operations in the GPU's order (tensor-core
+  // sums, reductions), bit for bit except where the host's exp/log stand in for the GPU's, and the numerics both
+  // follow (their rounding points: gpu_matches_cpu_model derives its bound from them). No twin (kernel null) for
+  // CPU kernels, which are their own models, and for kernels nobody has twinned.
+  struct CpuTwin {
+    std::unique_ptr<Kernel> kernel;
+    NumericsSpec spec;
+  };
+  virtual CpuTwin cpu_twin() const { return {}; }
 };
 
 // Parameters of a kernel name such as "paper-fixed[beta=4,tol=0.002]".

@@ -334,7 +334,7 @@ TEST(Family, OutOfDomainParametersThrowAClearError) {
     for (double v : {0.0, 1.0}) if (in_domain(d, v)) EXPECT_EQ(clamp_to_domain(d, v), d.kind == ParamDomain::Kind::kInteger ? std::round(v) : v) << key;
   }
   EXPECT_FALSE(param_domain("no_such_parameter", Format::kBF16).has_value());
-  for (const char* s : {"default", "bias", "quick"})
+  for (const char* s : {"default", "bias", "gpu", "quick"})
     for (const auto& e : suite(s)) EXPECT_NO_THROW(validate_family(e.family)) << s << " " << e.family.describe();
 }
 

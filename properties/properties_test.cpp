@@ -20,6 +20,7 @@
 namespace attncheck {
 namespace {
 
+using testing::FnKernel;
 using testing::make_kernel;
 using testing::rounded_reference;
 using testing::rounded_reference_backward;
@@ -214,6 +215,59 @@ TEST(Sharpness, BitwiseInvariancesCatchBackwardLeaks) {
   for (const char* out : {"dQ", "delta"})
     fails_in("causal_prefix", *leaky(out, d_o_late), default_family("causal"), out);
   for (const char* out : {"dK", "dV"}) fails_in("causal_prefix", *leaky(out, unmasked), causal_padded, out);
+}
+
+// gpu_matches_cpu_model, with CPU stand-ins: the "GPU kernel" and its twin are the fa2 CPU model, then the GPU side
+// gets one defect at a time. Equal bits pass; a one-ulp flip of every output (what an exp/log difference can do at
+// most per rounding) passes within the derived bound; ignoring the causal mask, a NaN, or an LSE moved by 1 fail.
+TEST(GpuMatchesCpuModel, BitsFlipsAndDefects) {
+  const Kernel& fa2 = default_registry().get("fa2");
+  const NumericsSpec spec = builtin_spec("fa2");
+  auto gpu = [&](const std::string& name, FnKernel::Fn fn) {
+    auto k = std::make_unique<FnKernel>(name, std::move(fn));
+    k->set_twin([&fa2](const Instance& in) { return fa2.forward(in); }, spec);
+    return k;
+  };
+  const Outcome cpu = outcome("gpu_matches_cpu_model", default_registry().get("oracle"), default_family("normal"));
+  EXPECT_EQ(cpu.status, Status::kSkip) << cpu.message;
+  const auto same = gpu("same", [&fa2](const Instance& in) { return fa2.forward(in); });
+  for (const char* g : {"normal", "causal", "tied_max", "large_logits", "masked_rows", "gqa"}) {
+    const Outcome o = outcome("gpu_matches_cpu_model", *same, default_family(g));
+    EXPECT_EQ(o.status, Status::kPass) << g << ": " << o.message;
+    EXPECT_EQ(o.stats["differ_pct"], 0.0) << g;
+  }
+  const auto flipped = gpu("flipped", [&fa2](const Instance& in) {
+    ForwardOutput out = fa2.forward(in);
+    for (double& x : out.o)  // the next bf16 value away from zero
+      if (std::isfinite(x) && x != 0) x += std::copysign(ulp(x, Format::kBF16), x);
+    for (double& x : out.lse)
+      if (std::isfinite(x)) x = std::nextafter(float(x), HUGE_VALF);
+    return out;
+  });
+  const Outcome f = outcome("gpu_matches_cpu_model", *flipped, default_family("normal"));
+  EXPECT_EQ(f.status, Status::kPass) << f.message;
+  EXPECT_GT(f.stats["differ_pct"].get<double>(), 50.0);
+  const auto acausal = gpu("acausal", [&fa2](Instance in) {
+    in.problem.causal = false;
+    return fa2.forward(in);
+  });
+  const Outcome a = outcome("gpu_matches_cpu_model", *acausal, default_family("causal"));
+  EXPECT_EQ(a.status, Status::kFail);
+  EXPECT_NE(a.message.find("bound"), std::string::npos) << a.message;
+  const auto nan = gpu("nan", [&fa2](const Instance& in) {
+    ForwardOutput out = fa2.forward(in);
+    out.o.back() = NAN;
+    return out;
+  });
+  const Outcome n = outcome("gpu_matches_cpu_model", *nan, default_family("normal"));
+  EXPECT_EQ(n.status, Status::kFail);
+  EXPECT_NE(n.message.find("non-finite"), std::string::npos) << n.message;
+  const auto lse = gpu("lse", [&fa2](const Instance& in) {
+    ForwardOutput out = fa2.forward(in);
+    out.lse[0] += 1;
+    return out;
+  });
+  EXPECT_EQ(run("gpu_matches_cpu_model", *lse, default_family("normal")), Status::kFail);
 }
 
 // Regression (fuzzing, 2026-11-30): scores past fp32's range give LSE = +inf in both runs of key_permutation

@@ -67,7 +67,7 @@ struct SuiteEntry {
   Family family;
   std::string label;  // how reports name this entry's family ("tied_max, tiles 8x8"); "" = the generator
 };
-std::vector<SuiteEntry> suite(const std::string& name);  // "default", "bias", "quick"; throws Error otherwise
+std::vector<SuiteEntry> suite(const std::string& name);  // "default", "bias", "gpu", "quick"; throws Error otherwise
 std::vector<std::string> suite_names();
 
 }  // namespace attncheck

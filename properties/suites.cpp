@@ -3,6 +3,7 @@
 //            a minute on one core; it contains the tie family on which `paper` fails `unbiased` and
 //            `paper-fixed` passes.
 //   bias:    `unbiased` over every tie / sign family (and the normal control).
+//   gpu:     `gpu_matches_cpu_model` (GPU kernels against their CPU twins) over the families of special paths.
 //   quick:   a handful of checks for a smoke run.
 // Family seeds are fixed here; the CLI's --seed mixes into them.
 #include <initializer_list>
@@ -67,6 +68,23 @@ std::vector<SuiteEntry> bias_suite() {
   return s;
 }
 
+// gpu_matches_cpu_model over the families that reach the GPU kernels' special paths (ties for the fix, masks and
+// bias, tails, GQA, overflow, empty rows). CPU kernels skip it (no twin); ci/gpu.sh runs it on the cuda: kernels.
+std::vector<SuiteEntry> gpu_suite() {
+  std::vector<SuiteEntry> s;
+  add(s, "gpu_matches_cpu_model",
+      {fam("normal"), fam("low_rank"), fam("tied_max"), fam("tied_max_flat"), fam("near_tie"), fam("max_zero"),
+       fam("negative_rows"), fam("very_negative_rows"), fam("large_logits"), fam("large_logits", {{"log2_mag", 64}}),
+       fam("causal"), fam("causal_short_keys"), fam("tails"), fam("odd_dims"), fam("gqa"), fam("padding"),
+       fam("masked_rows"), fam("random_mask"), fam("first_tile_masked"), fam("sliding_window"), fam("sink")});
+  for (const char* g : {"normal", "causal", "random_mask"}) {
+    Family biased = fam(g);
+    biased.problem.has_bias = true;
+    s.push_back(variant("gpu_matches_cpu_model", biased, std::string(g) + ", bias"));
+  }
+  return s;
+}
+
 std::vector<SuiteEntry> quick_suite() {
   std::vector<SuiteEntry> s;
   add(s, "accurate", {fam("normal")});
@@ -79,13 +97,14 @@ std::vector<SuiteEntry> quick_suite() {
 
 }  // namespace
 
-std::vector<std::string> suite_names() { return {"default", "bias", "quick"}; }
+std::vector<std::string> suite_names() { return {"default", "bias", "gpu", "quick"}; }
 
 std::vector<SuiteEntry> suite(const std::string& name) {
   if (name == "default") return default_suite();
   if (name == "bias") return bias_suite();
+  if (name == "gpu") return gpu_suite();
   if (name == "quick") return quick_suite();
-  throw Error("unknown suite '" + name + "' (known: default, bias, quick)");
+  throw Error("unknown suite '" + name + "' (known: default, bias, gpu, quick)");
 }
 
 }  // namespace attncheck

@@ -2,6 +2,7 @@
 // result rounded once (like `oracle`), optionally mutated, so that each test shows a property failing on a
 // kernel with one known defect and passing without it. Forward only (caps().backward = false) unless given a
 // backward function; that one is called with the instance alone (like `oracle`, it ignores the kernel's O, LSE).
+// A kernel given a twin (set_twin) plays a GPU kernel for gpu_matches_cpu_model.
 #pragma once
 
 #include <functional>
@@ -31,11 +32,18 @@ class FnKernel : public Kernel {
   BackwardOutput backward(const Instance& in, const ForwardOutput& fwd) const override {
     return bwd_ ? bwd_(in) : Kernel::backward(in, fwd);  // the base throws: no backward pass
   }
+  void set_twin(Fn twin, NumericsSpec spec) { twin_ = std::move(twin), twin_spec_ = std::move(spec); }
+  CpuTwin cpu_twin() const override {
+    if (!twin_) return {};
+    return {std::make_unique<FnKernel>("twin:" + name_, twin_), twin_spec_};
+  }
 
  private:
   std::string name_;
   Fn fn_;
   BackwardFn bwd_;
+  Fn twin_;
+  NumericsSpec twin_spec_;
 };
 
 // The exact result of `in`, O rounded once to bf16 (round to nearest even), LSE to fp32.

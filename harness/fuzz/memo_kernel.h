@@ -38,6 +38,7 @@ class MemoKernel : public Kernel {
   ForwardOutput forward(const Instance& in) const override;
   BackwardOutput backward(const Instance& in, const ForwardOutput& fwd) const override;
   std::unique_ptr<Kernel> with_tiles(int tile_q, int tile_k) const override;
+  CpuTwin cpu_twin() const override { return base_.cpu_twin(); }  // the memo's kernel's twin, not memoised
 
   void clear();                       // forget everything (the target calls it once per fuzz input)
   int hits() const;                   // calls answered from the memo (tests)

@@ -16,6 +16,7 @@
 #include "harness/kernel.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/cuda_twin.h"
 #include "kernels/cuda/cudnn_kernel.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/flash_bwd.h"
@@ -76,6 +77,11 @@ class CudaFlashKernel final : public Kernel {
   ForwardOutput forward(const Instance& in) const override { return std::move(forward_many({&in})[0]); }
   std::vector<ForwardOutput> forward_many(const std::vector<const Instance*>& ins) const override;
   BackwardOutput backward(const Instance& in, const ForwardOutput& fwd) const override;
+  CpuTwin cpu_twin() const override {
+    NumericsSpec spec = builtin_spec(variant_name(v_));
+    spec.max_policy.beta = beta_, spec.max_policy.tolerance = tol_;
+    return {make_twin_kernel(v_, beta_, tol_, name_), spec};
+  }
 
  private:
   static std::string fmt_num(float x) {

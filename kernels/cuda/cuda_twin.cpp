@@ -143,4 +143,34 @@ ForwardOutput twin_forward(Variant v, const Instance& in, float beta, float tol)
   throw Error("twin_forward: unknown variant");
 }
 
+namespace {
+
+class TwinKernel final : public Kernel {
+ public:
+  TwinKernel(Variant v, float beta, float tol, const std::string& gpu_name)
+      : v_(v), beta_(beta), tol_(tol), gpu_name_(gpu_name) {}
+  std::string name() const override { return "twin:" + gpu_name_; }
+  std::string summary() const override {
+    return "CPU twin of " + gpu_name_ + ": its forward's operations in its order (kernels/cuda/cuda_twin.h)";
+  }
+  KernelCaps caps() const override {
+    KernelCaps c;
+    c.mask = c.bias = true;
+    c.max_head_dim = 128;
+    return c;
+  }
+  ForwardOutput forward(const Instance& in) const override { return twin_forward(v_, in, beta_, tol_); }
+
+ private:
+  Variant v_;
+  float beta_, tol_;
+  std::string gpu_name_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_twin_kernel(Variant v, float beta, float tol, const std::string& gpu_name) {
+  return std::make_unique<TwinKernel>(v, beta, tol, gpu_name);
+}
+
 }  // namespace attncheck::cuda

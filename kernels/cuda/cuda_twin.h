@@ -7,11 +7,18 @@
 // step 1, a chain of mma_k16 over 16-key slices for step 5.
 #pragma once
 
+#include <memory>
+#include <string>
+
+#include "harness/kernel.h"
 #include "harness/problem.h"
 #include "kernels/cuda/flash_fwd.h"
 
 namespace attncheck::cuda {
 
 ForwardOutput twin_forward(Variant v, const Instance& in, float beta = 2.0f, float tol = 1e-3f);
+
+// twin_forward as a forward-only CPU Kernel named "twin:" + the GPU kernel's name (CudaFlashKernel::cpu_twin).
+std::unique_ptr<Kernel> make_twin_kernel(Variant v, float beta, float tol, const std::string& gpu_name);
 
 }  // namespace attncheck::cuda
