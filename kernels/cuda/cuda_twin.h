@@ -2,7 +2,9 @@
 // query row, with the tensor-core sums emulated by mma_model.h (kMeasuredMmaModel, fitted on an H200) instead
 // of sequential fp32, the per-thread and quad order of the row sums, fa2's tile skipping, and zero-padding of
 // the head dim to 64/128. What it cannot copy bit for bit: the GPU's exp2f/expf/logf (MUFU approximations,
-// up to 2 fp32 ulps) — the host's libm stands in. cuda_kernels_test reports its bitwise agreement with the
+// up to 2 fp32 ulps) — the host's libm stands in — and the tensor cores' results below 2^-126 (mma_model.h does
+// not model subnormals; the H200 gave 2^-149 where the model gave 0). gpu_matches_cpu_model derives its bound
+// from exactly these two gaps. cuda_kernels_test reports its bitwise agreement with the
 // GPU (TwinAgreesWithGpu). For the CPU model (kernels/cpu/) the reusable part is mma_model.h: mma_dot for
 // step 1, a chain of mma_k16 over 16-key slices for step 5.
 #pragma once
