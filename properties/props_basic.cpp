@@ -299,20 +299,26 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
              " apart, bound " + fmt_num(bound);
     return "";
   };
+  std::vector<double> v_max(p.head_dim);
   for (int b = 0; b < p.batch; ++b)
     for (int h = 0; h < p.heads_q; ++h)
       for (int i = 0; i < p.n_q; ++i) {
         const std::string row = "(b" + std::to_string(b) + ",h" + std::to_string(h) + ",i" + std::to_string(i);
-        double s_abs = 0, r = -HUGE_VAL;  // max |s| and max s over the visible keys (exact)
+        // Over the visible keys (exact): max |s|, max s, and per column Vmax = max |v|.
+        double s_abs = 0, r = -HUGE_VAL;
+        std::fill(v_max.begin(), v_max.end(), 0.0);
         for (int j = 0; j < p.n_k; ++j) {
           if (!in.visible(b, h, i, j)) continue;
           double dot = 0;
-          for (int c = 0; c < p.head_dim; ++c)
-            dot += in.q[p.q_at(b, h, i, c)] * in.k[p.kv_at(b, h / p.group(), j, c)];
+          for (int c = 0; c < p.head_dim; ++c) {
+            const std::size_t kv = p.kv_at(b, h / p.group(), j, c);
+            dot += in.q[p.q_at(b, h, i, c)] * in.k[kv];
+            v_max[c] = std::max(v_max[c], std::fabs(in.v[kv]));
+          }
           const double sc = p.scale * dot + (p.has_bias ? in.bias[p.score_at(b, h, i, j)] : 0.0);
           s_abs = std::max(s_abs, std::fabs(sc)), r = std::max(r, sc);
         }
-        const double r_far = r + std::copysign(0x1p-6 * std::fabs(r), r);  // the rounded r, as far from 0 as it gets
+        const double r_far = r + std::copysign(0x1p-6 * std::fabs(r), r);  // the rounded r, farthest from 0
         const double log_l_low = !shifts || r == -HUGE_VAL ? 0.0 : r_far > 0 ? -(beta - 1) * r_far : r_far;
         const bool modelled = log_l_low >= -100 * std::log(2.0);
         const double inv_l = std::exp(-log_l_low);  // 1 / (lower bound of l)
@@ -320,11 +326,8 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
         const double rel_o0 = rel_acc + rel_l + 2 * f(sp.out_div_fmt);
         const double rel_o = rel_o0 * (1 + rel_o0) * (1 + f(sp.pv_in_fmt));
         for (int c = 0; c < p.head_dim; ++c) {
-          double v_max = 0;
-          for (int j = 0; j < p.n_k; ++j)
-            if (in.visible(b, h, i, j)) v_max = std::max(v_max, std::fabs(in.v[p.kv_at(b, h / p.group(), j, c)]));
           const std::size_t x = p.q_at(b, h, i, c);
-          const double bound = rel_o * v_max + tc_subnormal * inv_l +
+          const double bound = rel_o * v_max[c] + tc_subnormal * inv_l +
                                ulp(std::max(std::fabs(g.o[x]), std::fabs(t.o[x])), sp.out_fmt);
           const std::string why = judge("O" + row + ",c" + std::to_string(c) + ")", g.o[x], t.o[x], bound, modelled);
           if (!why.empty()) return why;
