@@ -304,40 +304,18 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
       // the max). Keys past n_k hold −inf, so they count only if thr = −inf (r − tolerance overflowed, or
       // tolerance = inf); in that rare case the tail tile counts its existing keys as the public code does.
       // Only a finite r is shifted: fa2's all-masked tile (r = −inf) is left alone.
-      float top1[kRows], top2[kRows];
-      if constexpr (Spec::s_fmt == Format::kBF16) {
-        // The paper's scores are bf16 already: rows g and g + 8 of an m16 tile travel as one bf16x2 (exact), so
-        // each packed max / min.NaN of the tournament serves both rows (half the instructions of the fp32 form).
+      float top1[kMT][2], top2[kMT][2];  // row g + 8·ri of m16 tile mt
+      // The paper's scores are bf16 already: rows g and g + 8 travel as one bf16x2 (exact), so each packed max /
+      // min.NaN of the tournament serves both rows (half the instructions of the fp32 form).
 #pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) {
-          Bf16x2 hi[kNT], lo[kNT];
-#pragma unroll
-          for (int n = 0; n < kNT; ++n) {
-            const Bf16x2 a{pack_bf16(s[mt][n][0], s[mt][n][2])}, b{pack_bf16(s[mt][n][1], s[mt][n][3])};
-            hi[n] = max2(a, b), lo[n] = min2_nan(a, b);
-          }
-          quad_top2(hi, lo);
-          top1[2 * mt] = hi[0].lo(), top1[2 * mt + 1] = hi[0].hi();
-          top2[2 * mt] = lo[0].lo(), top2[2 * mt + 1] = lo[0].hi();
-        }
-      } else {
-#pragma unroll
-        for (int q = 0; q < kRows; ++q) {
-          const int mt = q / 2, ri = q % 2;
-          float hi[kNT], lo[kNT];
-#pragma unroll
-          for (int n = 0; n < kNT; ++n) {
-            hi[n] = fmaxf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]);
-            lo[n] = fmin_nan(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]);
-          }
-          quad_top2(hi, lo);
-          top1[q] = hi[0], top2[q] = lo[0];
-        }
+      for (int mt = 0; mt < kMT; ++mt) {
+        if constexpr (Spec::s_fmt == Format::kBF16) quad_top2_rows_bf16(s[mt], top1[mt], top2[mt]);
+        else quad_top2_rows(s[mt], top1[mt], top2[mt]);
       }
 #pragma unroll
       for (int q = 0; q < kRows; ++q) {
         const int mt = q / 2, ri = q % 2;
-        const float m1 = top1[q], m2 = top2[q];
+        const float m1 = top1[mt][ri], m2 = top2[mt][ri];
         r[q] = m1;
         const float thr = round_float(__fsub_rn(m1, p.tolerance), Spec::s_fmt);
         bool several = m2 >= thr;

@@ -157,6 +157,37 @@ __device__ __forceinline__ void quad_top2(T (&hi)[kN], T (&lo)[kN]) {
     top2_pair(hi[0], lo[0], hi[0], lo[0], shfl_xor(hi[0], lane_mask), shfl_xor(lo[0], lane_mask));
 }
 
+// The fixed policy's row top-two of one m16 tile: a thread's scores s[n][0..3] (keys 2t, 2t+1 of 8-key slice n; rows
+// g in [0..1], g + 8 in [2..3]) reduced over the quad into (top1, top2)[ri] of row g + 8·ri. The fp32 form runs one
+// tournament per row; the bf16 form, for scores that are bf16 values already (exact in their floats), runs both
+// rows in one packed tournament. The forward (flash_fwd.cu) and its probe (mma_probe.cu) both call these.
+template <int kNT>
+__device__ __forceinline__ void quad_top2_rows(const float (&s)[kNT][4], float (&top1)[2], float (&top2)[2]) {
+#pragma unroll
+  for (int ri = 0; ri < 2; ++ri) {
+    float hi[kNT], lo[kNT];
+#pragma unroll
+    for (int n = 0; n < kNT; ++n) {
+      hi[n] = fmaxf(s[n][2 * ri], s[n][2 * ri + 1]);
+      lo[n] = fmin_nan(s[n][2 * ri], s[n][2 * ri + 1]);
+    }
+    quad_top2(hi, lo);
+    top1[ri] = hi[0], top2[ri] = lo[0];
+  }
+}
+template <int kNT>
+__device__ __forceinline__ void quad_top2_rows_bf16(const float (&s)[kNT][4], float (&top1)[2], float (&top2)[2]) {
+  Bf16x2 hi[kNT], lo[kNT];
+#pragma unroll
+  for (int n = 0; n < kNT; ++n) {
+    const Bf16x2 a{pack_bf16(s[n][0], s[n][2])}, b{pack_bf16(s[n][1], s[n][3])};
+    hi[n] = max2(a, b), lo[n] = min2_nan(a, b);
+  }
+  quad_top2(hi, lo);
+  top1[0] = hi[0].lo(), top1[1] = hi[0].hi();
+  top2[0] = lo[0].lo(), top2[1] = lo[0].hi();
+}
+
 // Shared-memory tile of rows x kD bf16 with 16-byte chunks XOR-swizzled by (row % 8), so the eight row
 // addresses of one ldmatrix hit eight different bank groups. col must be a multiple of 8.
 template <int kD>

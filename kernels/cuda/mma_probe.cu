@@ -1,6 +1,6 @@
 // mma_probe.cu — one warp per probe executes exactly one mma.sync m16n8k16 bf16->fp32 on inputs read from
 // global memory in the fragment layout of mma_ops.cuh, and writes D. Used by mma_probe_test (TENSOR_CORES.md).
-// top2_probe_kernel runs the forward's row top-two (quad_top2) in its fp32 and packed bf16x2 forms.
+// top2_probe_kernel runs the forward's row top-two (quad_top2_rows, the very functions it calls) in both forms.
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
@@ -47,22 +47,14 @@ __global__ void top2_probe_kernel(const float* scores, float* out, int tiles) {
   for (int n = 0; n < 8; ++n)
     for (int i = 0; i < 4; ++i) s[n][i] = x[(g + 8 * (i / 2)) * 64 + 8 * n + 2 * t + i % 2];
   float* o = out + std::size_t(tile) * 16 * 4;
-  for (int ri = 0; ri < 2; ++ri) {
-    float hi[8], lo[8];
-    for (int n = 0; n < 8; ++n) hi[n] = fmaxf(s[n][2 * ri], s[n][2 * ri + 1]), lo[n] = fmin_nan(s[n][2 * ri], s[n][2 * ri + 1]);
-    quad_top2(hi, lo);
-    if (t == 0) o[(g + 8 * ri) * 4] = hi[0], o[(g + 8 * ri) * 4 + 1] = lo[0];
-  }
-  Bf16x2 hi[8], lo[8];
-  for (int n = 0; n < 8; ++n) {
-    const Bf16x2 a{pack_bf16(s[n][0], s[n][2])}, b{pack_bf16(s[n][1], s[n][3])};
-    hi[n] = max2(a, b), lo[n] = min2_nan(a, b);
-  }
-  quad_top2(hi, lo);
-  if (t == 0) {
-    o[g * 4 + 2] = hi[0].lo(), o[g * 4 + 3] = lo[0].lo();
-    o[(g + 8) * 4 + 2] = hi[0].hi(), o[(g + 8) * 4 + 3] = lo[0].hi();
-  }
+  float f1[2], f2[2], b1[2], b2[2];
+  quad_top2_rows(s, f1, f2);
+  quad_top2_rows_bf16(s, b1, b2);
+  if (t == 0)
+    for (int ri = 0; ri < 2; ++ri) {
+      float* row = o + (g + 8 * ri) * 4;
+      row[0] = f1[ri], row[1] = f2[ri], row[2] = b1[ri], row[3] = b2[ri];
+    }
 }
 
 }  // namespace

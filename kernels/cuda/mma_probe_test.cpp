@@ -152,12 +152,12 @@ TEST(TensorCores, MeasuredModelReproducesHardware) {
   EXPECT_EQ(measured, 1.0);
 }
 
-// The forward's row top-two (quad_top2, fixed numerics) in its two forms: fp32 (fa2-fixed) and packed bf16x2, two
-// rows per instruction (paper-fixed, whose scores are bf16). Both must give the multiset's largest and second
-// largest (repeats counted, NaN ignored; NaN where fewer than two scores are numbers: no `>= thr` holds for it),
-// and the same bits as each other (the sign of a zero included; a NaN matches any NaN). Row kinds put each special in the top
-// two: bf16 specials (±0, ±inf, NaN, ±max, ±smallest subnormal, paper's mask value −max) alone and among random
-// values, ties, paper's fully masked row (−max and −inf), one value among −inf or NaN, all NaN, signed zeros.
+// The forward's row top-two (quad_top2_rows, fixed numerics) in its two forms: fp32 (fa2-fixed) and packed bf16x2, two
+// rows per instruction (paper-fixed, whose scores are bf16). Both must give the multiset's largest and second largest
+// (repeats counted, NaN ignored; NaN where fewer than two scores are numbers: no `>= thr` holds for it), and the same
+// bits as each other (the sign of a zero included; a NaN matches any NaN). Row kinds put each special in the top two:
+// bf16 specials (±0, ±inf, NaN, ±max, ±smallest subnormal, paper's mask value −max) alone and among random values,
+// ties, paper's fully masked row (−max and −inf), one value among −inf or NaN, all NaN, signed zeros.
 TEST(Top2, PackedBf16FormEqualsTheFp32Form) {
   ATTN_SKIP_WITHOUT_GPU();
   const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, 1.0078125f, INFINITY, -INFINITY, NAN, 3.38953139e38f,
