@@ -288,7 +288,17 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
     // step 2: r = the tile's row max (exact); the fixed policy shifts it when c > 1 scores lie within the
     //         tolerance of r; m_new = round(max(m_old, r'), max_fmt). Reductions over the quad by shuffles.
     float r[kRows];
-    if constexpr (!Spec::fixed) {
+    if constexpr (!Spec::fixed && Spec::s_fmt == Format::kBF16) {
+      // The paper's scores are bf16 already: both rows' maxima in one packed tournament (as the fixed form's top two).
+      // (A tile whose scores are all NaN gives r = NaN here, where an fmaxf chain from −inf gave −inf: m_new is
+      // round(fmaxf(m_old, r)) = m_old either way, m_old being finite from the start in the paper's numerics.)
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        float rows[2];
+        quad_max_rows_bf16<!decltype(mask_tag)::value>(s[mt], rows);
+        r[2 * mt] = rows[0], r[2 * mt + 1] = rows[1];
+      }
+    } else if constexpr (!Spec::fixed) {
 #pragma unroll
       for (int q = 0; q < kRows; ++q) {
         const int mt = q / 2, ri = q % 2;
@@ -305,12 +315,14 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
       // tolerance = inf); in that rare case the tail tile counts its existing keys as the public code does.
       // Only a finite r is shifted: fa2's all-masked tile (r = −inf) is left alone.
       float top1[kMT][2], top2[kMT][2];  // row g + 8·ri of m16 tile mt
-      // The paper's scores are bf16 already: rows g and g + 8 travel as one bf16x2 (exact), so each packed max /
-      // min.NaN of the tournament serves both rows (half the instructions of the fp32 form).
+      // The paper's scores are bf16 already: each packed max / min.NaN serves two keys (and, after the per-row
+      // tournaments, both rows), so about half the instructions of the fp32 form (quad_top2_rows_bf16).
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
-        if constexpr (Spec::s_fmt == Format::kBF16) quad_top2_rows_bf16(s[mt], top1[mt], top2[mt]);
-        else quad_top2_rows(s[mt], top1[mt], top2[mt]);
+        if constexpr (Spec::s_fmt == Format::kBF16)
+          quad_top2_rows_bf16<!decltype(mask_tag)::value>(s[mt], top1[mt], top2[mt]);
+        else
+          quad_top2_rows(s[mt], top1[mt], top2[mt]);
       }
 #pragma unroll
       for (int q = 0; q < kRows; ++q) {

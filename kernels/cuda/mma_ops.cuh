@@ -143,19 +143,36 @@ __device__ __forceinline__ Bf16x2 shfl_xor(Bf16x2 x, int lane_mask) {
 }
 __device__ __forceinline__ float shfl_xor(float x, int lane_mask) { return __shfl_xor_sync(0xffffffffu, x, lane_mask); }
 
-// The top two of kN summaries (hi[k], lo[k]) (each a pair's (max, min.NaN)) into hi[0], lo[0], then over the
-// four lanes of a quad: a tournament, shallower than a chain (the critical path is what costs here).
+// The top two of kN summaries (hi[k], lo[k]) (each a pair's (max, min.NaN)) into hi[0], lo[0] (tree_top2), then
+// over the four lanes of a quad (quad_top2): a tournament, shallower than a chain (the critical path is what costs).
 template <class T, int kN>
-__device__ __forceinline__ void quad_top2(T (&hi)[kN], T (&lo)[kN]) {
+__device__ __forceinline__ void tree_top2(T (&hi)[kN], T (&lo)[kN]) {
   static_assert((kN & (kN - 1)) == 0, "a power of two");
 #pragma unroll
   for (int w = kN / 2; w >= 1; w /= 2)
 #pragma unroll
     for (int k = 0; k < w; ++k) top2_pair(hi[k], lo[k], hi[2 * k], lo[2 * k], hi[2 * k + 1], lo[2 * k + 1]);
+}
+template <class T, int kN>
+__device__ __forceinline__ void quad_top2(T (&hi)[kN], T (&lo)[kN]) {
+  tree_top2(hi, lo);
 #pragma unroll
   for (int lane_mask = 1; lane_mask <= 2; lane_mask *= 2)
     top2_pair(hi[0], lo[0], hi[0], lo[0], shfl_xor(hi[0], lane_mask), shfl_xor(lo[0], lane_mask));
 }
+
+// Keys 2t and 2t + 1 of one row as one bf16x2 (low half = key 2t). kFromCvt: the two floats were just unpacked from
+// one cvt.rn.bf16x2 (round_pair: the paper's step 1 on tiles without per-element masks), and pack_bf16 written as
+// shifts and masks lets the compiler give back the cvt's register (no instruction); elsewhere (masked scores) one prmt.
+template <bool kFromCvt>
+__device__ __forceinline__ Bf16x2 row_word(float lo, float hi) {
+  if constexpr (kFromCvt) return {(__float_as_uint(lo) >> 16) | (__float_as_uint(hi) & 0xffff0000u)};
+  else return {pack_bf16(lo, hi)};
+}
+// Two words (x for row g, y for row g + 8) regrouped by key parity: the even keys of both rows in one word, the odd
+// keys in the other (row g in the low half). Exact: only moves halves.
+__device__ __forceinline__ Bf16x2 even_halves(Bf16x2 x, Bf16x2 y) { return {__byte_perm(x.bits, y.bits, 0x5410)}; }
+__device__ __forceinline__ Bf16x2 odd_halves(Bf16x2 x, Bf16x2 y) { return {__byte_perm(x.bits, y.bits, 0x7632)}; }
 
 // The fixed policy's row top-two of one m16 tile: a thread's scores s[n][0..3] (keys 2t, 2t+1 of 8-key slice n; rows
 // g in [0..1], g + 8 in [2..3]) reduced over the quad into (top1, top2)[ri] of row g + 8·ri. The fp32 form runs one
@@ -175,17 +192,53 @@ __device__ __forceinline__ void quad_top2_rows(const float (&s)[kNT][4], float (
     top1[ri] = hi[0], top2[ri] = lo[0];
   }
 }
-template <int kNT>
+// The bf16 form: per row, the thread's 8 words (row_word: keys 2t, 2t + 1 of each 8-key slice) go through one packed
+// tournament, its halves the even and the odd keys; the two rows' results are then regrouped by parity (even_halves,
+// odd_halves), merged, and reduced over the quad with both rows in one register. No prmt where the scores come
+// straight from a cvt (row_word<true>), 4 after the tournament.
+template <bool kFromCvt, int kNT>
 __device__ __forceinline__ void quad_top2_rows_bf16(const float (&s)[kNT][4], float (&top1)[2], float (&top2)[2]) {
-  Bf16x2 hi[kNT], lo[kNT];
+  static_assert(kNT % 2 == 0, "pairs of slices");
+  Bf16x2 hi[2][kNT / 2], lo[2][kNT / 2];
 #pragma unroll
-  for (int n = 0; n < kNT; ++n) {
-    const Bf16x2 a{pack_bf16(s[n][0], s[n][2])}, b{pack_bf16(s[n][1], s[n][3])};
-    hi[n] = max2(a, b), lo[n] = min2_nan(a, b);
+  for (int ri = 0; ri < 2; ++ri) {
+#pragma unroll
+    for (int k = 0; k < kNT / 2; ++k) {
+      const Bf16x2 a = row_word<kFromCvt>(s[2 * k][2 * ri], s[2 * k][2 * ri + 1]);
+      const Bf16x2 b = row_word<kFromCvt>(s[2 * k + 1][2 * ri], s[2 * k + 1][2 * ri + 1]);
+      hi[ri][k] = max2(a, b), lo[ri][k] = min2_nan(a, b);
+    }
+    tree_top2(hi[ri], lo[ri]);
   }
-  quad_top2(hi, lo);
-  top1[0] = hi[0].lo(), top1[1] = hi[0].hi();
-  top2[0] = lo[0].lo(), top2[1] = lo[0].hi();
+  Bf16x2 h[1], l[1];
+  top2_pair(h[0], l[0], even_halves(hi[0][0], hi[1][0]), even_halves(lo[0][0], lo[1][0]),
+            odd_halves(hi[0][0], hi[1][0]), odd_halves(lo[0][0], lo[1][0]));
+  quad_top2(h, l);
+  top1[0] = h[0].lo(), top1[1] = h[0].hi();
+  top2[0] = l[0].lo(), top2[1] = l[0].hi();
+}
+
+// The row max of the paper's baseline (scores bf16 already) in the same packed form: the thread's 8 words per row
+// through max2, the rows regrouped by parity, then the quad. max.bf16x2 has fmaxf's rules (NaN ignored, +0 over −0;
+// mma_probe_test checks it against the fp32 max), so r is quad_max of the fmaxf tree bit for bit.
+template <bool kFromCvt, int kNT>
+__device__ __forceinline__ void quad_max_rows_bf16(const float (&s)[kNT][4], float (&r)[2]) {
+  Bf16x2 m[2];
+#pragma unroll
+  for (int ri = 0; ri < 2; ++ri) {
+    Bf16x2 w[kNT];
+#pragma unroll
+    for (int n = 0; n < kNT; ++n) w[n] = row_word<kFromCvt>(s[n][2 * ri], s[n][2 * ri + 1]);
+#pragma unroll
+    for (int width = kNT / 2; width >= 1; width /= 2)
+#pragma unroll
+      for (int k = 0; k < width; ++k) w[k] = max2(w[2 * k], w[2 * k + 1]);
+    m[ri] = w[0];
+  }
+  Bf16x2 x = max2(even_halves(m[0], m[1]), odd_halves(m[0], m[1]));
+  x = max2(x, shfl_xor(x, 1));
+  x = max2(x, shfl_xor(x, 2));
+  r[0] = x.lo(), r[1] = x.hi();
 }
 
 // Shared-memory tile of rows x kD bf16 with 16-byte chunks XOR-swizzled by (row % 8), so the eight row

@@ -46,15 +46,17 @@ __global__ void top2_probe_kernel(const float* scores, float* out, int tiles) {
   float s[8][4];
   for (int n = 0; n < 8; ++n)
     for (int i = 0; i < 4; ++i) s[n][i] = x[(g + 8 * (i / 2)) * 64 + 8 * n + 2 * t + i % 2];
-  float* o = out + std::size_t(tile) * 16 * 4;
-  float f1[2], f2[2], b1[2], b2[2];
-  quad_top2_rows(s, f1, f2);
-  quad_top2_rows_bf16(s, b1, b2);
+  float* o = out + std::size_t(tile) * 16 * kTop2Outputs;
+  // fp32 top two; packed top two (prmt, then the from-cvt form); packed row max (both forms).
+  float r[kTop2Outputs][2];  // r[k][ri]: output k of row g + 8·ri
+  quad_top2_rows(s, r[0], r[1]);
+  quad_top2_rows_bf16<false>(s, r[2], r[3]);
+  quad_top2_rows_bf16<true>(s, r[4], r[5]);
+  quad_max_rows_bf16<false>(s, r[6]);
+  quad_max_rows_bf16<true>(s, r[7]);
   if (t == 0)
-    for (int ri = 0; ri < 2; ++ri) {
-      float* row = o + (g + 8 * ri) * 4;
-      row[0] = f1[ri], row[1] = f2[ri], row[2] = b1[ri], row[3] = b2[ri];
-    }
+    for (int ri = 0; ri < 2; ++ri)
+      for (int k = 0; k < kTop2Outputs; ++k) o[(g + 8 * ri) * kTop2Outputs + k] = r[k][ri];
 }
 
 }  // namespace
@@ -62,7 +64,7 @@ __global__ void top2_probe_kernel(const float* scores, float* out, int tiles) {
 std::vector<float> run_top2_probes(const std::vector<float>& scores, int rows) {
   if (rows <= 0 || rows % 16 != 0 || scores.size() != std::size_t(rows) * 64)
     throw Error("run_top2_probes: rows must be a positive multiple of 16 and scores rows x 64");
-  DeviceBuffer<float> ds(scores.size()), dout(std::size_t(rows) * 4);
+  DeviceBuffer<float> ds(scores.size()), dout(std::size_t(rows) * kTop2Outputs);
   ds.upload(scores);
   const int tiles = rows / 16;
   constexpr int kWarps = 4;

@@ -12,9 +12,11 @@ namespace attncheck::cuda {
 std::vector<float> run_mma_probes(const std::vector<float>& a, const std::vector<float>& b,
                                   const std::vector<float>& c, int count);
 
-// The forward's per-row top two (quad_top2_rows, mma_ops.cuh) of `rows` rows of 64 scores (floats holding bf16;
-// rows a multiple of 16, laid out as one warp's m16 tile per 16 rows), in fp32 and in packed bf16x2: returns
-// [rows][4] = (m1, m2) of the fp32 form, then (m1, m2) of the packed form.
+// The forward's per-row top two (quad_top2_rows*, mma_ops.cuh) and the paper baseline's row max (quad_max_rows_bf16) of
+// `rows` rows of 64 scores (floats holding bf16; rows a multiple of 16, laid out as one warp's m16 tile per 16 rows).
+// Returns [rows][kTop2Outputs]: (m1, m2) of the fp32 form, (m1, m2) of the packed form with prmt words, (m1, m2) of the
+// packed form with from-cvt words, then the packed max with prmt words and with from-cvt words.
+constexpr int kTop2Outputs = 8;
 std::vector<float> run_top2_probes(const std::vector<float>& scores, int rows);
 
 }  // namespace attncheck::cuda

@@ -152,8 +152,9 @@ TEST(TensorCores, MeasuredModelReproducesHardware) {
   EXPECT_EQ(measured, 1.0);
 }
 
-// The forward's row top-two (quad_top2_rows, fixed numerics) in its two forms: fp32 (fa2-fixed) and packed bf16x2, two
-// rows per instruction (paper-fixed, whose scores are bf16). Both must give the multiset's largest and second largest
+// The forward's row top-two (quad_top2_rows, fixed numerics) in its forms: fp32 (fa2-fixed) and packed bf16x2, two keys
+// or two rows per instruction (paper-fixed, whose scores are bf16; words by prmt or straight from a cvt), and the paper
+// baseline's packed row max. Both must give the multiset's largest and second largest
 // (repeats counted, NaN ignored; NaN where fewer than two scores are numbers: no `>= thr` holds for it), and the same
 // bits as each other (the sign of a zero included; a NaN matches any NaN). Row kinds put each special in the top two:
 // bf16 specials (±0, ±inf, NaN, ±max, ±smallest subnormal, paper's mask value −max) alone and among random values,
@@ -194,17 +195,22 @@ TEST(Top2, PackedBf16FormEqualsTheFp32Form) {
       if (!std::isnan(scores[std::size_t(r) * 64 + j])) v.push_back(scores[std::size_t(r) * 64 + j]);
     std::sort(v.begin(), v.end(), std::greater<float>());
     const float m1 = v.empty() ? NAN : v[0], m2 = v.size() < 2 ? NAN : v[1];
-    const float* o = &out[std::size_t(r) * 4];
+    const float* o = &out[std::size_t(r) * cuda::kTop2Outputs];
     auto equal = [](float got, float want) { return std::isnan(want) ? std::isnan(got) : got == want; };
-    for (int form = 0; form < 2; ++form) {
+    static const char* const kForm[] = {"fp32", "packed", "packed from-cvt"};
+    for (int form = 0; form < 3; ++form) {
       const bool ok = equal(o[2 * form], m1) && equal(o[2 * form + 1], m2);
       if (!ok && ++wrong <= 5)
-        ADD_FAILURE() << "row " << r << (form ? " packed" : " fp32") << ": top two " << o[2 * form] << ", "
-                      << o[2 * form + 1] << "; want " << m1 << ", " << m2;
+        ADD_FAILURE() << "row " << r << " " << kForm[form] << ": top two " << o[2 * form] << ", " << o[2 * form + 1]
+                      << "; want " << m1 << ", " << m2;
+      if (form > 0 && !(same(o[0], o[2 * form]) && same(o[1], o[2 * form + 1])) && ++differ <= 5)
+        ADD_FAILURE() << "row " << r << ": fp32 form " << o[0] << ", " << o[1] << " and " << kForm[form] << " form "
+                      << o[2 * form] << ", " << o[2 * form + 1] << " differ in bits";
     }
-    if (!(same(o[0], o[2]) && same(o[1], o[3])) && ++differ <= 5)
-      ADD_FAILURE() << "row " << r << ": fp32 form " << o[0] << ", " << o[1] << " and packed form " << o[2] << ", "
-                    << o[3] << " differ in bits";
+    // The paper baseline's packed row max, both word forms: the fp32 form's top one, bit for bit.
+    for (int k = 6; k < 8; ++k)
+      if (!(equal(o[k], m1) && same(o[k], o[0])) && ++wrong <= 5)
+        ADD_FAILURE() << "row " << r << ": packed row max " << o[k] << "; want " << m1 << " (fp32 form " << o[0] << ")";
   }
   EXPECT_EQ(wrong, 0);
   EXPECT_EQ(differ, 0);
