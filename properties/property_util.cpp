@@ -219,6 +219,18 @@ bool same_value(double a, double b) {
   return a == b;  // +0 == -0 by IEEE; otherwise equality of doubles is equality of bits
 }
 
+std::string where(const Problem& p, std::size_t x, bool kv) {
+  const int c = static_cast<int>(x % p.head_dim);
+  std::size_t r = x / p.head_dim;
+  const int n = kv ? p.n_k : p.n_q, heads = kv ? p.heads_kv : p.heads_q;
+  const int i = static_cast<int>(r % n);
+  r /= n;
+  const int h = static_cast<int>(r % heads);
+  const int b = static_cast<int>(r / heads);
+  return "(b" + std::to_string(b) + (kv ? ",hk" : ",h") + std::to_string(h) + (kv ? ",j" : ",i") + std::to_string(i) +
+         ",c" + std::to_string(c) + ")";
+}
+
 std::string fmt_num(double x) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.9g", x);

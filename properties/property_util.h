@@ -73,5 +73,7 @@ std::vector<double> lse_envelope(const Instance& in, const Family& f, const std:
 
 bool same_value(double a, double b);  // bitwise equal, except that +0 == −0 (and NaN == NaN)
 std::string fmt_num(double x);        // shortest round-trip decimal
+// "(b,h,i,c)" of element x of a Q-layout tensor (O, dQ); with `kv`, "(b,hk,j,c)" of a K-layout one (dK, dV).
+std::string where(const Problem& p, std::size_t x, bool kv = false);
 
 }  // namespace attncheck

@@ -285,17 +285,18 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
   auto differs = [](double a, double b) {  // in bits (a NaN matches any NaN)
     return !(a == b && std::signbit(a) == std::signbit(b)) && !(std::isnan(a) && std::isnan(b));
   };
-  auto judge = [&](const std::string& what, double a, double b, double bound, bool modelled) -> std::string {
+  // `what` names the output; called only for a failure (a label per element would cost more than the check).
+  auto judge = [&](auto&& what, double a, double b, double bound, bool modelled) -> std::string {
     ++total;
     if (!differs(a, b)) return ++same, "";
     if (!std::isfinite(a) || !std::isfinite(b)) {
       if (!modelled) return ++unmodelled, "";
-      return what + " = " + fmt_num(a) + " on the GPU, " + fmt_num(b) + " in the CPU twin (non-finite: must match)";
+      return what() + " = " + fmt_num(a) + " on the GPU, " + fmt_num(b) + " in the CPU twin (non-finite: must match)";
     }
     const double err = std::fabs(a - b);
     worst = std::max(worst, bound > 0 ? err / bound : HUGE_VAL);
     if (!(err <= bound))
-      return what + " = " + fmt_num(a) + " on the GPU, " + fmt_num(b) + " in the CPU twin: " + fmt_num(err) +
+      return what() + " = " + fmt_num(a) + " on the GPU, " + fmt_num(b) + " in the CPU twin: " + fmt_num(err) +
              " apart, bound " + fmt_num(bound);
     return "";
   };
@@ -303,7 +304,6 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
   for (int b = 0; b < p.batch; ++b)
     for (int h = 0; h < p.heads_q; ++h)
       for (int i = 0; i < p.n_q; ++i) {
-        const std::string row = "(b" + std::to_string(b) + ",h" + std::to_string(h) + ",i" + std::to_string(i);
         // Over the visible keys (exact): max |s|, max s, and per column Vmax = max |v|.
         double s_abs = 0, r = -HUGE_VAL;
         std::fill(v_max.begin(), v_max.end(), 0.0);
@@ -329,7 +329,7 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
           const std::size_t x = p.q_at(b, h, i, c);
           const double bound = rel_o * v_max[c] + tc_subnormal * inv_l +
                                ulp(std::max(std::fabs(g.o[x]), std::fabs(t.o[x])), sp.out_fmt);
-          const std::string why = judge("O" + row + ",c" + std::to_string(c) + ")", g.o[x], t.o[x], bound, modelled);
+          const std::string why = judge([&] { return "O" + where(p, x); }, g.o[x], t.o[x], bound, modelled);
           if (!why.empty()) return why;
         }
         const std::size_t x = p.row_at(b, h, i);
@@ -337,7 +337,10 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
         const double log_l = std::fabs(t.lse[x]) + beta * s_abs;
         const double bound = rel_log + (2 * 0x1p-23 + f(sp.log_l_fmt)) * log_l +
                              ulp(std::max(std::fabs(g.lse[x]), std::fabs(t.lse[x])), sp.lse_fmt);
-        if (std::string why = judge("LSE" + row + ")", g.lse[x], t.lse[x], bound, modelled); !why.empty()) return why;
+        auto lse_where = [&] {
+          return "LSE(b" + std::to_string(b) + ",h" + std::to_string(h) + ",i" + std::to_string(i) + ")";
+        };
+        if (std::string why = judge(lse_where, g.lse[x], t.lse[x], bound, modelled); !why.empty()) return why;
       }
   stats["outputs"] = double(total);
   stats["bitwise_equal"] = double(same);

@@ -39,19 +39,6 @@ double other_value(double v, Format f) {
   return std::isfinite(r) ? r : round_to(-v, f);
 }
 
-// "(b,h,i,c)" of element x of a Q-layout tensor (O, dQ); with `kv`, "(b,hk,j,c)" of a K-layout one (dK, dV).
-std::string where(const Problem& p, std::size_t x, bool kv = false) {
-  const int c = static_cast<int>(x % p.head_dim);
-  std::size_t r = x / p.head_dim;
-  const int n = kv ? p.n_k : p.n_q, heads = kv ? p.heads_kv : p.heads_q;
-  const int i = static_cast<int>(r % n);
-  r /= n;
-  const int h = static_cast<int>(r % heads);
-  const int b = static_cast<int>(r / heads);
-  return "(b" + std::to_string(b) + (kv ? ",hk" : ",h") + std::to_string(h) + (kv ? ",j" : ",i") + std::to_string(i) +
-         ",c" + std::to_string(c) + ")";
-}
-
 // One pair of outputs against its tolerance t. Non-finite values are compared exactly, never through the
 // tolerance: equal infinities pass (LSE = +inf when fp32 scores overflow, −inf for a fully masked row, a ±inf O
 // that is the correct rounding), an infinity against anything else fails, and NaN matches only NaN (`finite`
