@@ -49,18 +49,6 @@
 
 namespace attncheck::cuda {
 
-// EXPERIMENT (not the spec's numerics; benchmark only): ATTNCHECK_EXP_INPLACE accumulates P̄V into α·acc on the tensor
-// cores (FlashAttention's own step 5/6); ATTNCHECK_EXP_FASTEXP uses ex2.approx.ftz for fa2's exponentials.
-#if defined(ATTNCHECK_EXP_FASTEXP)
-__device__ __forceinline__ float exp2_fa2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-#else
-__device__ __forceinline__ float exp2_fa2(float x) { return exp2f(x); }
-#endif
-
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kFa2: return "fa2";
@@ -365,7 +353,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
       // step 6 (first half): α = exp(m_old − m_new) by exp_mode, rounded to rescale_fmt.
       if constexpr (Spec::exp2_folded) {
         const float m_cur = m_new[q] == -INFINITY ? 0.f : m_new[q];  // FA2: no (−inf) − (−inf)
-        alpha[q] = round_float(exp2_fa2(__fmul_rn(__fsub_rn(m_run[q], m_cur), p.scale_log2e)), Spec::rescale_fmt);
+        alpha[q] = round_float(exp2f(__fmul_rn(__fsub_rn(m_run[q], m_cur), p.scale_log2e)), Spec::rescale_fmt);
       } else {
         const float d = round_float(__fsub_rn(m_run[q], m_new[q]), Spec::s_fmt);
         alpha[q] = round_float(expf(d), Spec::rescale_fmt);
@@ -386,7 +374,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
 #pragma unroll
             for (int u = 0; u < 2; ++u) {
               const float a = __fmaf_rn(s[mt][n][i + u], p.scale_log2e, -m_scaled[q]);
-              e[u] = exp2_fa2(a);
+              e[u] = exp2f(a);
             }
           } else {
             float d0 = __fsub_rn(s[mt][n][i], m_new[q]), d1 = __fsub_rn(s[mt][n][i + 1], m_new[q]);
@@ -535,16 +523,6 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
       else pv_mma(std::false_type{});
     } else {
       make_pf();
-#if defined(ATTNCHECK_EXP_INPLACE)
-#pragma unroll
-      for (int n = 0; n < kDT; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[0][n][e] = __fmul_rn(alpha[e / 2], acc[0][n][e]);
-#pragma unroll
-      for (int h = 0; h < kD / 64; ++h)
-        wgmma_pv_half<true>(reinterpret_cast<float(&)[32]>(acc[0][8 * h]), pf[0], smem_addr(sV) + buf, h);
-      wgmma_wait<0>();
-#else
 #pragma unroll
       for (int h = 0; h < kD / 64; ++h) {  // in 64-column halves at d 128: 32 live accumulators, not 64
         float bo[32];
@@ -558,7 +536,6 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
           add_block(std::false_type{}, 4 * h + dp, blk);
         }
       }
-#endif
       if constexpr (kRing) mbar_arrive(empty_bar(stage));  // this thread's mmas are done reading tile nb
     }
     stats();
