@@ -362,52 +362,29 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
     }
 
     // step 3: p̄_j = exp(s_j − m_new) by exp_mode, rounded to p_fmt; masked keys give 0.
-    // fa2's exp2f is ex2.approx.f32, which the GPU runs as MUFU.EX2 (flushing subnormals) plus a fix-up of three
-    // instructions for arguments below −126. Where no argument of the warp's tile is below −126 (every result a
-    // normal number: always on ordinary data), ex2.approx.ftz.f32 gives the same bits without the fix-up
-    // (mma_probe_test checks every float >= −126); the test is warp-uniform, on each thread's smallest score: the
-    // argument fma(s, scale·log2e, −m) does not decrease with s when scale > 0. Tiles with masked keys (−inf) keep
-    // exp2f.
-    auto exps = [&](auto fast_tag) {
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
+    for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int n = 0; n < kNT; ++n)
+      for (int n = 0; n < kNT; ++n)
 #pragma unroll
-          for (int i = 0; i < 4; i += 2) {
-            const int q = 2 * mt + (i >> 1);
-            float e[2];
-            if constexpr (Spec::exp2_folded) {
+        for (int i = 0; i < 4; i += 2) {
+          const int q = 2 * mt + (i >> 1);
+          float e[2];
+          if constexpr (Spec::exp2_folded) {
 #pragma unroll
-              for (int u = 0; u < 2; ++u) {
-                const float a = __fmaf_rn(s[mt][n][i + u], p.scale_log2e, -m_scaled[q]);
-                e[u] = decltype(fast_tag)::value ? ex2_ftz(a) : exp2f(a);
-              }
-            } else {
-              float d0 = __fsub_rn(s[mt][n][i], m_new[q]), d1 = __fsub_rn(s[mt][n][i + 1], m_new[q]);
-              round_pair<Spec::s_fmt>(d0, d1);
-              e[0] = expf(d0), e[1] = expf(d1);
+            for (int u = 0; u < 2; ++u) {
+              const float a = __fmaf_rn(s[mt][n][i + u], p.scale_log2e, -m_scaled[q]);
+              e[u] = exp2f(a);
             }
-            round_pair<Spec::p_fmt>(e[0], e[1]);
-            s[mt][n][i] = visible(mask_tag, mt, n, i) ? e[0] : 0.f;
-            s[mt][n][i + 1] = visible(mask_tag, mt, n, i + 1) ? e[1] : 0.f;
+          } else {
+            float d0 = __fsub_rn(s[mt][n][i], m_new[q]), d1 = __fsub_rn(s[mt][n][i + 1], m_new[q]);
+            round_pair<Spec::s_fmt>(d0, d1);
+            e[0] = expf(d0), e[1] = expf(d1);
           }
-    };
-    if constexpr (Spec::exp2_folded && !decltype(mask_tag)::value) {
-      bool normal = p.scale_log2e > 0.f;
-#pragma unroll
-      for (int q = 0; q < kRows; ++q) {
-        const int mt = q / 2, ri = q % 2;
-        float lo = INFINITY;
-#pragma unroll
-        for (int n = 0; n < kNT; ++n) lo = fminf(lo, fminf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]));
-        normal = normal && __fmaf_rn(lo, p.scale_log2e, -m_scaled[q]) >= -126.f;  // false for NaN
-      }
-      if (__all_sync(0xffffffffu, normal)) exps(std::true_type{});
-      else exps(std::false_type{});
-    } else {
-      exps(std::false_type{});
-    }
+          round_pair<Spec::p_fmt>(e[0], e[1]);
+          s[mt][n][i] = visible(mask_tag, mt, n, i) ? e[0] : 0.f;
+          s[mt][n][i + 1] = visible(mask_tag, mt, n, i + 1) ? e[1] : 0.f;
+        }
 
     // step 4: block row sum Σ_j p̄_j in fp32 (each thread in key order, then the quad), rounded to block_sum_fmt.
 #pragma unroll

@@ -99,13 +99,6 @@ __device__ __forceinline__ void round_pair(float& a, float& b) {
   }
 }
 
-// 2^x by the bare MUFU.EX2 (subnormal results flushed to 0): exp2f's bits wherever x >= −126 (mma_probe_test).
-__device__ __forceinline__ float ex2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
 // min that returns NaN when either input is NaN (min.NaN): a NaN score drops out of a running max afterwards
 // (fmaxf ignores it), just as `s >= thr` is false for it.
 __device__ __forceinline__ float fmin_nan(float a, float b) {

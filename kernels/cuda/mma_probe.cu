@@ -59,38 +59,7 @@ __global__ void top2_probe_kernel(const float* scores, float* out, int tiles) {
       for (int k = 0; k < kTop2Outputs; ++k) o[(g + 8 * ri) * kTop2Outputs + k] = r[k][ri];
 }
 
-// Every float x: ex2.approx.ftz (ex2_ftz, the forward's fast path) against exp2f. out[0]: inputs x >= −126 or NaN
-// checked; out[1]: of those, results that differ in bits (NaN matches NaN); out[2]: the first such input's bits (or
-// 0xffffffff); out[3]: differing results over x in [−150, −126) (where exp2f is subnormal and ex2_ftz is 0: this
-// shows the comparison can fail).
-__global__ void exp2_probe_kernel(unsigned long long* out) {
-  unsigned long long checked = 0, differ = 0, below = 0;
-  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < (1ull << 32);
-       i += std::uint64_t(gridDim.x) * blockDim.x) {
-    const float x = __uint_as_float(std::uint32_t(i));
-    const float a = ex2_ftz(x), b = exp2f(x);
-    const bool same = __float_as_uint(a) == __float_as_uint(b) || (isnan(a) && isnan(b));
-    if (x >= -126.f || isnan(x)) {
-      ++checked;
-      if (!same) ++differ, atomicMin(&out[2], static_cast<unsigned long long>(i));
-    } else if (x >= -150.f) {
-      below += !same;
-    }
-  }
-  atomicAdd(&out[0], checked), atomicAdd(&out[1], differ), atomicAdd(&out[3], below);
-}
-
 }  // namespace
-
-Exp2ProbeResult run_exp2_probe() {
-  DeviceBuffer<unsigned long long> d(4);
-  d.upload(std::vector<unsigned long long>{0, 0, 0xffffffffull, 0});
-  exp2_probe_kernel<<<1024, 256>>>(d.get());
-  ATTN_CUDA_CHECK(cudaGetLastError());
-  ATTN_CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<unsigned long long> r = d.download();
-  return {r[0], r[1], std::uint32_t(r[2]), r[3]};
-}
 
 std::vector<float> run_top2_probes(const std::vector<float>& scores, int rows) {
   if (rows <= 0 || rows % 16 != 0 || scores.size() != std::size_t(rows) * 64)

@@ -4,7 +4,6 @@
 // (a, b) or fp32 (c). Throws Error on a CUDA failure.
 #pragma once
 
-#include <cstdint>
 #include <vector>
 
 namespace attncheck::cuda {
@@ -19,15 +18,5 @@ std::vector<float> run_mma_probes(const std::vector<float>& a, const std::vector
 // packed form with from-cvt words, then the packed max with prmt words and with from-cvt words.
 constexpr int kTop2Outputs = 8;
 std::vector<float> run_top2_probes(const std::vector<float>& scores, int rows);
-
-// The forward's fast exponential (ex2_ftz, mma_ops.cuh) against exp2f over every float: `checked` inputs x >= −126
-// or NaN, `differ` of them with other bits (first at `first_differing`, 0xffffffff if none), and `differ_below`
-// over x in [−150, −126), where the two must part (exp2f's subnormals).
-struct Exp2ProbeResult {
-  unsigned long long checked, differ;
-  std::uint32_t first_differing;
-  unsigned long long differ_below;
-};
-Exp2ProbeResult run_exp2_probe();
 
 }  // namespace attncheck::cuda
