@@ -254,15 +254,19 @@ TEST(GpuMatchesCpuModel, BitsFlipsAndDefects) {
   const Outcome a = outcome("gpu_matches_cpu_model", *acausal, default_family("causal"));
   EXPECT_EQ(a.status, Status::kFail);
   EXPECT_NE(a.message.find("bound"), std::string::npos) << a.message;
-  const auto nan = gpu("nan", [&fa2](const Instance& in) {
+  std::string last;  // the label of the element the defect changes, "(b,h,i,c)" of the last O
+  const auto nan = gpu("nan", [&fa2, &last](const Instance& in) {
     ForwardOutput out = fa2.forward(in);
     out.o.back() = NAN;
+    const Problem& p = in.problem;
+    last = "(b" + std::to_string(p.batch - 1) + ",h" + std::to_string(p.heads_q - 1) + ",i" +
+           std::to_string(p.n_q - 1) + ",c" + std::to_string(p.head_dim - 1) + ")";
     return out;
   });
   const Outcome n = outcome("gpu_matches_cpu_model", *nan, default_family("normal"));
   EXPECT_EQ(n.status, Status::kFail);
   EXPECT_NE(n.message.find("non-finite"), std::string::npos) << n.message;
-  EXPECT_NE(n.message.find(": O(b"), std::string::npos) << n.message;  // named by its element
+  EXPECT_NE(n.message.find(": O" + last + " = "), std::string::npos) << n.message << " (want O" << last << ")";
   const auto lse = gpu("lse", [&fa2](const Instance& in) {
     ForwardOutput out = fa2.forward(in);
     out.lse[0] += 1;

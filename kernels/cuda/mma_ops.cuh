@@ -176,8 +176,9 @@ __device__ __forceinline__ Bf16x2 odd_halves(Bf16x2 x, Bf16x2 y) { return {__byt
 
 // The fixed policy's row top-two of one m16 tile: a thread's scores s[n][0..3] (keys 2t, 2t+1 of 8-key slice n; rows
 // g in [0..1], g + 8 in [2..3]) reduced over the quad into (top1, top2)[ri] of row g + 8·ri. The fp32 form runs one
-// tournament per row; the bf16 form, for scores that are bf16 values already (exact in their floats), runs both
-// rows in one packed tournament. The forward (flash_fwd.cu) and its probe (mma_probe.cu) both call these.
+// tournament per row; the bf16 form, for scores that are bf16 values already (exact in their floats), runs packed
+// tournaments (two keys, then both rows, per instruction). The forward (flash_fwd.cu) and its probe (mma_probe.cu)
+// both call these.
 template <int kNT>
 __device__ __forceinline__ void quad_top2_rows(const float (&s)[kNT][4], float (&top1)[2], float (&top2)[2]) {
 #pragma unroll
@@ -220,9 +221,11 @@ __device__ __forceinline__ void quad_top2_rows_bf16(const float (&s)[kNT][4], fl
 
 // The row max of the paper's baseline (scores bf16 already) in the same packed form: the thread's 8 words per row
 // through max2, the rows regrouped by parity, then the quad. max.bf16x2 has fmaxf's rules (NaN ignored, +0 over −0;
-// mma_probe_test checks it against the fp32 max), so r is quad_max of the fmaxf tree bit for bit.
+// mma_probe_test checks it against the fp32 forms), so r is the fmaxf max bit for bit, except that a row with no
+// number gives NaN (an fmaxf chain from −inf gives −inf there; flash_fwd.cu says why that is the same m_new).
 template <bool kFromCvt, int kNT>
 __device__ __forceinline__ void quad_max_rows_bf16(const float (&s)[kNT][4], float (&r)[2]) {
+  static_assert((kNT & (kNT - 1)) == 0, "a power of two");
   Bf16x2 m[2];
 #pragma unroll
   for (int ri = 0; ri < 2; ++ri) {

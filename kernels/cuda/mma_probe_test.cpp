@@ -154,7 +154,7 @@ TEST(TensorCores, MeasuredModelReproducesHardware) {
 
 // The forward's row top-two (quad_top2_rows, fixed numerics) in its forms: fp32 (fa2-fixed) and packed bf16x2, two keys
 // or two rows per instruction (paper-fixed, whose scores are bf16; words by prmt or straight from a cvt), and the paper
-// baseline's packed row max. Both must give the multiset's largest and second largest
+// baseline's packed row max. Each must give the multiset's largest (and second largest)
 // (repeats counted, NaN ignored; NaN where fewer than two scores are numbers: no `>= thr` holds for it), and the same
 // bits as each other (the sign of a zero included; a NaN matches any NaN). Row kinds put each special in the top two:
 // bf16 specials (±0, ±inf, NaN, ±max, ±smallest subnormal, paper's mask value −max) alone and among random values,
