@@ -8,7 +8,8 @@
 # Environment: ATTNCHECK_GPU_BUILD (build dir), ATTNCHECK_GPU_OUT (results dir), ATTNCHECK_GPU_SKIP_BUILD=1
 # (use binaries already in the build dir, e.g. a bundle from ci/gpu_bundle.sh built elsewhere and copied), ATTNCHECK_GPU_BENCH_FILTER (a
 # --benchmark_filter regex; default all), ATTNCHECK_GPU_NO_BENCH=1, ATTNCHECK_GPU_NO_SANITIZER=1,
-# ATTNCHECK_GPU_SANITIZER_TOOLS (default "memcheck racecheck synccheck initcheck"), ATTNCHECK_GPU_SANITIZER_FILTER,
+# ATTNCHECK_GPU_SANITIZER_TOOLS (default "memcheck racecheck synccheck initcheck"), ATTNCHECK_GPU_SANITIZER_FILTER (a
+# --gtest_filter for every tool; default all tests, racecheck a subset), ATTNCHECK_GPU_RACECHECK_FILTER,
 # ATTNCHECK_GPU_NO_SUITES=1 (skip the property suites), ATTNCHECK_GPU_SUITES (default "default bias").
 # Order: tests, sanitizers, benchmarks, property suites (the longest step last).
 # Exit status: non-zero when a GPU test or a sanitizer run fails (benchmarks never fail the job).
@@ -72,12 +73,15 @@ run_step "mma_probe_test" "$out/probe.log" timeout 120 "$bin/mma_probe_test"
 
 if [ "${ATTNCHECK_GPU_NO_SANITIZER:-0}" != 1 ]; then
   echo "## compute-sanitizer" >>"$report"
-  # A subset: both numerics' kernels (the fixed variants: forward with the fix, and the shared backward; both head
-  # dims, tails, causal, GQA, keep-mask, bias) run inside these tests; the full suite under memcheck would take
-  # minutes for nothing new.
-  sub=${ATTNCHECK_GPU_SANITIZER_FILTER:-'Variants/CudaKernel.SameInputSameBits/*fixed:CudaPoison.*'}
+  # memcheck, synccheck, initcheck: the whole of cuda_kernels_test (all 40 tests, ~20 s each on an H200). racecheck
+  # (~30x slower, the long-batch tests alone would take minutes): the four variants' SameInputSameBits (forward and
+  # backward on both head dims, tails, causal, GQA, keep-mask, bias) and the poison tests.
+  all=${ATTNCHECK_GPU_SANITIZER_FILTER:-'*'}
+  race=${ATTNCHECK_GPU_RACECHECK_FILTER:-${ATTNCHECK_GPU_SANITIZER_FILTER:-'Variants/CudaKernel.SameInputSameBits/*:CudaPoison.*'}}
   for tool in ${ATTNCHECK_GPU_SANITIZER_TOOLS:-memcheck racecheck synccheck initcheck}; do
-    run_step "compute-sanitizer --tool $tool" "$out/sanitizer_$tool.log" timeout 240 \
+    sub=$all
+    [ "$tool" = racecheck ] && sub=$race
+    run_step "compute-sanitizer --tool $tool ($sub)" "$out/sanitizer_$tool.log" timeout 240 \
       compute-sanitizer --tool "$tool" --error-exitcode 3 "$bin/cuda_kernels_test" --gtest_filter="$sub"
     echo "  - $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_$tool.log" | tail -1)" >>"$report"
   done
