@@ -219,16 +219,19 @@ bool same_value(double a, double b) {
   return a == b;  // +0 == -0 by IEEE; otherwise equality of doubles is equality of bits
 }
 
-std::string where(const Problem& p, std::size_t x, bool kv) {
-  const int c = static_cast<int>(x % p.head_dim);
-  std::size_t r = x / p.head_dim;
+std::string where_row(const Problem& p, std::size_t r, bool kv) {
   const int n = kv ? p.n_k : p.n_q, heads = kv ? p.heads_kv : p.heads_q;
   const int i = static_cast<int>(r % n);
   r /= n;
   const int h = static_cast<int>(r % heads);
   const int b = static_cast<int>(r / heads);
   return "(b" + std::to_string(b) + (kv ? ",hk" : ",h") + std::to_string(h) + (kv ? ",j" : ",i") + std::to_string(i) +
-         ",c" + std::to_string(c) + ")";
+         ")";
+}
+
+std::string where(const Problem& p, std::size_t x, bool kv) {
+  const std::string w = where_row(p, x / p.head_dim, kv);  // "(...)": the column goes before the ')'
+  return w.substr(0, w.size() - 1) + ",c" + std::to_string(x % p.head_dim) + ")";
 }
 
 std::string fmt_num(double x) {

@@ -75,5 +75,7 @@ bool same_value(double a, double b);  // bitwise equal, except that +0 == −0 (
 std::string fmt_num(double x);        // shortest round-trip decimal
 // "(b,h,i,c)" of element x of a Q-layout tensor (O, dQ); with `kv`, "(b,hk,j,c)" of a K-layout one (dK, dV).
 std::string where(const Problem& p, std::size_t x, bool kv = false);
+// "(b,h,i)" of row r (row_at order: LSE, δ); with `kv`, "(b,hk,j)" of key row r.
+std::string where_row(const Problem& p, std::size_t r, bool kv = false);
 
 }  // namespace attncheck

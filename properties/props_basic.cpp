@@ -302,21 +302,18 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
   };
   std::vector<double> v_max(p.head_dim);
   for (int b = 0; b < p.batch; ++b)
-    for (int h = 0; h < p.heads_q; ++h)
+    for (int h = 0; h < p.heads_q; ++h) {
+      const std::vector<double> scores = reference_scores(in, b, h);  // exact, scaled and biased; n_q × n_k
       for (int i = 0; i < p.n_q; ++i) {
-        // Over the visible keys (exact): max |s|, max s, and per column Vmax = max |v|.
+        // Over the visible keys: max |s|, max s, and per column Vmax = max |v|.
         double s_abs = 0, r = -HUGE_VAL;
         std::fill(v_max.begin(), v_max.end(), 0.0);
         for (int j = 0; j < p.n_k; ++j) {
           if (!in.visible(b, h, i, j)) continue;
-          double dot = 0;
-          for (int c = 0; c < p.head_dim; ++c) {
-            const std::size_t kv = p.kv_at(b, h / p.group(), j, c);
-            dot += in.q[p.q_at(b, h, i, c)] * in.k[kv];
-            v_max[c] = std::max(v_max[c], std::fabs(in.v[kv]));
-          }
-          const double sc = p.scale * dot + (p.has_bias ? in.bias[p.score_at(b, h, i, j)] : 0.0);
+          const double sc = scores[std::size_t(i) * p.n_k + j];
           s_abs = std::max(s_abs, std::fabs(sc)), r = std::max(r, sc);
+          for (int c = 0; c < p.head_dim; ++c)
+            v_max[c] = std::max(v_max[c], std::fabs(in.v[p.kv_at(b, h / p.group(), j, c)]));
         }
         const double r_far = r + std::copysign(0x1p-6 * std::fabs(r), r);  // the rounded r, farthest from 0
         const double log_l_low = !shifts || r == -HUGE_VAL ? 0.0 : r_far > 0 ? -(beta - 1) * r_far : r_far;
@@ -337,11 +334,10 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
         const double log_l = std::fabs(t.lse[x]) + beta * s_abs;
         const double bound = rel_log + (2 * 0x1p-23 + f(sp.log_l_fmt)) * log_l +
                              ulp(std::max(std::fabs(g.lse[x]), std::fabs(t.lse[x])), sp.lse_fmt);
-        auto lse_where = [&] {
-          return "LSE(b" + std::to_string(b) + ",h" + std::to_string(h) + ",i" + std::to_string(i) + ")";
-        };
-        if (std::string why = judge(lse_where, g.lse[x], t.lse[x], bound, modelled); !why.empty()) return why;
+        const std::string why = judge([&] { return "LSE" + where_row(p, x); }, g.lse[x], t.lse[x], bound, modelled);
+        if (!why.empty()) return why;
       }
+    }
   stats["outputs"] = double(total);
   stats["bitwise_equal"] = double(same);
   stats["differ_pct"] = total ? 100.0 * double(total - same) / double(total) : 0.0;

@@ -162,6 +162,22 @@ std::string check_logit_shift(const Kernel& k, const Instance& in0, const Family
   return compare_within(p, a, b, tol_o, tol_l, shift, stats);
 }
 
+// The forward half of the two bitwise properties below: LSE and O of the kept rows (row_at order), each within one
+// rounding of the first run (bitwise for a kernel that rounds per row); "" or the first changed element, named,
+// followed by `after`.
+std::string compare_forward(const Problem& p, const ForwardOutput& a, const ForwardOutput& b,
+                            const std::vector<char>& kept, Format of, const std::string& after) {
+  for (std::size_t r = 0; r < p.rows(); ++r) {
+    if (!kept[r]) continue;
+    if (!within_one_rounding(a.lse[r], b.lse[r], Format::kF32))
+      return "LSE" + where_row(p, r) + " changed from " + fmt_num(a.lse[r]) + " to " + fmt_num(b.lse[r]) + after;
+    for (std::size_t x = r * p.head_dim; x < (r + 1) * p.head_dim; ++x)
+      if (!within_one_rounding(a.o[x], b.o[x], of))
+        return "O" + where(p, x) + " changed from " + fmt_num(a.o[x]) + " to " + fmt_num(b.o[x]) + after;
+  }
+  return "";
+}
+
 // The backward half of the two bitwise properties below. FlashAttention's backward is elementwise in the pair
 // (i, j) (P_ij = exp(s_ij − LSE_i), dS_ij = P_ij·(dO_i·v_j − δ_i); P_ij = dS_ij = 0 exactly for a masked pair)
 // except for its sums: δ_i = Σ_c dO_ic·O_ic over row i alone; dQ_i = scale·Σ_j dS_ij·k_j over the keys; and
@@ -200,10 +216,8 @@ std::string compare_backward(const Instance& in, const BackwardOutput& a, const 
   for (std::size_t r = 0; r < p.rows(); ++r) {
     if (!kept[r]) continue;
     ++rows;
-    if (!within_one_rounding(a.delta[r], b.delta[r], Format::kF32)) {
-      const std::string w = where(p, r * p.head_dim);
-      return changed("delta" + w.substr(0, w.rfind(",c")) + ")", a.delta[r], b.delta[r]);
-    }
+    if (!within_one_rounding(a.delta[r], b.delta[r], Format::kF32))
+      return changed("delta" + where_row(p, r), a.delta[r], b.delta[r]);
     for (std::size_t x = r * p.head_dim; x < (r + 1) * p.head_dim; ++x)
       if (!within_one_rounding(a.dq[x], b.dq[x], of)) return changed("dQ" + where(p, x), a.dq[x], b.dq[x]);
   }
@@ -231,7 +245,6 @@ std::string compare_backward(const Instance& in, const BackwardOutput& a, const 
 std::string check_masked_value(const Kernel& k, const Instance& in, const Family&, nlohmann::json& stats) {
   const Problem& p = in.problem;
   Instance t = in;
-  int compared = 0;
   std::vector<char> kept(p.rows(), 0);  // the rows to compare, row_at order
   for (int b = 0; b < p.batch; ++b)
     for (int hk = 0; hk < p.heads_kv; ++hk) {
@@ -264,26 +277,12 @@ std::string check_masked_value(const Kernel& k, const Instance& in, const Family
   if (std::find(kept.begin(), kept.end(), 1) == kept.end()) return "skip:no masked key";
   const ForwardOutput a = k.forward(in), bo = k.forward(t);
   const Format of = k.caps().output_format;
-  for (int b = 0; b < p.batch; ++b)
-    for (int h = 0; h < p.heads_q; ++h)
-      for (int i = 0; i < p.n_q; ++i) {
-        const std::size_t r = p.row_at(b, h, i);
-        if (!kept[r]) continue;
-        ++compared;
-        if (!within_one_rounding(a.lse[r], bo.lse[r], Format::kF32))
-          return "LSE of row (b" + std::to_string(b) + ",h" + std::to_string(h) + ",i" + std::to_string(i) +
-                 ") changed from " + fmt_num(a.lse[r]) + " to " + fmt_num(bo.lse[r]) + " when masked keys changed";
-        for (int c = 0; c < p.head_dim; ++c) {
-          const std::size_t x = p.q_at(b, h, i, c);
-          if (!within_one_rounding(a.o[x], bo.o[x], of))
-            return std::string("O") + where(p, x) + " changed from " + fmt_num(a.o[x]) + " to " + fmt_num(bo.o[x]) +
-                   " when only masked keys' K, V changed";
-        }
-      }
-  stats["rows_compared"] = compared;
+  const std::string after = " when only masked keys' K, V changed";
+  if (std::string why = compare_forward(p, a, bo, kept, of, after); !why.empty()) return why;
+  stats["rows_compared"] = std::count(kept.begin(), kept.end(), 1);
   if (!k.caps().backward) return "";
   const BackwardOutput ga = k.backward(in, a), gb = k.backward(t, bo);
-  return compare_backward(in, ga, gb, kept, of, " when only masked keys' K, V changed", stats);
+  return compare_backward(in, ga, gb, kept, of, after, stats);
 }
 
 // Causal prefix (bottom-right alignment: query i sees keys j <= i + n_k − n_q). For a cut row c, rows i <= c
@@ -327,19 +326,8 @@ std::string check_causal_prefix(const Kernel& k, const Instance& in, const Famil
   std::vector<char> kept(p.rows(), 0);  // rows 0..cut of every (b, h), row_at order
   for (int b = 0; b < p.batch; ++b)
     for (int h = 0; h < p.heads_q; ++h)
-      for (int i = 0; i <= cut; ++i) {
-        const std::size_t r = p.row_at(b, h, i);
-        kept[r] = 1;
-        if (!within_one_rounding(a.lse[r], bo.lse[r], Format::kF32))
-          return "LSE of row " + std::to_string(i) + " (cut " + std::to_string(cut) + ") changed from " +
-                 fmt_num(a.lse[r]) + " to " + fmt_num(bo.lse[r]);
-        for (int c = 0; c < p.head_dim; ++c) {
-          const std::size_t x = p.q_at(b, h, i, c);
-          if (!within_one_rounding(a.o[x], bo.o[x], of))
-            return std::string("O") + where(p, x) + " changed from " + fmt_num(a.o[x]) + " to " + fmt_num(bo.o[x]) +
-                   after;
-        }
-      }
+      for (int i = 0; i <= cut; ++i) kept[p.row_at(b, h, i)] = 1;
+  if (std::string why = compare_forward(p, a, bo, kept, of, after); !why.empty()) return why;
   stats["cut"] = cut;
   if (!k.caps().backward) return "";
   const BackwardOutput ga = k.backward(in, a), gb = k.backward(t, bo);
