@@ -5,6 +5,9 @@
 // model fill the GPU). Inputs ~ N(0, 1) in bf16, made on the device. Timing (bench_timing.h): CUDA events around kBenchReps launches
 // after two warm-up launches; the manual time per iteration is the mean launch time. FLOPs counted as
 // FlashAttention does: forward 4·b·h·n_q·n_k·d (halved when causal), backward 2.5× forward. Counter TFLOPs.
+// step/...: one training step's attention, the variant's forward then its backward (3.5× the forward's FLOPs), at
+// seq 4096: the fix is forward-only (the backward kernel is shared), so this is what it costs where the paper's
+// failure happens, in training; fwd/... is what it costs an inference forward.
 // After the run a table with the fix overhead ((fixed − base) / base, in %) is printed.
 // With ATTNCHECK_BENCH_TILINGS=1, fwdtile/<tiling>/... also runs the forward with the other work splits of
 // FwdTiling (same numerics, bit for bit) on seq 4096, to compare them with the default one (off by default: the
@@ -52,14 +55,18 @@ __global__ void fill_normal_bf16(std::uint16_t* x, std::size_t n, std::uint64_t 
   }
 }
 
+enum class Pass { kFwd, kBwd, kStep };  // kStep: the forward, then the backward
+
+const char* pass_name(Pass p) { return p == Pass::kFwd ? "fwd" : p == Pass::kBwd ? "bwd" : "step"; }
+
 struct Config {
-  bool backward;
+  Pass pass;
   Variant variant;
   int d, seq;
   bool causal;
   FwdTiling tiling = FwdTiling::kDefault;
   std::string key() const {  // the row of the summary table
-    return std::string(backward ? "bwd" : "fwd") + " d" + std::to_string(d) + (causal ? " causal " : " full   ") +
+    return std::string(pass_name(pass)) + " d" + std::to_string(d) + (causal ? " causal " : " full   ") +
            "seq" + std::to_string(seq) + (tiling == FwdTiling::kDefault ? "" : " " + tiling_name(tiling));
   }
 };
@@ -88,10 +95,11 @@ void run(benchmark::State& state, Config c) {
   g.scale = f.scale, g.scale_log2e = f.scale_log2e;
   launch_flash_fwd(c.variant, c.d, f, nullptr);  // O and LSE for the backward
   auto once = [&] {
-    if (c.backward) launch_flash_bwd(c.variant, c.d, g, nullptr);
-    else launch_flash_fwd(c.variant, c.d, f, nullptr, c.tiling);
+    if (c.pass != Pass::kBwd) launch_flash_fwd(c.variant, c.d, f, nullptr, c.tiling);
+    if (c.pass != Pass::kFwd) launch_flash_bwd(c.variant, c.d, g, nullptr);
   };
-  const double flops = attention_flops(b, h, c.seq, c.seq, c.d, c.causal, c.backward);
+  const double fwd_flops = attention_flops(b, h, c.seq, c.seq, c.d, c.causal, false);
+  const double flops = c.pass == Pass::kFwd ? fwd_flops : c.pass == Pass::kBwd ? 2.5 * fwd_flops : 3.5 * fwd_flops;
   const double best_s = time_launches(state, once);
   state.counters["TFLOPs"] = flops / best_s / 1e12;  // best of the iterations, in TFLOP/s
   g_tflops[c.key()][variant_name(c.variant)] = flops / best_s / 1e12;
@@ -119,14 +127,16 @@ int main(int argc, char** argv) {
     std::printf("bench_attention: no CUDA device\n");
     return 0;
   }
-  for (bool bwd : {false, true})
+  for (Pass pass : {Pass::kFwd, Pass::kBwd, Pass::kStep})
     for (int d : {64, 128})
       for (bool causal : {false, true})
         for (int seq : {1024, 2048, 4096, 8192, 16384})
           for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
-            if (bwd && (v == Variant::kFa2Fixed || v == Variant::kPaperFixed)) continue;  // same kernel as base
-            const Config c{bwd, v, d, seq, causal};
-            const std::string name = std::string(bwd ? "bwd/" : "fwd/") + variant_name(v) + "/d" + std::to_string(d) +
+            const bool fixed = v == Variant::kFa2Fixed || v == Variant::kPaperFixed;
+            if (pass == Pass::kBwd && fixed) continue;        // the same kernel as the base's
+            if (pass == Pass::kStep && seq != 4096) continue;  // the target's length: 16 more runs, not 80
+            const Config c{pass, v, d, seq, causal};
+            const std::string name = std::string(pass_name(pass)) + "/" + variant_name(v) + "/d" + std::to_string(d) +
                                      (causal ? "/causal" : "/full") + "/seq" + std::to_string(seq);
             benchmark::RegisterBenchmark(name.c_str(), [c](benchmark::State& s) { run(s, c); })
                 ->UseManualTime()
@@ -140,7 +150,7 @@ int main(int argc, char** argv) {
       for (bool causal : {false, true})
         for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
           if (!tilings || (t >= FwdTiling::kWgmma64 && !fwd_has_wgmma())) break;
-          Config c{false, v, d, 4096, causal};
+          Config c{Pass::kFwd, v, d, 4096, causal};
           c.tiling = t;
           const std::string name = "fwdtile/" + tiling_name(t) + "/" + variant_name(v) + "/d" + std::to_string(d) +
                                    (causal ? "/causal" : "/full") + "/seq4096";

@@ -1,13 +1,16 @@
 # bench_table.py — joins bench_attention's two summary tables (ours: fa2, fa2-fixed, paper, paper-fixed; and
 # cuDNN's fused SDPA through the backend API, bench_cudnn_sdpa.cpp) into one markdown table: TFLOP/s per
 # configuration, the fix overhead in % ((base / fixed − 1)·100, time-based) and fa2 / cuDNN. Used by ci/gpu.sh.
+# `step` rows (one training step's attention: forward then backward, 3.5× the forward's FLOPs) are measured as one
+# timed sequence for our kernels; cuDNN's step is derived from its own fwd and bwd rows of the same configuration
+# (time_fwd + time_bwd), which is the same sum of two launches timed apart.
 # Run: python3 kernels/cuda/bench_table.py bench.log [cudnn.log]
 #   (a second file: cuDNN rows from elsewhere, e.g. bench_cudnn.py through PyTorch, in the same row format)
 import re
 import sys
 
 
-ROW = r"(fwd|bwd) d(\d+) (causal|full)\s+seq(\d+)"
+ROW = r"(fwd|bwd|step) d(\d+) (causal|full)\s+seq(\d+)"
 
 
 def main(bench_path, cudnn_path=None):
@@ -27,9 +30,13 @@ def main(bench_path, cudnn_path=None):
         m = re.match(ROW + r"\s+([\d.]+)", line)
         if m:
             cudnn.setdefault((m[1], int(m[2]), m[3], int(m[4])), float(m[5]))
+    for key in [k for k in ours if k[0] == "step"]:
+        f, b = cudnn.get(("fwd",) + key[1:], 0.0), cudnn.get(("bwd",) + key[1:], 0.0)
+        if f > 0 and b > 0:
+            cudnn.setdefault(key, 3.5 / (1.0 / f + 2.5 / b))
     print("| pass | d | mask | seq | fa2 | fa2-fixed | fa2 fix ovh % | paper | paper-fixed | paper fix ovh % | cuDNN | fa2/cuDNN |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for key in sorted(ours, key=lambda k: (k[0] == "bwd", k[1], k[2], k[3])):
+    for key in sorted(ours, key=lambda k: (["fwd", "bwd", "step"].index(k[0]), k[1], k[2], k[3])):
         a, af, p, pf = ours[key]
         c = cudnn.get(key, 0.0)
         ovh = lambda base, fixed: f"{100.0 * (base / fixed - 1.0):.1f}" if base > 0 and fixed > 0 else "–"
