@@ -28,33 +28,33 @@ declare -A total found
 for fb in ${ATTNCHECK_AB_ARMS:-1 0}; do total[$fb]=0 found[$fb]=0; done
 on=${ATTNCHECK_AB_ON:-1}
 run_seeds() {  # run_seeds FIRST COUNT: both arms over seeds FIRST..FIRST+COUNT-1, added to total[] and found[]
-for fb in ${ATTNCHECK_AB_ARMS:-1 0}; do
-  for s in $(seq "$1" $(($1 + $2 - 1))); do
-    dir=$work/fb$fb-seed$s
-    rm -rf "$dir" && mkdir -p "$dir/corpus" "$dir/findings"
-    start=$(date +%s.%N)
-    # The seeds go in by -seed_inputs in sorted order, not as a directory: libFuzzer orders its initial corpus
-    # by size only, so equal-sized files would start in the directory's (unspecified) listing order and the
-    # same -seed could give a different run.
-    ATTNCHECK_FUZZ_FEEDBACK=$fb ATTNCHECK_FUZZ_FINDINGS=$dir/findings \
-      "$fuzzer" "$dir/corpus" -seed_inputs="$seed_list" -seed="$s" -runs="$cap" -artifact_prefix="$dir/" \
-      >"$dir/log" 2>&1
-    secs=$(echo "$(date +%s.%N) - $start" | bc)
-    at=$(grep -o 'planted defect reached at execution [0-9]*' "$dir/log" | grep -o '[0-9]*$' | head -1)
-    if [ -z "$at" ] && grep -q 'ERROR: \|runtime error' "$dir/log"; then
-      echo "feedback_ab: the fuzzer crashed for another reason (see $dir/log):"; grep -m5 'ERROR: \|runtime error' "$dir/log"
-      exit 1
-    fi
-    if [ -n "$at" ]; then
-      found[$fb]=$(( found[$fb] + 1 ))
-    else
-      at=$cap
-    fi
-    total[$fb]=$(( total[$fb] + at ))
-    echo "feedback=$fb seed=$s executions_to_defect=$at$([ "$at" = "$cap" ] && echo " (cap: not reached)") seconds=$secs"
-    rm -rf "$dir/corpus"  # keep the log, not the grown corpus
+  for fb in ${ATTNCHECK_AB_ARMS:-1 0}; do
+    for s in $(seq "$1" $(($1 + $2 - 1))); do
+      dir=$work/fb$fb-seed$s
+      rm -rf "$dir" && mkdir -p "$dir/corpus" "$dir/findings"
+      start=$(date +%s.%N)
+      # The seeds go in by -seed_inputs in sorted order, not as a directory: libFuzzer orders its initial corpus
+      # by size only, so equal-sized files would start in the directory's (unspecified) listing order and the
+      # same -seed could give a different run.
+      ATTNCHECK_FUZZ_FEEDBACK=$fb ATTNCHECK_FUZZ_FINDINGS=$dir/findings \
+        "$fuzzer" "$dir/corpus" -seed_inputs="$seed_list" -seed="$s" -runs="$cap" -artifact_prefix="$dir/" \
+        >"$dir/log" 2>&1
+      secs=$(echo "$(date +%s.%N) - $start" | bc)
+      at=$(grep -o 'planted defect reached at execution [0-9]*' "$dir/log" | grep -o '[0-9]*$' | head -1)
+      if [ -z "$at" ] && grep -q 'ERROR: \|runtime error' "$dir/log"; then
+        echo "feedback_ab: the fuzzer crashed for another reason (see $dir/log):"; grep -m5 'ERROR: \|runtime error' "$dir/log"
+        exit 1
+      fi
+      if [ -n "$at" ]; then
+        found[$fb]=$(( found[$fb] + 1 ))
+      else
+        at=$cap
+      fi
+      total[$fb]=$(( total[$fb] + at ))
+      echo "feedback=$fb seed=$s executions_to_defect=$at$([ "$at" = "$cap" ] && echo " (cap: not reached)") seconds=$secs"
+      rm -rf "$dir/corpus"  # keep the log, not the grown corpus
+    done
   done
-done
 }
 verdict() {  # verdict SEEDS_PER_ARM: prints the totals; status 0 when feedback won
   echo "feedback_ab: with feedback=$on ${found[$on]}/$1 found, ${total[$on]} executions in total;" \
