@@ -9,12 +9,22 @@
 # the score is the execution at which the defect was reached (the cap when it was not). Passes when feedback
 # needs fewer executions in total AND finds the defect in at least as many seeds. Prints every number.
 # What it shows: a ladder that error buckets can see is climbed faster with them. It is a planted ladder by
-# construction, not evidence about the depth of the real kernels' bugs. NOT deterministic per seed, although
-# libFuzzer gets -seed, one process, no time limits and the seeds in a fixed order: the same seed reached the defect
-# at 11,161 executions once and not within 20,000 the next time (trace-cmp puts compared values into the
-# dictionary, some of them addresses; with ASLR off the runs still part later). So the verdict is a sample: when
-# the first N seeds per arm do not show the win, the next N run too and the verdict is taken on all 2N (one 16-seed
-# draw measured 9/16 vs 8/16 found where others gave 14/16 vs 5/16). Measured margins are in README.md.
+# construction, not evidence about the depth of the real kernels' bugs.
+# Deterministic per seed where address randomisation can be turned off: libFuzzer gets -seed, one process, no time
+# limits, the seeds in a fixed order, -reload=0 and -use_cmp=0, and runs under `setarch -R`. Three things made
+# the same seed part before (session 9, runs of one seed diffed line by line): trace-cmp records compared values,
+# some of them heap addresses, whose bytes the CMP mutations then write into inputs (ASLR on: runs parted at
+# execution ~2,800; ASLR off: the work folder's path length still moved the heap, and seeds 1-3 gave other
+# results in another folder); libFuzzer's default -reload=1 re-reads the corpus folder once a second, which runs
+# inputs at wall-clock moments (ASLR off, CMP on: runs parted at ~6,000 and ~12,700 executions); and, with ASLR on
+# and CMP off, 2 of 32 runs still parted, one of them already on the seed corpus (one PC more; cause not found,
+# valgrind finds no uninitialised read on the seeds in the gcc build). With all
+# three off, two full A/B runs in folders of different path lengths, side by side, gave the same 32 numbers. CMP
+# guidance is a third signal besides coverage and the error counters, so leaving it out of both arms keeps the
+# comparison to what it claims. Where `setarch -R` is refused (some container seccomp profiles) the runs are not
+# deterministic, and the verdict is a sample: when the first N seeds per arm do not show the win, the next N run
+# too and the verdict is taken on all 2N (one 16-seed draw measured 9/16 vs 8/16 found where others gave 14/16 vs
+# 5/16). Measured margins are in README.md.
 set -uo pipefail
 fuzzer=$1 seeds=$2 work=$3 n=${4:-16} cap=${5:-20000}
 export ATTNCHECK_FUZZ_KERNEL=planted ATTNCHECK_FUZZ_PLANTED_BASE=${ATTNCHECK_FUZZ_PLANTED_BASE:-fa2}
@@ -23,6 +33,8 @@ export ATTNCHECK_FUZZ_PLANTED_FEATURES=${ATTNCHECK_FUZZ_PLANTED_FEATURES:-9} ATT
 export ATTNCHECK_FUZZ_PROPERTIES=${ATTNCHECK_FUZZ_PROPERTIES:-none}
 first=${ATTNCHECK_AB_FIRST_SEED:-1}
 seed_list=$(find "$seeds" -maxdepth 1 -type f | LC_ALL=C sort | paste -sd, -)
+norand=()
+if setarch -R true 2>/dev/null; then norand=(setarch -R); else echo "feedback_ab: setarch -R refused here: runs are not deterministic"; fi
 # ATTNCHECK_AB_ARMS / ATTNCHECK_AB_ON: which ATTNCHECK_FUZZ_FEEDBACK values run, which one must win over 0.
 declare -A total found
 for fb in ${ATTNCHECK_AB_ARMS:-1 0}; do total[$fb]=0 found[$fb]=0; done
@@ -37,7 +49,8 @@ run_seeds() {  # run_seeds FIRST COUNT: both arms over seeds FIRST..FIRST+COUNT-
       # by size only, so equal-sized files would start in the directory's (unspecified) listing order and the
       # same -seed could give a different run.
       ATTNCHECK_FUZZ_FEEDBACK=$fb ATTNCHECK_FUZZ_FINDINGS=$dir/findings \
-        "$fuzzer" "$dir/corpus" -seed_inputs="$seed_list" -seed="$s" -runs="$cap" -artifact_prefix="$dir/" \
+        "${norand[@]}" "$fuzzer" "$dir/corpus" -seed_inputs="$seed_list" -seed="$s" -runs="$cap" -reload=0 -use_cmp=0 \
+        -artifact_prefix="$dir/" \
         >"$dir/log" 2>&1
       secs=$(echo "$(date +%s.%N) - $start" | bc)
       at=$(grep -o 'planted defect reached at execution [0-9]*' "$dir/log" | grep -o '[0-9]*$' | head -1)
