@@ -219,19 +219,22 @@ bool same_value(double a, double b) {
   return a == b;  // +0 == -0 by IEEE; otherwise equality of doubles is equality of bits
 }
 
-std::string where_row(const Problem& p, std::size_t r, bool kv) {
+namespace {
+// "(b,h,i" of row r, left open for where() to add its column: where_row and where share it.
+std::string open_row_label(const Problem& p, std::size_t r, bool kv) {
   const int n = kv ? p.n_k : p.n_q, heads = kv ? p.heads_kv : p.heads_q;
   const int i = static_cast<int>(r % n);
   r /= n;
   const int h = static_cast<int>(r % heads);
   const int b = static_cast<int>(r / heads);
-  return "(b" + std::to_string(b) + (kv ? ",hk" : ",h") + std::to_string(h) + (kv ? ",j" : ",i") + std::to_string(i) +
-         ")";
+  return "(b" + std::to_string(b) + (kv ? ",hk" : ",h") + std::to_string(h) + (kv ? ",j" : ",i") + std::to_string(i);
 }
+}  // namespace
+
+std::string where_row(const Problem& p, std::size_t r, bool kv) { return open_row_label(p, r, kv) + ")"; }
 
 std::string where(const Problem& p, std::size_t x, bool kv) {
-  const std::string w = where_row(p, x / p.head_dim, kv);  // "(...)": the column goes before the ')'
-  return w.substr(0, w.size() - 1) + ",c" + std::to_string(x % p.head_dim) + ")";
+  return open_row_label(p, x / p.head_dim, kv) + ",c" + std::to_string(x % p.head_dim) + ")";
 }
 
 std::string fmt_num(double x) {
