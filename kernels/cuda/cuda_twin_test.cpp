@@ -1,5 +1,6 @@
-// cuda_twin_test.cpp — host-only checks of the CPU twin of the CUDA forward (cuda_twin.h) and of the
-// tensor-core model it uses (mma_model.h), runnable without a GPU (label unit). The twin's agreement with the
+// cuda_twin_test.cpp — host-only checks of the CPU twin of the CUDA forward (cuda_twin.h), of the
+// tensor-core model it uses (mma_model.h) and of the kernels' host packing (host_packing.h), runnable without a GPU
+// (label unit). The twin's agreement with the
 // GPU itself is cuda_kernels_test's ForwardAgreesWithItsCpuTwin (label gpu).
 // Run: ctest -R cuda_twin
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include "kernels/cpu/test_support.h"
 #include "kernels/cuda/cuda_twin.h"
 #include "kernels/cuda/gpu_test_support.h"
+#include "kernels/cuda/host_packing.h"
 #include "kernels/cuda/mma_model.h"
 #include "kernels/numerics_spec.h"
 
@@ -17,6 +19,24 @@ namespace attncheck::test {
 namespace {
 
 using cuda::Variant;
+
+// The CUDA kernels pack doubles into bf16 rows. A value that is not a bf16 value is refused (it would be rounded
+// behind the caller's back); a NaN is a bf16 value and goes in as the canonical 0x7FC0 (gpu_matches_cpu_model found
+// the backward refusing its own forward's NaN O on large_logits, 2026-11-30); ±inf and −0 keep their bits.
+TEST(HostPacking, NanGoesInCanonicalAndNonBf16ValuesAreRefused) {
+  const std::vector<double> row = {1.5, NAN, -INFINITY, -0.0, -NAN};
+  std::uint16_t out[8];
+  cuda::pack_rows(row, 5, 8, out, "test", "O");
+  const std::uint16_t want[8] = {0x3fc0, 0x7fc0, 0xff80, 0x8000, 0x7fc0, 0, 0, 0};
+  for (int c = 0; c < 8; ++c) EXPECT_EQ(out[c], want[c]) << "column " << c;
+  const std::vector<double> bad = {1.5, 0.1, 2.0, 3.0, 4.0};
+  try {
+    cuda::pack_rows(bad, 5, 8, out, "test", "O");
+    ADD_FAILURE() << "0.1 was packed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("O value 0.1"), std::string::npos) << e.what();
+  }
+}
 
 // A k16 sum past fp32's range is ±inf on the H200, not the largest finite value a toward-zero rounding would give,
 // and stays so: gpu_matches_cpu_model found the twin's row max at −FLT_MAX where the GPU's was −inf (large_logits:

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <exception>
 #include <map>
@@ -43,8 +44,12 @@ inline void check_instance(const std::string& name, const KernelCaps& caps, cons
     throw Error("kernel " + name + ": bias has the wrong size for " + in.problem.describe());
 }
 
-// x as bf16 bits; Error (prefixed by `who`, naming `what`) when x is not exactly a bf16 value.
+// x as bf16 bits; Error (prefixed by `who`, naming `what`) when x is not exactly a bf16 value. A NaN is one (bf16
+// has NaNs; a kernel's forward gives them, e.g. O from overflowing scores, and its backward must take them back): it
+// goes in as the quiet NaN 0x7FC0 (any NaN computes the same; not the output poison 0xFFFF).
+constexpr std::uint16_t kBf16CanonicalNan = 0x7fc0;
 inline std::uint16_t to_bf16_bits(double x, const char* who, const char* what) {
+  if (std::isnan(x)) return kBf16CanonicalNan;
   const float f = static_cast<float>(x);
   const std::uint32_t u = float_to_bits(f);
   if ((u & 0xffffu) != 0 || static_cast<double>(f) != x)
@@ -64,8 +69,9 @@ inline void pack_rows(const std::vector<double>& src, int d, int kd, std::uint16
     for (int c = 0; c < d; ++c) {
       const float f = static_cast<float>(s[c]);
       const std::uint32_t u = float_to_bits(f);
-      bad |= (u & 0xffffu) | std::uint32_t(static_cast<double>(f) != s[c]);
-      o[c] = static_cast<std::uint16_t>(u >> 16);
+      const bool nan = s[c] != s[c];
+      bad |= nan ? 0u : (u & 0xffffu) | std::uint32_t(static_cast<double>(f) != s[c]);
+      o[c] = nan ? kBf16CanonicalNan : static_cast<std::uint16_t>(u >> 16);
     }
     if (bad)
       for (int c = 0; c < d; ++c) (void)to_bf16_bits(s[c], who, what);  // throws, naming the value
