@@ -277,6 +277,70 @@ TEST(GpuMatchesCpuModel, BitsFlipsAndDefects) {
   EXPECT_NE(l.message.find(": LSE(b0,h0,i0) = "), std::string::npos) << l.message;
 }
 
+// The backward half of gpu_matches_cpu_model, with CPU stand-ins: the "GPU kernel" is a CPU model (forward, and
+// backward from its own O and LSE), its twin the same model, so the gradients match bit for bit; then the GPU side
+// gets one defect at a time. A one-ulp flip of every gradient passes within the bound; δ off by one fp32 ulp, dV
+// 12.5% too large, a dK that ignores the causal mask, or a NaN fail.
+TEST(GpuMatchesCpuModel, BackwardBitsFlipsAndDefects) {
+  auto gpu = [](const std::string& spec_name, const std::string& name,
+                std::function<void(const Instance&, BackwardOutput&)> defect) {
+    const Kernel& model = default_registry().get(spec_name);
+    auto k = std::make_unique<FnKernel>(
+        name, [&model](const Instance& in) { return model.forward(in); },
+        [&model, defect](const Instance& in) {
+          BackwardOutput out = model.backward(in, model.forward(in));
+          if (defect) defect(in, out);
+          return out;
+        });
+    k->set_twin([&model](const Instance& in) { return model.forward(in); }, builtin_spec(spec_name));
+    return k;
+  };
+  for (const char* spec : {"fa2", "paper-fixed"}) {
+    const auto same = gpu(spec, "same", nullptr);
+    for (const char* g : {"normal", "causal", "tied_max", "large_logits", "masked_rows", "gqa"}) {
+      const Outcome o = outcome("gpu_matches_cpu_model", *same, default_family(g));
+      EXPECT_EQ(o.status, Status::kPass) << spec << " " << g << ": " << o.message;
+      EXPECT_EQ(o.stats["grad_differ_pct"], 0.0) << spec << " " << g;
+      EXPECT_GT(o.stats["grad_outputs"].get<double>(), 0.0) << spec << " " << g;
+    }
+  }
+  const auto flipped = gpu("fa2", "flipped", [](const Instance&, BackwardOutput& out) {
+    for (auto* t : {&out.dq, &out.dk, &out.dv})
+      for (double& x : *t)  // the next bf16 value away from zero
+        if (std::isfinite(x) && x != 0) x += std::copysign(ulp(x, Format::kBF16), x);
+  });
+  const Outcome f = outcome("gpu_matches_cpu_model", *flipped, default_family("normal"));
+  EXPECT_EQ(f.status, Status::kPass) << f.message;
+  EXPECT_GT(f.stats["grad_differ_pct"].get<double>(), 50.0);
+  const auto delta = gpu("fa2", "delta", [](const Instance&, BackwardOutput& out) {
+    out.delta[0] = std::nextafter(float(out.delta[0]), HUGE_VALF);
+  });
+  const Outcome dl = outcome("gpu_matches_cpu_model", *delta, default_family("normal"));
+  EXPECT_EQ(dl.status, Status::kFail);
+  EXPECT_NE(dl.message.find(": delta(b0,h0,i0) = "), std::string::npos) << dl.message;
+  EXPECT_NE(dl.message.find("must be bitwise"), std::string::npos) << dl.message;
+  const auto big = gpu("fa2", "big", [](const Instance&, BackwardOutput& out) {
+    for (double& x : out.dv) x *= 1.125;
+  });
+  const Outcome bg = outcome("gpu_matches_cpu_model", *big, default_family("normal"));
+  EXPECT_EQ(bg.status, Status::kFail);
+  EXPECT_NE(bg.message.find(": dV("), std::string::npos) << bg.message;
+  EXPECT_NE(bg.message.find("bound"), std::string::npos) << bg.message;
+  const Kernel& fa2 = default_registry().get("fa2");
+  const auto acausal = gpu("fa2", "acausal", [&fa2](const Instance& in, BackwardOutput& out) {
+    Instance all = in;
+    all.problem.causal = false;
+    out.dk = fa2.backward(all, fa2.forward(in)).dk;
+  });
+  const Outcome a = outcome("gpu_matches_cpu_model", *acausal, default_family("causal"));
+  EXPECT_EQ(a.status, Status::kFail);
+  EXPECT_NE(a.message.find(": dK("), std::string::npos) << a.message;
+  const auto nan = gpu("fa2", "nan", [](const Instance&, BackwardOutput& out) { out.dq.back() = NAN; });
+  const Outcome n = outcome("gpu_matches_cpu_model", *nan, default_family("normal"));
+  EXPECT_EQ(n.status, Status::kFail);
+  EXPECT_NE(n.message.find("non-finite"), std::string::npos) << n.message;
+}
+
 // Regression (fuzzing, 2026-11-30): scores past fp32's range give LSE = +inf in both runs of key_permutation
 // and logit_shift; inf − inf is NaN and the tolerance (+ 2^-23·|inf|) was inf, so the null controls failed.
 // Equal infinities must pass, and every other per-instance property must hold for them too.

@@ -14,6 +14,7 @@ namespace attncheck {
 std::vector<Property> basic_properties();       // props_basic.cpp
 std::vector<Property> invariance_properties();  // props_invariance.cpp
 std::vector<Property> bias_properties();        // props_bias.cpp
+Property gpu_matches_cpu_model();               // props_gpu_twin.cpp (listed with the basic ones)
 
 struct BiasStatistic {
   bool fails = false;

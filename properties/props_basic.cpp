@@ -1,6 +1,6 @@
 // props_basic.cpp — per-instance properties that look at one run of the kernel: accurate, finite,
 // constant_v, within_v_range, masked_row, deterministic, gpu_matches_cpu_model (a GPU kernel against its CPU
-// twin). Each draws instances 0..budget−1 of the family and stops at the first failure (run_per_instance).
+// twin, props_gpu_twin.cpp). Each draws instances 0..budget−1 of the family and stops at the first failure (run_per_instance).
 // Tolerances are derived in the comments where they are used.
 // Run the tests: ctest -L property -R properties_test
 #include <algorithm>
@@ -232,120 +232,6 @@ std::string check_deterministic(const Kernel& k, const Instance& in, const Famil
   return "";
 }
 
-// gpu_matches_cpu_model: a GPU kernel against its CPU twin (Kernel::cpu_twin), which does the forward's operations
-// in the GPU's order (the tensor cores' sums included) with one exception: exp and log come from the host's libm
-// instead of the GPU's (MUFU-based exp2f/expf within 2 ulps, logf within 1: CUDA Programming Guide; libm within
-// 1). So every output is bitwise equal unless one of those results moved a later rounding, and then:
-//   - E = 3·2^-23: how far (relative) two exp results can be apart; below 2^-126 (fp32 subnormals) the ulps are
-//     absolute, E_abs = 3·2^-149. f(F) = ulp(1, F): the most (relative) one rounding to format F can move when its
-//     input moved by less than an ulp of F (it flips to the neighbour); bf16's subnormal step is 2^-133.
-//   - Per key tile, the running output acc takes p̄ (rounded to pv_in_fmt), the block output (block_out_fmt), α
-//     (an exp, rounded to rescale_fmt) and two roundings to acc_fmt; the row sum l takes p̄ (p_fmt), the block sum
-//     (block_sum_fmt), α and two roundings to rowsum_fmt. A flip moves a value by f·|value|; p̄ and the block
-//     terms are at most the tile's share of Σ p̄·|v| (≤ l·Vmax, Vmax = max |v| over the row's visible keys), the
-//     α and acc terms at most all of it. Over T tiles and n_k keys, relative to l·Vmax and to l:
-//       rel_acc = (E + f(pv_in) + f(block_out)) + T·(E + f(rescale) + 2·f(acc)) + n_k·(2^-133 + E_abs)/l,
-//       rel_l   = (E + f(p) + f(block_sum)) + T·(E + f(rescale) + 2·f(rowsum)) + n_k·E_abs/l.
-//     l is bounded below by the largest key's p̄ = e^(r − m): m = r (l ≥ 1) unless the fix shifts it to β·r
-//     (r > 0) or 0 (r < 0), so l ≥ e^(−(β−1)·r) or e^r, with r the row's largest exact score widened by 2^-6 for
-//     its rounding. Rows where that bound falls below 2^-100 (the fix's shift of a very negative or very large
-//     row max: every p̄ near or below fp32's subnormals) are outside the twin's model: there the GPU's sum may
-//     underflow to 0 (O = 0, LSE = +inf, FA2's empty sum) or 1/l overflow where the host's does not, so only
-//     values finite on both sides are compared, against a bound that is then vacuous in practice.
-//   - The twin's tensor-core model does not model results below 2^-126 (kernels/cuda/mma_model.h): the H200 gave
-//     a block output of 2^-149 where the model gave 0 (sink, p̄ ~ 5e-37 times v ~ 1e-9: gpu_matches_cpu_model's
-//     first fuzz campaign). Allowed: one subnormal step 2^-149 per k16 mma of step 5, (tile_k/16)·T of them,
-//     which reaches O as an absolute (tile_k/16)·T·2^-149/l.
-//   - O = acc / l (fa2: acc·(1/l), two roundings): |ΔO| ≤ (rel_acc + rel_l + 2·f(out_div))·Vmax, times
-//     (1 + rel)(1 + f(pv_in)) for the second-order terms and the rounded weights, plus the subnormal term above,
-//     plus one ulp of the output format at the larger of the two values (the last rounding may flip too).
-//   - LSE = m + log l with the same m (the max and the fix's decision read the same score bits): |Δ log l| ≤
-//     rel_l/(1 − rel_l), plus the two logs' 2·2^-23 and a flip of log_l_fmt relative to |log l| ≤ |LSE| + |m|,
-//     |m| ≤ β·max|s| over visible keys, plus a flip of lse_fmt at the larger LSE.
-// Elsewhere non-finite outputs must match exactly (the same infinity, or NaN for NaN). The bound grows with T
-// (vacuous past ~40 tiles for the paper's bf16 numerics); the bitwise rate it reports is the sharp measure
-// (cuda_kernels_test holds it at >= 99.9% on its shapes).
-std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, const Family&, nlohmann::json& stats) {
-  Kernel::CpuTwin twin = k.cpu_twin();
-  if (!twin.kernel) return "skip:no CPU twin (CPU kernels are their own models)";
-  if (const std::string why = twin.kernel->caps().unsupported_reason(in.problem, false); !why.empty())
-    return "skip:the twin cannot run this problem: " + why;
-  const NumericsSpec& sp = twin.spec;
-  const ForwardOutput g = k.forward(in), t = twin.kernel->forward(in);
-  const Problem& p = in.problem;
-  const double E = 3 * 0x1p-23, E_abs = 3 * 0x1p-149, T = std::ceil(double(p.n_k) / sp.tile_k);
-  auto f = [](Format fmt) { return ulp(1.0, fmt); };
-  const double acc_0 = (E + f(sp.pv_in_fmt) + f(sp.block_out_fmt)) + T * (E + f(sp.rescale_fmt) + 2 * f(sp.acc_fmt));
-  const double l_0 = (E + f(sp.p_fmt) + f(sp.block_sum_fmt)) + T * (E + f(sp.rescale_fmt) + 2 * f(sp.rowsum_fmt));
-  const double tc_subnormal = (sp.tile_k / 16) * T * 0x1p-149;
-  const bool shifts = sp.max_policy.kind != MaxPolicy::kStandard;
-  const double beta = shifts ? std::max(1.0, sp.max_policy.beta) : 1.0;
-  std::size_t same = 0, total = 0, unmodelled = 0;
-  double worst = 0;  // |Δ| / bound over the differing outputs
-  auto differs = [](double a, double b) {  // in bits (a NaN matches any NaN)
-    return !(a == b && std::signbit(a) == std::signbit(b)) && !(std::isnan(a) && std::isnan(b));
-  };
-  // `what` names the output; called only for a failure (a label per element would cost more than the check).
-  auto judge = [&](auto&& what, double a, double b, double bound, bool modelled) -> std::string {
-    ++total;
-    if (!differs(a, b)) return ++same, "";
-    if (!std::isfinite(a) || !std::isfinite(b)) {
-      if (!modelled) return ++unmodelled, "";
-      return what() + " = " + fmt_num(a) + " on the GPU, " + fmt_num(b) + " in the CPU twin (non-finite: must match)";
-    }
-    const double err = std::fabs(a - b);
-    worst = std::max(worst, bound > 0 ? err / bound : HUGE_VAL);
-    if (!(err <= bound))
-      return what() + " = " + fmt_num(a) + " on the GPU, " + fmt_num(b) + " in the CPU twin: " + fmt_num(err) +
-             " apart, bound " + fmt_num(bound);
-    return "";
-  };
-  std::vector<double> v_max(p.head_dim);
-  for (int b = 0; b < p.batch; ++b)
-    for (int h = 0; h < p.heads_q; ++h) {
-      const std::vector<double> scores = reference_scores(in, b, h);  // exact, scaled and biased; n_q × n_k
-      for (int i = 0; i < p.n_q; ++i) {
-        // Over the visible keys: max |s|, max s, and per column Vmax = max |v|.
-        double s_abs = 0, r = -HUGE_VAL;
-        std::fill(v_max.begin(), v_max.end(), 0.0);
-        for (int j = 0; j < p.n_k; ++j) {
-          if (!in.visible(b, h, i, j)) continue;
-          const double sc = scores[std::size_t(i) * p.n_k + j];
-          s_abs = std::max(s_abs, std::fabs(sc)), r = std::max(r, sc);
-          for (int c = 0; c < p.head_dim; ++c)
-            v_max[c] = std::max(v_max[c], std::fabs(in.v[p.kv_at(b, h / p.group(), j, c)]));
-        }
-        const double r_far = r + std::copysign(0x1p-6 * std::fabs(r), r);  // the rounded r, farthest from 0
-        const double log_l_low = !shifts || r == -HUGE_VAL ? 0.0 : r_far > 0 ? -(beta - 1) * r_far : r_far;
-        const bool modelled = log_l_low >= -100 * std::log(2.0);
-        const double inv_l = std::exp(-log_l_low);  // 1 / (lower bound of l)
-        const double rel_acc = acc_0 + p.n_k * (0x1p-133 + E_abs) * inv_l, rel_l = l_0 + p.n_k * E_abs * inv_l;
-        const double rel_o0 = rel_acc + rel_l + 2 * f(sp.out_div_fmt);
-        const double rel_o = rel_o0 * (1 + rel_o0) * (1 + f(sp.pv_in_fmt));
-        for (int c = 0; c < p.head_dim; ++c) {
-          const std::size_t x = p.q_at(b, h, i, c);
-          const double bound = rel_o * v_max[c] + tc_subnormal * inv_l +
-                               ulp(std::max(std::fabs(g.o[x]), std::fabs(t.o[x])), sp.out_fmt);
-          const std::string why = judge([&] { return "O" + where(p, x); }, g.o[x], t.o[x], bound, modelled);
-          if (!why.empty()) return why;
-        }
-        const std::size_t x = p.row_at(b, h, i);
-        const double rel_log = rel_l < 1 ? rel_l / (1 - rel_l) : HUGE_VAL;
-        const double log_l = std::fabs(t.lse[x]) + beta * s_abs;
-        const double bound = rel_log + (2 * 0x1p-23 + f(sp.log_l_fmt)) * log_l +
-                             ulp(std::max(std::fabs(g.lse[x]), std::fabs(t.lse[x])), sp.lse_fmt);
-        const std::string why = judge([&] { return "LSE" + where_row(p, x); }, g.lse[x], t.lse[x], bound, modelled);
-        if (!why.empty()) return why;
-      }
-    }
-  stats["outputs"] = double(total);
-  stats["bitwise_equal"] = double(same);
-  stats["differ_pct"] = total ? 100.0 * double(total - same) / double(total) : 0.0;
-  stats["worst_of_bound"] = worst;
-  stats["unmodelled_nonfinite"] = double(unmodelled);
-  return "";
-}
-
 Property per_instance(const std::string& name, const std::string& sentence, bool bwd, InstanceCheck fn) {
   Property p;
   p.name = name;
@@ -353,22 +239,6 @@ Property per_instance(const std::string& name, const std::string& sentence, bool
   p.needs_backward = bwd;
   p.check = [name, fn](const Kernel& k, const Family& f, const Budget& b) {
     return run_per_instance(name, k, f, b, false, fn);
-  };
-  return p;
-}
-
-// A kernel without a twin skips before any instance is drawn (the fuzz target asks every property of every input).
-Property gpu_matches_cpu_model() {
-  Property p = per_instance("gpu_matches_cpu_model",
-                            "A GPU kernel's forward equals its CPU twin's bit for bit, except where the GPU's exp/log "
-                            "moved a rounding, and there within the bound derived from the numerics' rounding points",
-                            false, check_gpu_matches_cpu_model);
-  p.check = [per_instance_check = p.check](const Kernel& k, const Family& f, const Budget& b) {
-    if (k.cpu_twin().kernel) return per_instance_check(k, f, b);
-    Outcome o = make_outcome("gpu_matches_cpu_model", k, f);
-    o.status = Status::kSkip;
-    o.message = k.name() + ": no CPU twin (CPU kernels are their own models)";
-    return o;
   };
   return p;
 }

@@ -1,0 +1,306 @@
+// props_gpu_twin.cpp — gpu_matches_cpu_model: a GPU kernel against its CPU twin (Kernel::cpu_twin), forward and
+// backward, bitwise where the twin reproduces the GPU's operations and within a bound derived from the numerics'
+// rounding points elsewhere. Its own tests: ctest -R properties_test (GpuMatchesCpuModel.*, CPU stand-ins);
+// on the GPU: attncheck check --kernel cuda:fa2 --property gpu_matches_cpu_model (ci/gpu.sh runs it on every family).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/flash_model.h"
+#include "properties/property_util.h"
+#include "properties/props.h"
+
+namespace attncheck {
+
+namespace {
+
+// Bitwise agreement over a set of outputs, and the worst |Δ|/bound among those that differ.
+struct Tally {
+  std::size_t same = 0, total = 0, unmodelled = 0;
+  double worst = 0;
+  static bool differs(double a, double b) {  // in bits (a NaN matches any NaN)
+    return !(a == b && std::signbit(a) == std::signbit(b)) && !(std::isnan(a) && std::isnan(b));
+  }
+  // "" or the failure; `what` names the output and is called only for a failure (a label per element would cost
+  // more than the check). Non-finite values must match exactly where the bound's model holds (`modelled`).
+  template <class What>
+  std::string judge(What&& what, double a, double b, double bound, bool modelled) {
+    ++total;
+    if (!differs(a, b)) return ++same, "";
+    if (!std::isfinite(a) || !std::isfinite(b)) {
+      if (!modelled) return ++unmodelled, "";
+      return what() + " = " + fmt_num(a) + " on the GPU, " + fmt_num(b) + " in the CPU twin (non-finite: must match)";
+    }
+    const double err = std::fabs(a - b);
+    worst = std::max(worst, bound > 0 ? err / bound : HUGE_VAL);
+    if (!(err <= bound))
+      return what() + " = " + fmt_num(a) + " on the GPU, " + fmt_num(b) + " in the CPU twin: " + fmt_num(err) +
+             " apart, bound " + fmt_num(bound);
+    return "";
+  }
+  void report(nlohmann::json& stats, const std::string& prefix) const {
+    stats[prefix + "outputs"] = double(total);
+    stats[prefix + "bitwise_equal"] = double(same);
+    stats[prefix + "differ_pct"] = total ? 100.0 * double(total - same) / double(total) : 0.0;
+    stats[prefix + "worst_of_bound"] = worst;
+    stats[prefix + "unmodelled_nonfinite"] = double(unmodelled);
+  }
+};
+
+// The backward. Its twin is the CPU model of the twin's spec (model_backward), run from the GPU's own forward
+// outputs (O, LSE) as the GPU's backward is, so the pass is compared alone. flash_bwd.cu has the model's steps,
+// rounding points and orders except inside its tensor-core sums (s = q·k and dP = dO·v over the head dim; the
+// partials of dV, dK over a 64-query tile and of dQ over a 64-key tile) and in exp. So δ (step 8: one thread per
+// row, column order, on both sides) must be bitwise equal, and the rest within a bound built per (query, key) pair
+// and then per gradient element from magnitudes M (upper bounds of |value| on either side) and gaps Δ (of
+// |GPU − model|); u = 2^-24, f(F) = ulp(1, F), sub(F) = F's subnormal step:
+//   - Two evaluations of one fp32 sum of n exact terms (bf16·bf16 products are exact in fp32) are at most
+//     gap(n)·Σ|t| apart: round-to-nearest additions in any order err by γ(n−1) = (n−1)u/(1 − (n−1)u); the tensor
+//     cores, per k16 step, cut each of 17 terms (16 products and c) below 2^(E−25) with 2^E ≤ the largest term, and
+//     round the sum toward zero (< 2^-23 of it): (17·2^-25 + 2^-23) per step, ⌈n/16⌉ steps (TENSOR_CORES.md).
+//     Subnormals are not probed: whatever the tensor cores do with an input, product or result below 2^-126 moves
+//     a term by at most 2^-126 times its other factor, or 2^-126: 2^-126·(Σ(|a| + |b|) + 17·steps), plus the
+//     sequential side's gradual underflow, n·2^-149.
+//   - Roundings are monotone maps onto a grid, so two inputs Δ apart round to values at most Δ + one step apart:
+//     each rounding to F adds f(F)·M + sub(F).
+//   - Exponent argument x (natural units): Δx ≤ scale·(gap(d)·Σ|q k| + subnormal terms) + (f(qk) + 2·f(s))·M_s +
+//     f(s)·(M_s + |LSE|): the roundings of q·k, of the paper's scaling, of a bias add, and of the argument itself
+//     (fa2: fma(s, scale·log2e, −LSE·log2e) in fp32; paper: s − LSE rounded to bf16); M_s = scale·Σ|q k| + |bias|.
+//     p = exp(x): Δp ≤ M_p·(expm1(Δx)·(1 + E) + E) + E_abs (E, E_abs as in the forward), M_p =
+//     exp(s_exact − LSE + 2·Δx)·(1 + E) (each side's argument lies within Δx of the exact one; doubled for fa2's
+//     rounded constants scale·log2e and LSE·log2e); then rounded to bwd_p_fmt, and for dV to pv_in_fmt.
+//   - dP = dO·v: ΔdP ≤ gap(d)·Σ|dO v| + subnormal terms + f(dp)·M_dP. dS = round(t1·t2, ds_fmt), t1 = p (fa2) or
+//     round(p·scale) (paper), t2 = round(dP − δ): ΔdS ≤ Δt1·M_t2 + M_t1·Δt2 + Δt1·Δt2 + f(ds)·M_dS + sub(ds).
+//   - A gradient element sums its tiles' partials round(Σ_tile w·x, grad_partial_fmt) into a running
+//     round(·, grad_acc_fmt) over T tiles: Δ ≤ ΣΔw·|x| + (gap(tile) + T·(f(partial) + f(acc)))·(M + ΣΔw·|x|) +
+//     subnormal terms, M = ΣM_w·|x|; fa2 then multiplies dQ, dK by scale in fp32 (+ f(f32)); with GQA each head's
+//     dK, dV is rounded to grad_out_fmt and the group summed in fp32 (+ f(grad_out) + (group − 1)·2^-23 of each
+//     head's share); the last rounding adds one ulp of grad_out_fmt at the larger value.
+// Where a magnitude is not finite (exp past the doubles' range) the bound is vacuous and non-finite values need
+// not match. The bitwise rate is the sharp measure (cuda_kernels_test: >= 99.8% on its shapes, measured).
+std::string check_backward_against_model(const Kernel& k, const Instance& in, const NumericsSpec& sp,
+                                         const ForwardOutput& g, nlohmann::json& stats) {
+  const BackwardOutput gb = k.backward(in, g), tb = model_backward(sp, in, g);
+  const Problem& p = in.problem;
+  const int d = p.head_dim, n_q = p.n_q, n_k = p.n_k, group = p.group();
+  const double u = 0x1p-24, E = 3 * 0x1p-23, E_abs = 3 * 0x1p-149, scale = p.scale;
+  auto f = [](Format fmt) { return ulp(1.0, fmt); };
+  auto sub = [](Format fmt) { return ulp(0.0, fmt); };
+  auto steps = [](int n) { return double((n + 15) / 16); };
+  auto gap = [&](int n) { return (n - 1) * u / (1 - (n - 1) * u) + steps(n) * (17 * 0x1p-25 + 0x1p-23); };
+  auto tc_sub = [&](int n, double sum_ab) { return 0x1p-126 * (sum_ab + 17 * steps(n)) + n * 0x1p-149; };
+  Tally bw;
+  for (std::size_t r = 0; r < p.rows(); ++r)  // step 8: bitwise (bound 0)
+    if (auto why = bw.judge([&] { return "delta" + where_row(p, r); }, gb.delta[r], tb.delta[r], 0.0, true);
+        !why.empty())
+      return why + " (the same operations in the same order: must be bitwise)";
+
+  const int tq = sp.tile_q, tk = sp.tile_k;
+  const double T_q = std::ceil(double(n_q) / tq), T_k = std::ceil(double(n_k) / tk);
+  const double post = sp.scale_in_exp ? scale : 1.0;  // fa2 scales dQ, dK at the end
+  const double post_flip = sp.scale_in_exp ? 0x1p-23 : 0.0;
+  const double grp = group > 1 ? f(sp.grad_out_fmt) + (group - 1) * 0x1p-23 : 0.0;
+  const double dx_fixed = f(sp.qk_fmt) + 2 * f(sp.s_fmt);
+  // Per head: M and Δ of p̃ (as it enters dV) and of dS, per (query, key); [i·n_k + j].
+  std::vector<double> m_pt(std::size_t(n_q) * n_k), d_pt(m_pt.size()), m_ds(m_pt.size()), d_ds(m_pt.size());
+  // dK, dV bounds summed over a group's heads (K layout); dQ bounds (Q layout).
+  std::vector<double> bound_dk(p.kv_size(), 0.0), bound_dv(p.kv_size(), 0.0), bound_dq(p.q_size(), 0.0);
+  // One gradient element's bound from ΣΔw·|x|, ΣM_w·|x| and Σ(M_w + |x|) over n terms in T tiles of `tile`.
+  auto element = [&](double e, double m, double ab, int n, int tile, double T) {
+    return e + (gap(tile) + T * (f(sp.grad_partial_fmt) + f(sp.grad_acc_fmt))) * (m + e) +
+           0x1p-126 * (ab + 17 * steps(tile) * T) + n * 0x1p-149;
+  };
+  for (int b = 0; b < p.batch; ++b)
+    for (int h = 0; h < p.heads_q; ++h) {
+      const int hk = h / group;
+      const std::vector<double> scores = reference_scores(in, b, h);  // exact, scaled and biased
+      for (int i = 0; i < n_q; ++i) {
+        const std::size_t row = p.row_at(b, h, i);
+        const double L = g.lse[row], dlt = std::fabs(gb.delta[row]);
+        for (int j = 0; j < n_k; ++j) {
+          const std::size_t x = std::size_t(i) * n_k + j;
+          m_pt[x] = d_pt[x] = m_ds[x] = d_ds[x] = 0;
+          if (!in.visible(b, h, i, j)) continue;  // p = 0 and dS = 0 on both sides
+          double sqk = 0, sqk_ab = 0, sdv = 0, sdv_ab = 0;
+          for (int c = 0; c < d; ++c) {
+            const double qc = in.q[p.q_at(b, h, i, c)], kc = in.k[p.kv_at(b, hk, j, c)];
+            const double oc = in.d_o[p.q_at(b, h, i, c)], vc = in.v[p.kv_at(b, hk, j, c)];
+            sqk += std::fabs(qc * kc), sqk_ab += std::fabs(qc) + std::fabs(kc);
+            sdv += std::fabs(oc * vc), sdv_ab += std::fabs(oc) + std::fabs(vc);
+          }
+          const double bias = p.has_bias ? std::fabs(in.bias[p.score_at(b, h, i, j)]) : 0.0;
+          const double m_s = scale * sqk + bias;
+          const double dx = scale * (gap(d) * sqk + tc_sub(d, sqk_ab)) + dx_fixed * m_s + f(sp.s_fmt) * (m_s + std::fabs(L));
+          const double x_exact = scores[x] - L;
+          double mp = std::exp(x_exact + 2 * dx) * (1 + E);
+          double dp = mp * (std::expm1(dx) * (1 + E) + E) + E_abs;
+          dp += f(sp.bwd_p_fmt) * mp + sub(sp.bwd_p_fmt), mp *= 1 + f(sp.bwd_p_fmt);
+          m_pt[x] = mp * (1 + f(sp.pv_in_fmt)), d_pt[x] = dp + f(sp.pv_in_fmt) * mp + sub(sp.pv_in_fmt);
+          const double m_dp = sdv * (1 + gap(d)) * (1 + f(sp.dp_fmt));
+          const double d_dp = gap(d) * sdv + tc_sub(d, sdv_ab) + f(sp.dp_fmt) * m_dp + sub(sp.dp_fmt);
+          const double t_flip = f(sp.ds_term_fmt);
+          const double m_t2 = (m_dp + dlt) * (1 + t_flip), d_t2 = d_dp + t_flip * m_t2 + sub(sp.ds_term_fmt);
+          const double m_t1 = sp.scale_in_exp ? mp : mp * scale * (1 + t_flip);
+          const double d_t1 = sp.scale_in_exp ? dp : dp * scale + t_flip * m_t1 + sub(sp.ds_term_fmt);
+          m_ds[x] = m_t1 * m_t2 * (1 + f(sp.ds_fmt)) + sub(sp.ds_fmt);
+          d_ds[x] = d_t1 * m_t2 + m_t1 * d_t2 + d_t1 * d_t2 + f(sp.ds_fmt) * m_ds[x] + sub(sp.ds_fmt);
+        }
+      }
+      for (int c = 0; c < d; ++c) {
+        for (int j = 0; j < n_k; ++j) {  // dV_j = Σ_i p̃_ij·dO_i, dK_j = post·Σ_i dS_ij·q_i
+          double ev = 0, mv = 0, av = 0, ek = 0, mk = 0, ak = 0;
+          for (int i = 0; i < n_q; ++i) {
+            const std::size_t x = std::size_t(i) * n_k + j;
+            const double oc = std::fabs(in.d_o[p.q_at(b, h, i, c)]), qc = std::fabs(in.q[p.q_at(b, h, i, c)]);
+            ev += d_pt[x] * oc, mv += m_pt[x] * oc, av += m_pt[x] + oc;
+            ek += d_ds[x] * qc, mk += m_ds[x] * qc, ak += m_ds[x] + qc;
+          }
+          const double bv = element(ev, mv, av, n_q, tq, T_q);
+          const double bk = post * element(ek, mk, ak, n_q, tq, T_q) * (1 + post_flip) + post_flip * post * mk;
+          const std::size_t e = p.kv_at(b, hk, j, c);
+          bound_dv[e] += bv + grp * (mv + bv);
+          bound_dk[e] += bk + grp * (post * mk + bk);
+        }
+        for (int i = 0; i < n_q; ++i) {  // dQ_i = post·Σ_j dS_ij·k_j
+          double eq = 0, mq = 0, aq = 0;
+          for (int j = 0; j < n_k; ++j) {
+            const std::size_t x = std::size_t(i) * n_k + j;
+            const double kc = std::fabs(in.k[p.kv_at(b, hk, j, c)]);
+            eq += d_ds[x] * kc, mq += m_ds[x] * kc, aq += m_ds[x] + kc;
+          }
+          bound_dq[p.q_at(b, h, i, c)] =
+              post * element(eq, mq, aq, n_k, tk, T_k) * (1 + post_flip) + post_flip * post * mq;
+        }
+      }
+    }
+  auto compare = [&](const char* name, const std::vector<double>& gv, const std::vector<double>& tv,
+                     const std::vector<double>& bound, bool kv) -> std::string {
+    for (std::size_t x = 0; x < gv.size(); ++x) {
+      const bool modelled = std::isfinite(bound[x]);  // else vacuous (a NaN from inf·0 included)
+      const double bx = (modelled ? bound[x] : HUGE_VAL) + ulp(std::max(std::fabs(gv[x]), std::fabs(tv[x])), sp.grad_out_fmt);
+      if (auto why = bw.judge([&] { return name + where(p, x, kv); }, gv[x], tv[x], bx, modelled); !why.empty())
+        return why;
+    }
+    return "";
+  };
+  std::string why = compare("dQ", gb.dq, tb.dq, bound_dq, false);
+  if (why.empty()) why = compare("dK", gb.dk, tb.dk, bound_dk, true);
+  if (why.empty()) why = compare("dV", gb.dv, tb.dv, bound_dv, true);
+  bw.report(stats, "grad_");
+  return why;
+}
+
+// The forward: the twin (Kernel::cpu_twin) does the forward's operations
+// in the GPU's order (the tensor cores' sums included) with one exception: exp and log come from the host's libm
+// instead of the GPU's (MUFU-based exp2f/expf within 2 ulps, logf within 1: CUDA Programming Guide; libm within
+// 1). So every output is bitwise equal unless one of those results moved a later rounding, and then:
+//   - E = 3·2^-23: how far (relative) two exp results can be apart; below 2^-126 (fp32 subnormals) the ulps are
+//     absolute, E_abs = 3·2^-149. f(F) = ulp(1, F): the most (relative) one rounding to format F can move when its
+//     input moved by less than an ulp of F (it flips to the neighbour); bf16's subnormal step is 2^-133.
+//   - Per key tile, the running output acc takes p̄ (rounded to pv_in_fmt), the block output (block_out_fmt), α
+//     (an exp, rounded to rescale_fmt) and two roundings to acc_fmt; the row sum l takes p̄ (p_fmt), the block sum
+//     (block_sum_fmt), α and two roundings to rowsum_fmt. A flip moves a value by f·|value|; p̄ and the block
+//     terms are at most the tile's share of Σ p̄·|v| (≤ l·Vmax, Vmax = max |v| over the row's visible keys), the
+//     α and acc terms at most all of it. Over T tiles and n_k keys, relative to l·Vmax and to l:
+//       rel_acc = (E + f(pv_in) + f(block_out)) + T·(E + f(rescale) + 2·f(acc)) + n_k·(2^-133 + E_abs)/l,
+//       rel_l   = (E + f(p) + f(block_sum)) + T·(E + f(rescale) + 2·f(rowsum)) + n_k·E_abs/l.
+//     l is bounded below by the largest key's p̄ = e^(r − m): m = r (l ≥ 1) unless the fix shifts it to β·r
+//     (r > 0) or 0 (r < 0), so l ≥ e^(−(β−1)·r) or e^r, with r the row's largest exact score widened by 2^-6 for
+//     its rounding. Rows where that bound falls below 2^-100 (the fix's shift of a very negative or very large
+//     row max: every p̄ near or below fp32's subnormals) are outside the twin's model: there the GPU's sum may
+//     underflow to 0 (O = 0, LSE = +inf, FA2's empty sum) or 1/l overflow where the host's does not, so only
+//     values finite on both sides are compared, against a bound that is then vacuous in practice.
+//   - The twin's tensor-core model does not model results below 2^-126 (kernels/cuda/mma_model.h): the H200 gave
+//     a block output of 2^-149 where the model gave 0 (sink, p̄ ~ 5e-37 times v ~ 1e-9: gpu_matches_cpu_model's
+//     first fuzz campaign). Allowed: one subnormal step 2^-149 per k16 mma of step 5, (tile_k/16)·T of them,
+//     which reaches O as an absolute (tile_k/16)·T·2^-149/l.
+//   - O = acc / l (fa2: acc·(1/l), two roundings): |ΔO| ≤ (rel_acc + rel_l + 2·f(out_div))·Vmax, times
+//     (1 + rel)(1 + f(pv_in)) for the second-order terms and the rounded weights, plus the subnormal term above,
+//     plus one ulp of the output format at the larger of the two values (the last rounding may flip too).
+//   - LSE = m + log l with the same m (the max and the fix's decision read the same score bits): |Δ log l| ≤
+//     rel_l/(1 − rel_l), plus the two logs' 2·2^-23 and a flip of log_l_fmt relative to |log l| ≤ |LSE| + |m|,
+//     |m| ≤ β·max|s| over visible keys, plus a flip of lse_fmt at the larger LSE.
+// Elsewhere non-finite outputs must match exactly (the same infinity, or NaN for NaN). The bound grows with T
+// (vacuous past ~40 tiles for the paper's bf16 numerics); the bitwise rate it reports is the sharp measure
+// (cuda_kernels_test holds it at >= 99.9% on its shapes).
+std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, const Family&, nlohmann::json& stats) {
+  Kernel::CpuTwin twin = k.cpu_twin();
+  if (!twin.kernel) return "skip:no CPU twin (CPU kernels are their own models)";
+  if (const std::string why = twin.kernel->caps().unsupported_reason(in.problem, false); !why.empty())
+    return "skip:the twin cannot run this problem: " + why;
+  const NumericsSpec& sp = twin.spec;
+  const ForwardOutput g = k.forward(in), t = twin.kernel->forward(in);
+  const Problem& p = in.problem;
+  const double E = 3 * 0x1p-23, E_abs = 3 * 0x1p-149, T = std::ceil(double(p.n_k) / sp.tile_k);
+  auto f = [](Format fmt) { return ulp(1.0, fmt); };
+  const double acc_0 = (E + f(sp.pv_in_fmt) + f(sp.block_out_fmt)) + T * (E + f(sp.rescale_fmt) + 2 * f(sp.acc_fmt));
+  const double l_0 = (E + f(sp.p_fmt) + f(sp.block_sum_fmt)) + T * (E + f(sp.rescale_fmt) + 2 * f(sp.rowsum_fmt));
+  const double tc_subnormal = (sp.tile_k / 16) * T * 0x1p-149;
+  const bool shifts = sp.max_policy.kind != MaxPolicy::kStandard;
+  const double beta = shifts ? std::max(1.0, sp.max_policy.beta) : 1.0;
+  Tally fw;
+  std::vector<double> v_max(p.head_dim);
+  for (int b = 0; b < p.batch; ++b)
+    for (int h = 0; h < p.heads_q; ++h) {
+      const std::vector<double> scores = reference_scores(in, b, h);  // exact, scaled and biased; n_q × n_k
+      for (int i = 0; i < p.n_q; ++i) {
+        // Over the visible keys: max |s|, max s, and per column Vmax = max |v|.
+        double s_abs = 0, r = -HUGE_VAL;
+        std::fill(v_max.begin(), v_max.end(), 0.0);
+        for (int j = 0; j < p.n_k; ++j) {
+          if (!in.visible(b, h, i, j)) continue;
+          const double sc = scores[std::size_t(i) * p.n_k + j];
+          s_abs = std::max(s_abs, std::fabs(sc)), r = std::max(r, sc);
+          for (int c = 0; c < p.head_dim; ++c)
+            v_max[c] = std::max(v_max[c], std::fabs(in.v[p.kv_at(b, h / p.group(), j, c)]));
+        }
+        const double r_far = r + std::copysign(0x1p-6 * std::fabs(r), r);  // the rounded r, farthest from 0
+        const double log_l_low = !shifts || r == -HUGE_VAL ? 0.0 : r_far > 0 ? -(beta - 1) * r_far : r_far;
+        const bool modelled = log_l_low >= -100 * std::log(2.0);
+        const double inv_l = std::exp(-log_l_low);  // 1 / (lower bound of l)
+        const double rel_acc = acc_0 + p.n_k * (0x1p-133 + E_abs) * inv_l, rel_l = l_0 + p.n_k * E_abs * inv_l;
+        const double rel_o0 = rel_acc + rel_l + 2 * f(sp.out_div_fmt);
+        const double rel_o = rel_o0 * (1 + rel_o0) * (1 + f(sp.pv_in_fmt));
+        for (int c = 0; c < p.head_dim; ++c) {
+          const std::size_t x = p.q_at(b, h, i, c);
+          const double bound = rel_o * v_max[c] + tc_subnormal * inv_l +
+                               ulp(std::max(std::fabs(g.o[x]), std::fabs(t.o[x])), sp.out_fmt);
+          const std::string why = fw.judge([&] { return "O" + where(p, x); }, g.o[x], t.o[x], bound, modelled);
+          if (!why.empty()) return why;
+        }
+        const std::size_t x = p.row_at(b, h, i);
+        const double rel_log = rel_l < 1 ? rel_l / (1 - rel_l) : HUGE_VAL;
+        const double log_l = std::fabs(t.lse[x]) + beta * s_abs;
+        const double bound = rel_log + (2 * 0x1p-23 + f(sp.log_l_fmt)) * log_l +
+                             ulp(std::max(std::fabs(g.lse[x]), std::fabs(t.lse[x])), sp.lse_fmt);
+        const std::string why = fw.judge([&] { return "LSE" + where_row(p, x); }, g.lse[x], t.lse[x], bound, modelled);
+        if (!why.empty()) return why;
+      }
+    }
+  fw.report(stats, "");
+  if (!k.caps().backward || !k.caps().unsupported_reason(p, true).empty() || in.d_o.size() != p.q_size()) return "";
+  return check_backward_against_model(k, in, sp, g, stats);
+}
+
+}  // namespace
+
+// A kernel without a twin skips before any instance is drawn (the fuzz target asks every property of every input).
+Property gpu_matches_cpu_model() {
+  Property p;
+  p.name = "gpu_matches_cpu_model";
+  p.sentence =
+      "A GPU kernel's forward equals its CPU twin's bit for bit, except where the GPU's exp/log moved a rounding, and "
+      "there within the bound derived from the numerics' rounding points; its backward (from the same O and LSE) "
+      "equals the CPU model's within the bound derived from its tensor-core sums and exp, and δ bit for bit";
+  p.needs_backward = false;
+  p.check = [](const Kernel& k, const Family& f, const Budget& b) {
+    if (k.cpu_twin().kernel) return run_per_instance("gpu_matches_cpu_model", k, f, b, false, check_gpu_matches_cpu_model);
+    Outcome o = make_outcome("gpu_matches_cpu_model", k, f);
+    o.status = Status::kSkip;
+    o.message = k.name() + ": no CPU twin (CPU kernels are their own models)";
+    return o;
+  };
+  return p;
+}
+
+}  // namespace attncheck
