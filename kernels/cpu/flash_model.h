@@ -43,9 +43,19 @@ struct ModelTrace {
 
 // Throws Error when the instance's tensors have the wrong sizes or the spec's tiles are < 1.
 ForwardOutput model_forward(const NumericsSpec& spec, const Instance& in, ModelTrace* trace = nullptr);
+// The sums inside the backward's step 9, replaceable so that a GPU kernel's CPU twin can run the model's steps with
+// the GPU's sums (kernels/cuda/cuda_twin.cpp: the tensor cores' k16 chains). A null member: the model's own
+// sequential fp32 sum (flash_model_steps.h: dots, add_weighted_rows), in head-dimension or row order.
+struct BackwardSums {
+  // out[j] = Σ_{t<d} a[t]·bt[t·width + j] for j < width: s = q·k and dP = dO·v of one key against every query.
+  void (*dots)(const float* a, const float* bt, int width, int d, float* out) = nullptr;
+  // out[t] += Σ_{r<n} w[r]·rows[r·width + t] for t < width, out zero on entry: one tile's partial of dV, dK or dQ.
+  void (*tile_sum)(const float* w, const float* rows, int n, int width, float* out) = nullptr;
+};
+
 // Needs in.d_o and the forward outputs (the kernel's own O and LSE). Throws Error on wrong sizes.
 BackwardOutput model_backward(const NumericsSpec& spec, const Instance& in, const ForwardOutput& fwd,
-                              ModelTrace* trace = nullptr);
+                              ModelTrace* trace = nullptr, const BackwardSums& sums = {});
 
 // The same passes with every rounding format read from the spec at run time. model_forward/model_backward take
 // a compiled fast path for the built-in specs' formats (flash_model_steps.h); these exist so that a test can pin

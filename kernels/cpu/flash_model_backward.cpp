@@ -38,7 +38,14 @@ void check_backward_inputs(const NumericsSpec& spec, const Instance& in, const F
 // against every query (dots() over Q and dO transposed), then the tile partials in the spec's order.
 template <class Fm>
 BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, const ForwardOutput& fwd,
-                             ModelTrace* trace) {
+                             ModelTrace* trace, const BackwardSums& sums) {
+  // The sums (flash_model.h BackwardSums): the model's sequential fp32 ones unless the caller gives others.
+  const auto dots = sums.dots ? sums.dots : model_detail::dots;
+  const auto tile_sum = [&sums](const float* w, const float* rows, int n, int width, float* out) {
+    std::fill(out, out + width, 0.0f);
+    if (sums.tile_sum) sums.tile_sum(w, rows, n, width, out);
+    else model_detail::add_weighted_rows(w, rows, n, width, out);
+  };
   const model_detail::FormatTable f = fm.get();
   const Problem& p = in.problem;
   const Consts c = model_detail::make_consts(spec, p);
@@ -96,8 +103,8 @@ BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in
         // step 9 (per pair): s, p = exp(s − LSE), dP = dO·v, dS = p ∘ (dP − δ); masked: p = 0, hence dS = 0.
         for (int j = 0; j < keys; ++j) {
           const int kj = k0 + j;
-          model_detail::dots(&k[kv_row(b, hk, kj)], qt.data(), qw, d, sdot.data());
-          model_detail::dots(&v[kv_row(b, hk, kj)], dot_t.data(), qw, d, dpdot.data());
+          dots(&k[kv_row(b, hk, kj)], qt.data(), qw, d, sdot.data());
+          dots(&v[kv_row(b, hk, kj)], dot_t.data(), qw, d, dpdot.data());
           for (int i = 0; i < n_q; ++i) {
             float* pvij = &pvt[std::size_t(i) * tkc + j];
             float* dsij = &dst[std::size_t(i) * tkc + j];
@@ -124,22 +131,18 @@ BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in
             float* dvj = &dv_acc[std::size_t(kj) * d];
             float* dkj = &dk_acc[std::size_t(kj) * d];
             for (int r = 0; r < rows; ++r) w_col[r] = pvt[std::size_t(q0 + r) * tkc + j];
-            std::fill(part.begin(), part.end(), 0.0f);
-            model_detail::add_weighted_rows(w_col.data(), &d_o[q_row(b, h, q0)], rows, dw, part.data());
+            tile_sum(w_col.data(), &d_o[q_row(b, h, q0)], rows, dw, part.data());
             for (int t = 0; t < d; ++t)
               dvj[t] = round_float(dvj[t] + round_float(part[t], f.grad_partial), f.grad_acc);
             for (int r = 0; r < rows; ++r) w_col[r] = dst[std::size_t(q0 + r) * tkc + j];
-            std::fill(part.begin(), part.end(), 0.0f);
-            model_detail::add_weighted_rows(w_col.data(), &q[q_row(b, h, q0)], rows, dw, part.data());
+            tile_sum(w_col.data(), &q[q_row(b, h, q0)], rows, dw, part.data());
             for (int t = 0; t < d; ++t)
               dkj[t] = round_float(dkj[t] + round_float(part[t], f.grad_partial), f.grad_acc);
           }
           // step 9 (per row): dQ_i += Σ_j dS_ij·k_j, key order.
           for (int r = 0; r < rows; ++r) {
             float* dqi = &dq_acc[std::size_t(q0 + r) * d];
-            std::fill(part.begin(), part.end(), 0.0f);
-            model_detail::add_weighted_rows(&dst[std::size_t(q0 + r) * tkc], &k[kv_row(b, hk, k0)], keys, dw,
-                                            part.data());
+            tile_sum(&dst[std::size_t(q0 + r) * tkc], &k[kv_row(b, hk, k0)], keys, dw, part.data());
             for (int t = 0; t < d; ++t)
               dqi[t] = round_float(dqi[t] + round_float(part[t], f.grad_partial), f.grad_acc);
           }
@@ -170,20 +173,20 @@ BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in
 }  // namespace
 
 BackwardOutput model_backward(const NumericsSpec& spec, const Instance& in, const ForwardOutput& fwd,
-                              ModelTrace* trace) {
+                              ModelTrace* trace, const BackwardSums& sums) {
   check_backward_inputs(spec, in, fwd);
   const model_detail::FormatTable f = model_detail::format_table(spec);
   if (f == model_detail::kFa2Formats)
-    return backward_pass(spec, model_detail::FixedFormats<model_detail::kFa2Formats>{}, in, fwd, trace);
+    return backward_pass(spec, model_detail::FixedFormats<model_detail::kFa2Formats>{}, in, fwd, trace, sums);
   if (f == model_detail::kPaperFormats)
-    return backward_pass(spec, model_detail::FixedFormats<model_detail::kPaperFormats>{}, in, fwd, trace);
-  return backward_pass(spec, model_detail::DynamicFormats{f}, in, fwd, trace);
+    return backward_pass(spec, model_detail::FixedFormats<model_detail::kPaperFormats>{}, in, fwd, trace, sums);
+  return backward_pass(spec, model_detail::DynamicFormats{f}, in, fwd, trace, sums);
 }
 
 BackwardOutput model_backward_generic(const NumericsSpec& spec, const Instance& in, const ForwardOutput& fwd,
                                       ModelTrace* trace) {
   check_backward_inputs(spec, in, fwd);
-  return backward_pass(spec, model_detail::DynamicFormats{model_detail::format_table(spec)}, in, fwd, trace);
+  return backward_pass(spec, model_detail::DynamicFormats{model_detail::format_table(spec)}, in, fwd, trace, {});
 }
 
 }  // namespace attncheck

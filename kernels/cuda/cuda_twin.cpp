@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/flash_model.h"
 #include "kernels/cuda/device_spec.h"
 #include "kernels/cuda/mma_model.h"
 
@@ -151,15 +152,19 @@ class TwinKernel final : public Kernel {
       : v_(v), beta_(beta), tol_(tol), gpu_name_(gpu_name) {}
   std::string name() const override { return "twin:" + gpu_name_; }
   std::string summary() const override {
-    return "CPU twin of " + gpu_name_ + ": its forward's operations in its order (kernels/cuda/cuda_twin.h)";
+    return "CPU twin of " + gpu_name_ + ": its forward's and backward's operations in its order (kernels/cuda/cuda_twin.h)";
   }
   KernelCaps caps() const override {
     KernelCaps c;
+    c.backward = true;
     c.mask = c.bias = true;
     c.max_head_dim = 128;
     return c;
   }
   ForwardOutput forward(const Instance& in) const override { return twin_forward(v_, in, beta_, tol_); }
+  BackwardOutput backward(const Instance& in, const ForwardOutput& fwd) const override {
+    return twin_backward(v_, in, fwd, beta_, tol_);
+  }
 
  private:
   Variant v_;
@@ -167,7 +172,46 @@ class TwinKernel final : public Kernel {
   std::string gpu_name_;
 };
 
+// The backward's sums as flash_bwd.cu does them on the tensor cores: s = q·k and dP = dO·v as a chain of k16 steps
+// over the head dim zero-padded to 64 or 128 (the kernels' kd); each tile's partial of dV, dK (over 64 queries) or dQ
+// (over 64 keys) as a chain of four k16 steps over the tile's rows, zero-padded to 64 (add_partial, bwd_common.cuh).
+// Both from 0. Everything else in the backward is the CPU model's own arithmetic, which flash_bwd.cu follows.
+void tensor_core_dots(const float* a, const float* bt, int width, int d, float* out) {
+  const int kd = d <= 64 ? 64 : 128;
+  float aa[128] = {}, bb[128] = {};
+  std::copy(a, a + d, aa);
+  for (int j = 0; j < width; ++j) {
+    for (int t = 0; t < d; ++t) bb[t] = bt[std::size_t(t) * width + j];
+    out[j] = mma_dot(aa, bb, kd);
+  }
+}
+void tensor_core_tile_sum(const float* w, const float* rows, int n, int width, float* out) {
+  const int padded = (n + 63) / 64 * 64;
+  float a[16], b[16];
+  for (int t = 0; t < width; ++t) {
+    float acc = 0.0f;
+    for (int r0 = 0; r0 < padded; r0 += 16) {
+      for (int k = 0; k < 16; ++k) {
+        const int r = r0 + k;
+        a[k] = r < n ? w[r] : 0.0f;
+        b[k] = r < n ? rows[std::size_t(r) * width + t] : 0.0f;
+      }
+      acc = mma_k16(a, b, acc);
+    }
+    out[t] = acc;
+  }
+}
+
 }  // namespace
+
+BackwardOutput twin_backward(Variant v, const Instance& in, const ForwardOutput& fwd, float beta, float tol) {
+  NumericsSpec spec = builtin_spec(variant_name(v));
+  spec.max_policy.beta = beta, spec.max_policy.tolerance = tol;
+  BackwardSums sums;
+  sums.dots = tensor_core_dots;
+  sums.tile_sum = tensor_core_tile_sum;
+  return model_backward(spec, in, fwd, nullptr, sums);
+}
 
 std::unique_ptr<Kernel> make_twin_kernel(Variant v, float beta, float tol, const std::string& gpu_name) {
   return std::make_unique<TwinKernel>(v, beta, tol, gpu_name);

@@ -1,11 +1,12 @@
-// cuda_twin.h — a CPU twin of the CUDA forward kernel (flash_fwd.cu): the same steps in the same order per
+// cuda_twin.h — a CPU twin of the CUDA kernels. Forward (flash_fwd.cu): the same steps in the same order per
 // query row, with the tensor-core sums emulated by mma_model.h (kMeasuredMmaModel, fitted on an H200) instead
 // of sequential fp32, the per-thread and quad order of the row sums, fa2's tile skipping, and zero-padding of
-// the head dim to 64/128. What it cannot copy bit for bit: the GPU's exp2f/expf/logf (MUFU approximations,
-// up to 2 fp32 ulps) — the host's libm stands in — and the tensor cores' results below 2^-126 (mma_model.h does
-// not model subnormals; the H200 gave 2^-149 where the model gave 0). gpu_matches_cpu_model derives its bound
-// from exactly these two gaps. cuda_kernels_test reports its bitwise agreement with the
-// GPU (TwinAgreesWithGpu). For the CPU model (kernels/cpu/) the reusable part is mma_model.h: mma_dot for
+// the head dim to 64/128. Backward (flash_bwd.cu): the CPU model's backward with the kernel's tensor-core sums.
+// What it cannot copy bit for bit: the GPU's exp2f/expf/logf (MUFU approximations, up to 2 fp32 ulps) — the
+// host's libm stands in — and the tensor cores' results below 2^-126 (mma_model.h does not model subnormals; the
+// H200 gave 2^-149 where the model gave 0). gpu_matches_cpu_model derives its bound from these gaps.
+// cuda_kernels_test reports its bitwise agreement with the GPU (ForwardAgreesWithItsCpuTwin,
+// BackwardAgreesWithItsCpuTwin). For the CPU model (kernels/cpu/) the reusable part is mma_model.h: mma_dot for
 // step 1, a chain of mma_k16 over 16-key slices for step 5.
 #pragma once
 
@@ -19,8 +20,13 @@
 namespace attncheck::cuda {
 
 ForwardOutput twin_forward(Variant v, const Instance& in, float beta = 2.0f, float tol = 1e-3f);
+// flash_bwd.cu on the CPU: the CPU model's backward (model_backward, whose steps and orders the kernel follows) with
+// the kernel's tensor-core sums (mma_model.h) in place of its sequential fp32 ones; from the given O and LSE. What it
+// cannot copy bit for bit: the GPU's exp2f/expf, and tensor-core results below 2^-126.
+BackwardOutput twin_backward(Variant v, const Instance& in, const ForwardOutput& fwd, float beta = 2.0f,
+                             float tol = 1e-3f);
 
-// twin_forward as a forward-only CPU Kernel named "twin:" + the GPU kernel's name (CudaFlashKernel::cpu_twin).
+// twin_forward and twin_backward as a CPU Kernel named "twin:" + the GPU kernel's name (CudaFlashKernel::cpu_twin).
 std::unique_ptr<Kernel> make_twin_kernel(Variant v, float beta, float tol, const std::string& gpu_name);
 
 }  // namespace attncheck::cuda

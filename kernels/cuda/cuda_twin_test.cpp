@@ -119,5 +119,33 @@ TEST(CudaTwin, CloseToTheCpuModel) {
   }
 }
 
+// The twin's backward is the CPU model's with the tensor cores' sums (cuda_twin.h): δ is the model's bit for bit
+// (no sum of the tensor cores in it), and the gradients differ only where a sum's order moved a bf16 rounding:
+// rarely (a few fp32 ulps against a bf16 ulp, 2^-8: well under 1% of elements; >= 98% asserted, a broken stride or
+// tile in the twin's sums would leave far fewer). Its agreement with the GPU: cuda_kernels_test (label gpu).
+TEST(CudaTwin, BackwardCloseToTheCpuModel) {
+  for (Variant v : {Variant::kFa2, Variant::kPaperFixed}) {
+    const NumericsSpec spec = builtin_spec(cuda::variant_name(v));
+    Agreement dq, dk, dv;
+    std::uint64_t seed = 91;
+    for (const auto& [n_q, n_k, d, causal] : {std::tuple{37, 100, 64, true}, std::tuple{130, 67, 128, false},
+                                              std::tuple{64, 64, 40, false}}) {
+      const Instance in = random_instance(make_problem(1, 2, 1, n_q, n_k, d, causal), ++seed);
+      const ForwardOutput fw = model_forward(spec, in);
+      const BackwardOutput tw = cuda::twin_backward(v, in, fw), mo = model_backward(spec, in, fw);
+      for (std::size_t r = 0; r < tw.delta.size(); ++r) EXPECT_EQ(tw.delta[r], mo.delta[r]) << "row " << r;
+      dq.add(tw.dq, mo.dq, Format::kBF16);
+      dk.add(tw.dk, mo.dk, Format::kBF16);
+      dv.add(tw.dv, mo.dv, Format::kBF16);
+    }
+    std::printf("[twin] %s backward twin vs model: dQ %s; dK %s; dV %s\n", cuda::variant_name(v),
+                dq.describe().c_str(), dk.describe().c_str(), dv.describe().c_str());
+    EXPECT_GE(dq.rate(), 0.98);
+    EXPECT_GE(dk.rate(), 0.98);
+    EXPECT_GE(dv.rate(), 0.98);
+    EXPECT_LT(dq.rate() * dk.rate() * dv.rate(), 1.0) << "the twin's sums should differ from sequential fp32 somewhere";
+  }
+}
+
 }  // namespace
 }  // namespace attncheck::test
