@@ -13,6 +13,7 @@
 #include <functional>
 
 #include "properties/property.h"
+#include "properties/props.h"
 #include "properties/test_kernels.h"
 #include "properties/family.h"
 #include "reference/reference.h"
@@ -339,6 +340,57 @@ TEST(GpuMatchesCpuModel, BackwardBitsFlipsAndDefects) {
   const Outcome n = outcome("gpu_matches_cpu_model", *nan, default_family("normal"));
   EXPECT_EQ(n.status, Status::kFail);
   EXPECT_NE(n.message.find("non-finite"), std::string::npos) << n.message;
+}
+
+// The backward bound on instances no generator draws (review of the backward half, 2026-11-30). A −inf bias gives
+// p = 0 exactly on both sides, so the bound stays finite there and a 12.5% error elsewhere still fails (it was
+// NaN, hence vacuous, for every gradient touching the pair). At the top of the range a correct kernel may give a
+// finite value where the model's sum overflowed (the H200 did: dQ −1.931e34 against −inf): the bound is vacuous
+// there, counted in grad_outside_model, and no failure.
+TEST(GpuMatchesCpuModel, BackwardAtMinusInfBiasAndTopOfRange) {
+  const Kernel& fa2 = default_registry().get("fa2");
+  auto gpu = [&fa2](std::function<void(const Instance&, BackwardOutput&)> defect) {
+    auto k = std::make_unique<FnKernel>(
+        "gpu", [&fa2](const Instance& in) { return fa2.forward(in); },
+        [&fa2, defect](const Instance& in) {
+          BackwardOutput out = fa2.backward(in, fa2.forward(in));
+          if (defect) defect(in, out);
+          return out;
+        });
+    k->set_twin([&fa2](const Instance& in) { return fa2.forward(in); }, builtin_spec("fa2"));
+    return k;
+  };
+  Family f = default_family("normal");
+  f.problem.has_bias = true;
+  Instance in = make_instance(f, 0);
+  for (double& b : in.bias) b = 0;
+  in.bias[1] = -HUGE_VAL;  // row 0 of head 0 cannot see key 1
+  nlohmann::json st;
+  EXPECT_EQ(gpu_matches_one(*gpu(nullptr), in, st), "");
+  EXPECT_EQ(st["grad_outside_model"], 0.0) << st.dump();
+  const std::string why = gpu_matches_one(*gpu([](const Instance&, BackwardOutput& out) {
+    for (auto* t : {&out.dq, &out.dk, &out.dv})
+      for (double& x : *t) x *= 1.125;
+  }), in, st);
+  EXPECT_NE(why.find("bound"), std::string::npos) << why;
+
+  Instance top;  // dO near bf16's largest value: the model's dQ overflows
+  top.problem = Problem::of_shape(1, 1, 1, 2, 2, 4);
+  top.problem.scale = 0.5;
+  const double M = format_info(Format::kBF16).max_finite;
+  top.q = {8, 0, 0, 0, 0, 0, 0, 0};
+  top.k = {-10, 0, 0, 0, 0, 0, 0, 0};
+  top.v = {1, 1, 1, 0, 0, 0, 0, 0};
+  top.d_o = {M, M, -M, 0, 0, 0, 0, 0};
+  const BackwardOutput model = fa2.backward(top, fa2.forward(top));
+  ASSERT_TRUE(std::any_of(model.dq.begin(), model.dq.end(), [](double x) { return !std::isfinite(x); }));
+  const auto finite = gpu([](const Instance&, BackwardOutput& out) {
+    for (double& x : out.dq)
+      if (!std::isfinite(x)) x = std::copysign(1.931e34, x);
+  });
+  st = nlohmann::json{};
+  EXPECT_EQ(gpu_matches_one(*finite, top, st), "");
+  EXPECT_GT(st["grad_outside_model"].get<double>(), 0.0) << st.dump();
 }
 
 // Regression (fuzzing, 2026-11-30): scores past fp32's range give LSE = +inf in both runs of key_permutation

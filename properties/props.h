@@ -15,6 +15,9 @@ std::vector<Property> basic_properties();       // props_basic.cpp
 std::vector<Property> invariance_properties();  // props_invariance.cpp
 std::vector<Property> bias_properties();        // props_bias.cpp
 Property gpu_matches_cpu_model();               // props_gpu_twin.cpp (listed with the basic ones)
+// gpu_matches_cpu_model on one instance ("" = holds, "skip:…", else the failure): the tests' way in for instances
+// no generator draws (a −inf bias, values at the top of the range).
+std::string gpu_matches_one(const Kernel& k, const Instance& in, nlohmann::json& stats);
 
 struct BiasStatistic {
   bool fails = false;

@@ -24,7 +24,7 @@ class FnKernel : public Kernel {
   std::string summary() const override { return "test kernel " + name_; }
   KernelCaps caps() const override {
     KernelCaps c;
-    c.mask = true;
+    c.mask = c.bias = true;
     c.backward = bwd_ != nullptr;
     return c;
   }
