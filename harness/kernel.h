@@ -57,9 +57,10 @@ class Kernel {
   virtual std::unique_ptr<Kernel> with_tiles(int tile_q, int tile_k) const;
   // For a GPU kernel: its CPU twin, a CPU kernel that does the forward's operations in the GPU's order (tensor-core
   // sums, reductions), bit for bit except where the host's exp/log stand in for the GPU's, and the numerics both
-  // follow (their rounding points: gpu_matches_cpu_model derives its bound from them; it compares the backward with
-  // model_backward of `spec`, run from the GPU's own O and LSE). No twin (kernel null) for
-  // CPU kernels, which are their own models, and for kernels nobody has twinned.
+  // follow (their rounding points: gpu_matches_cpu_model derives its bound from them). The backward, run from the
+  // GPU's own O and LSE, is compared with the twin's backward where its caps say it has one, else with
+  // model_backward of `spec`. No twin (kernel null) for CPU kernels, which are their own models, and for kernels
+  // nobody has twinned.
   struct CpuTwin {
     std::unique_ptr<Kernel> kernel;
     NumericsSpec spec;
