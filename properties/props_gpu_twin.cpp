@@ -89,7 +89,8 @@ struct Tally {
 // measure (cuda_kernels_test asserts >= 90% against the CPU model and >= 99.9% against the twin).
 std::string check_backward_against_twin(const Kernel& k, const Kernel& twin, const Instance& in,
                                         const NumericsSpec& sp, const ForwardOutput& g, nlohmann::json& stats) {
-  const BackwardOutput gb = k.backward(in, g), tb = twin.caps().backward ? twin.backward(in, g) : model_backward(sp, in, g);
+  const BackwardOutput gb = k.backward(in, g);
+  const BackwardOutput tb = twin.caps().backward ? twin.backward(in, g) : model_backward(sp, in, g);
   const Problem& p = in.problem;
   const int d = p.head_dim, n_q = p.n_q, n_k = p.n_k, group = p.group();
   const double u = 0x1p-24, E = 3 * 0x1p-23, E_abs = 3 * 0x1p-149, scale = p.scale, top = 0x1p127;
@@ -195,7 +196,8 @@ std::string check_backward_against_twin(const Kernel& k, const Kernel& twin, con
                      const std::vector<double>& bound, const std::vector<double>& mag, bool kv) -> std::string {
     for (std::size_t x = 0; x < gv.size(); ++x) {
       const bool modelled = std::isfinite(bound[x]) && mag[x] < top;  // else vacuous (NaN from inf·0 included)
-      const double bx = (modelled ? bound[x] : HUGE_VAL) + ulp(std::max(std::fabs(gv[x]), std::fabs(tv[x])), sp.grad_out_fmt);
+      const double last = ulp(std::max(std::fabs(gv[x]), std::fabs(tv[x])), sp.grad_out_fmt);  // the last rounding
+      const double bx = (modelled ? bound[x] : HUGE_VAL) + last;
       if (auto why = bw.judge([&] { return name + where(p, x, kv); }, gv[x], tv[x], bx, modelled); !why.empty())
         return why;
     }
@@ -208,10 +210,10 @@ std::string check_backward_against_twin(const Kernel& k, const Kernel& twin, con
   return why;
 }
 
-// The forward: the twin (Kernel::cpu_twin) does the forward's operations
-// in the GPU's order (the tensor cores' sums included) with one exception: exp and log come from the host's libm
-// instead of the GPU's (MUFU-based exp2f/expf within 2 ulps, logf within 1: CUDA Programming Guide; libm within
-// 1). So every output is bitwise equal unless one of those results moved a later rounding, and then:
+// The forward: the twin (Kernel::cpu_twin) does the forward's operations in the GPU's order (the tensor cores'
+// sums included) with one exception: exp and log come from the host's libm instead of the GPU's (MUFU-based
+// exp2f/expf within 2 ulps, logf within 1: CUDA Programming Guide; libm within 1). So every output is bitwise
+// equal unless one of those results moved a later rounding, and then:
 //   - E = 3·2^-23: how far (relative) two exp results can be apart; below 2^-126 (fp32 subnormals) the ulps are
 //     absolute, E_abs = 3·2^-149. f(F) = ulp(1, F): the most (relative) one rounding to format F can move when its
 //     input moved by less than an ulp of F (it flips to the neighbour); bf16's subnormal step is 2^-133.
@@ -312,11 +314,13 @@ Property gpu_matches_cpu_model() {
   p.name = "gpu_matches_cpu_model";
   p.sentence =
       "A GPU kernel's forward equals its CPU twin's bit for bit, except where the GPU's exp/log moved a rounding, and "
-      "there within the bound derived from the numerics' rounding points; its backward (from the same O and LSE) "
-      "equals the CPU model's within the bound derived from its tensor-core sums and exp, and δ bit for bit";
+      "there within the bound derived from the numerics' rounding points; its backward, from the same O and LSE, "
+      "equals the twin's (else the CPU model's) with δ bit for bit and dQ, dK, dV within the bound derived from the "
+      "tensor-core sums, exp and the rounding points";
   p.needs_backward = false;
   p.check = [](const Kernel& k, const Family& f, const Budget& b) {
-    if (k.cpu_twin().kernel) return run_per_instance("gpu_matches_cpu_model", k, f, b, false, check_gpu_matches_cpu_model);
+    if (k.cpu_twin().kernel)
+      return run_per_instance("gpu_matches_cpu_model", k, f, b, false, check_gpu_matches_cpu_model);
     Outcome o = make_outcome("gpu_matches_cpu_model", k, f);
     o.status = Status::kSkip;
     o.message = k.name() + ": no CPU twin (CPU kernels are their own models)";

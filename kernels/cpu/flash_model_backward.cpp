@@ -3,9 +3,11 @@
 //
 // step 8 computes δ per row from the kernel's own O. Then per (b, h), per key tile: step 9 recomputes s and
 // p and forms dP and dS for every (query, key of the tile) pair (these depend on no tile), then per query
-// tile adds each tile's partial dV, dK, dQ into the running sums; step 10 scales and rounds. Per-element accumulation order: dQ over key tiles in increasing order,
-// dK and dV over query tiles in increasing order (the same for either loop nesting, so the paper's
-// query-outer loop and FA2's key-outer loop give identical results). GQA: each query head's dK, dV are
+// tile adds each tile's partial dV, dK, dQ into the running sums; step 10 scales and rounds. The sums inside step 9
+// (the dot products and each tile's partial) are sequential fp32 unless the caller passes others (BackwardSums: the
+// CUDA backward's twin passes the tensor cores'). Per-element accumulation order: dQ over key tiles in
+// increasing order, dK and dV over query tiles in increasing order (the same for either loop nesting, so the
+// paper's query-outer loop and FA2's key-outer loop give identical results). GQA: each query head's dK, dV are
 // rounded to grad_out_fmt, then summed over the group in fp32 and rounded once (FA2's dk_expanded + sum).
 // Run the tests: ctest -R "FlashModel|PaperTransliteration"
 #include <algorithm>

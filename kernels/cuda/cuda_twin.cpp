@@ -152,7 +152,8 @@ class TwinKernel final : public Kernel {
       : v_(v), beta_(beta), tol_(tol), gpu_name_(gpu_name) {}
   std::string name() const override { return "twin:" + gpu_name_; }
   std::string summary() const override {
-    return "CPU twin of " + gpu_name_ + ": its forward's and backward's operations in its order (kernels/cuda/cuda_twin.h)";
+    return "CPU twin of " + gpu_name_ +
+           ": its forward's and backward's operations in its order (kernels/cuda/cuda_twin.h)";
   }
   KernelCaps caps() const override {
     KernelCaps c;
