@@ -278,26 +278,30 @@ TEST(GpuMatchesCpuModel, BitsFlipsAndDefects) {
   EXPECT_NE(l.message.find(": LSE(b0,h0,i0) = "), std::string::npos) << l.message;
 }
 
+// A stand-in "GPU kernel" for the backward half: the CPU model `spec_name` (forward, and backward from its own O and
+// LSE) with `defect` applied to the backward's outputs, twinned by the same model's forward (the twin has no
+// backward, so the property compares with model_backward of the spec: equal bits unless the defect changed some).
+using BackwardDefect = std::function<void(const Instance&, BackwardOutput&)>;
+std::unique_ptr<FnKernel> model_as_gpu(const std::string& spec_name, const std::string& name, BackwardDefect defect) {
+  const Kernel& model = default_registry().get(spec_name);
+  auto k = std::make_unique<FnKernel>(
+      name, [&model](const Instance& in) { return model.forward(in); },
+      [&model, defect](const Instance& in) {
+        BackwardOutput out = model.backward(in, model.forward(in));
+        if (defect) defect(in, out);
+        return out;
+      });
+  k->set_twin([&model](const Instance& in) { return model.forward(in); }, builtin_spec(spec_name));
+  return k;
+}
+
 // The backward half of gpu_matches_cpu_model, with CPU stand-ins: the "GPU kernel" is a CPU model (forward, and
 // backward from its own O and LSE), its twin the same model, so the gradients match bit for bit; then the GPU side
 // gets one defect at a time. A one-ulp flip of every gradient passes within the bound; δ off by one fp32 ulp, dV
 // 12.5% too large, a dK that ignores the causal mask, or a NaN fail.
 TEST(GpuMatchesCpuModel, BackwardBitsFlipsAndDefects) {
-  auto gpu = [](const std::string& spec_name, const std::string& name,
-                std::function<void(const Instance&, BackwardOutput&)> defect) {
-    const Kernel& model = default_registry().get(spec_name);
-    auto k = std::make_unique<FnKernel>(
-        name, [&model](const Instance& in) { return model.forward(in); },
-        [&model, defect](const Instance& in) {
-          BackwardOutput out = model.backward(in, model.forward(in));
-          if (defect) defect(in, out);
-          return out;
-        });
-    k->set_twin([&model](const Instance& in) { return model.forward(in); }, builtin_spec(spec_name));
-    return k;
-  };
   for (const char* spec : {"fa2", "paper-fixed"}) {
-    const auto same = gpu(spec, "same", nullptr);
+    const auto same = model_as_gpu(spec, "same", nullptr);
     for (const char* g : {"normal", "causal", "tied_max", "large_logits", "masked_rows", "gqa"}) {
       const Outcome o = outcome("gpu_matches_cpu_model", *same, default_family(g));
       EXPECT_EQ(o.status, Status::kPass) << spec << " " << g << ": " << o.message;
@@ -305,7 +309,7 @@ TEST(GpuMatchesCpuModel, BackwardBitsFlipsAndDefects) {
       EXPECT_GT(o.stats["grad_outputs"].get<double>(), 0.0) << spec << " " << g;
     }
   }
-  const auto flipped = gpu("fa2", "flipped", [](const Instance&, BackwardOutput& out) {
+  const auto flipped = model_as_gpu("fa2", "flipped", [](const Instance&, BackwardOutput& out) {
     for (auto* t : {&out.dq, &out.dk, &out.dv})
       for (double& x : *t)  // the next bf16 value away from zero
         if (std::isfinite(x) && x != 0) x += std::copysign(ulp(x, Format::kBF16), x);
@@ -313,14 +317,14 @@ TEST(GpuMatchesCpuModel, BackwardBitsFlipsAndDefects) {
   const Outcome f = outcome("gpu_matches_cpu_model", *flipped, default_family("normal"));
   EXPECT_EQ(f.status, Status::kPass) << f.message;
   EXPECT_GT(f.stats["grad_differ_pct"].get<double>(), 50.0);
-  const auto delta = gpu("fa2", "delta", [](const Instance&, BackwardOutput& out) {
+  const auto delta = model_as_gpu("fa2", "delta", [](const Instance&, BackwardOutput& out) {
     out.delta[0] = std::nextafter(float(out.delta[0]), HUGE_VALF);
   });
   const Outcome dl = outcome("gpu_matches_cpu_model", *delta, default_family("normal"));
   EXPECT_EQ(dl.status, Status::kFail);
   EXPECT_NE(dl.message.find(": delta(b0,h0,i0) = "), std::string::npos) << dl.message;
   EXPECT_NE(dl.message.find("must be bitwise"), std::string::npos) << dl.message;
-  const auto big = gpu("fa2", "big", [](const Instance&, BackwardOutput& out) {
+  const auto big = model_as_gpu("fa2", "big", [](const Instance&, BackwardOutput& out) {
     for (double& x : out.dv) x *= 1.125;
   });
   const Outcome bg = outcome("gpu_matches_cpu_model", *big, default_family("normal"));
@@ -328,7 +332,7 @@ TEST(GpuMatchesCpuModel, BackwardBitsFlipsAndDefects) {
   EXPECT_NE(bg.message.find(": dV("), std::string::npos) << bg.message;
   EXPECT_NE(bg.message.find("bound"), std::string::npos) << bg.message;
   const Kernel& fa2 = default_registry().get("fa2");
-  const auto acausal = gpu("fa2", "acausal", [&fa2](const Instance& in, BackwardOutput& out) {
+  const auto acausal = model_as_gpu("fa2", "acausal", [&fa2](const Instance& in, BackwardOutput& out) {
     Instance all = in;
     all.problem.causal = false;
     out.dk = fa2.backward(all, fa2.forward(in)).dk;
@@ -336,7 +340,7 @@ TEST(GpuMatchesCpuModel, BackwardBitsFlipsAndDefects) {
   const Outcome a = outcome("gpu_matches_cpu_model", *acausal, default_family("causal"));
   EXPECT_EQ(a.status, Status::kFail);
   EXPECT_NE(a.message.find(": dK("), std::string::npos) << a.message;
-  const auto nan = gpu("fa2", "nan", [](const Instance&, BackwardOutput& out) { out.dq.back() = NAN; });
+  const auto nan = model_as_gpu("fa2", "nan", [](const Instance&, BackwardOutput& out) { out.dq.back() = NAN; });
   const Outcome n = outcome("gpu_matches_cpu_model", *nan, default_family("normal"));
   EXPECT_EQ(n.status, Status::kFail);
   EXPECT_NE(n.message.find("non-finite"), std::string::npos) << n.message;
@@ -349,17 +353,7 @@ TEST(GpuMatchesCpuModel, BackwardBitsFlipsAndDefects) {
 // there, counted in grad_outside_model, and no failure.
 TEST(GpuMatchesCpuModel, BackwardAtMinusInfBiasAndTopOfRange) {
   const Kernel& fa2 = default_registry().get("fa2");
-  auto gpu = [&fa2](std::function<void(const Instance&, BackwardOutput&)> defect) {
-    auto k = std::make_unique<FnKernel>(
-        "gpu", [&fa2](const Instance& in) { return fa2.forward(in); },
-        [&fa2, defect](const Instance& in) {
-          BackwardOutput out = fa2.backward(in, fa2.forward(in));
-          if (defect) defect(in, out);
-          return out;
-        });
-    k->set_twin([&fa2](const Instance& in) { return fa2.forward(in); }, builtin_spec("fa2"));
-    return k;
-  };
+  auto gpu = [](BackwardDefect defect) { return model_as_gpu("fa2", "gpu", std::move(defect)); };
   Family f = default_family("normal");
   f.problem.has_bias = true;
   Instance in = make_instance(f, 0);

@@ -99,50 +99,46 @@ TEST_P(CudaKernel, ForwardMeetsFlashAttentionRule) {
   }
 }
 
+// The GPU's backward against `want` (the CPU model or the twin), both from the GPU's own O and LSE.
+template <class Want>
+BackwardAgreement backward_agreement(const Kernel& k, Format delta_fmt, Want&& want) {
+  BackwardAgreement a;
+  for (const Instance& in : instances(true)) {
+    const ForwardOutput fwd = k.forward(in);
+    a.add(k.backward(in, fwd), want(in, fwd), delta_fmt);
+  }
+  return a;
+}
+
 TEST_P(CudaKernel, BackwardAgreesWithItsCpuModel) {
   auto k = cuda::make_cuda_kernel(GetParam());
   const NumericsSpec spec = builtin_spec(name());
-  Agreement dq, dk, dv, delta;
-  for (const Instance& in : instances(true)) {
-    const ForwardOutput fwd = k->forward(in);  // both passes start from the GPU's own O and LSE
-    const BackwardOutput got = k->backward(in, fwd), want = model_backward(spec, in, fwd);
-    dq.add(got.dq, want.dq, Format::kBF16);
-    dk.add(got.dk, want.dk, Format::kBF16);
-    dv.add(got.dv, want.dv, Format::kBF16);
-    delta.add(got.delta, want.delta, spec.delta_fmt);
-  }
-  std::printf("[agreement] cuda:%s backward vs model: dQ %s; dK %s; dV %s; delta %s\n", name().c_str(),
-              dq.describe().c_str(), dk.describe().c_str(), dv.describe().c_str(), delta.describe().c_str());
+  const BackwardAgreement a = backward_agreement(
+      *k, spec.delta_fmt, [&](const Instance& in, const ForwardOutput& fwd) { return model_backward(spec, in, fwd); });
+  std::printf("[agreement] cuda:%s backward vs model: %s\n", name().c_str(), a.describe().c_str());
   // δ is computed in the model's exact order (one thread per row): bit-identical.
-  EXPECT_EQ(delta.rate(), 1.0) << delta.describe();
+  EXPECT_EQ(a.delta.rate(), 1.0) << a.delta.describe();
   // Gradients: the same few-fp32-ulp order differences as the forward, on sums with cancellation (dS has both
   // signs), so a flipped bf16 rounding is more frequent; still a minority of elements.
-  EXPECT_GE(dv.rate(), 0.90) << dv.describe();
-  EXPECT_GE(dq.rate(), 0.90) << dq.describe();
-  EXPECT_GE(dk.rate(), 0.90) << dk.describe();
+  EXPECT_GE(a.dv.rate(), 0.90) << a.dv.describe();
+  EXPECT_GE(a.dq.rate(), 0.90) << a.dq.describe();
+  EXPECT_GE(a.dk.rate(), 0.90) << a.dk.describe();
 }
 
 TEST_P(CudaKernel, BackwardAgreesWithItsCpuTwin) {
   auto k = cuda::make_cuda_kernel(GetParam());
-  Agreement dq, dk, dv, delta;
-  for (const Instance& in : instances(true)) {
-    const ForwardOutput fwd = k->forward(in);  // both passes start from the GPU's own O and LSE
-    const BackwardOutput got = k->backward(in, fwd), want = cuda::twin_backward(GetParam(), in, fwd);
-    dq.add(got.dq, want.dq, Format::kBF16);
-    dk.add(got.dk, want.dk, Format::kBF16);
-    dv.add(got.dv, want.dv, Format::kBF16);
-    delta.add(got.delta, want.delta, builtin_spec(name()).delta_fmt);
-  }
-  std::printf("[agreement] cuda:%s backward vs CPU twin (cuda_twin.h): dQ %s; dK %s; dV %s; delta %s\n",
-              name().c_str(), dq.describe().c_str(), dk.describe().c_str(), dv.describe().c_str(),
-              delta.describe().c_str());
-  RecordProperty("twin_dq_bitwise_rate", std::to_string(dq.rate()));
-  EXPECT_EQ(delta.rate(), 1.0) << delta.describe();
+  const BackwardAgreement a =
+      backward_agreement(*k, builtin_spec(name()).delta_fmt, [&](const Instance& in, const ForwardOutput& fwd) {
+        return cuda::twin_backward(GetParam(), in, fwd);
+      });
+  std::printf("[agreement] cuda:%s backward vs CPU twin (cuda_twin.h): %s\n", name().c_str(), a.describe().c_str());
+  RecordProperty("twin_dq_bitwise_rate", std::to_string(a.dq.rate()));
+  EXPECT_EQ(a.delta.rate(), 1.0) << a.delta.describe();
   // The twin has the kernel's sums (mma_model.h) and the model's steps; what remains is the GPU's exp2f/expf
   // (<= 2 fp32 ulps) moving a bf16 rounding of p or dS, then carried into a sum: >= 99.9%, as for the forward.
-  EXPECT_GE(dq.rate(), 0.999) << dq.describe();
-  EXPECT_GE(dk.rate(), 0.999) << dk.describe();
-  EXPECT_GE(dv.rate(), 0.999) << dv.describe();
+  EXPECT_GE(a.dq.rate(), 0.999) << a.dq.describe();
+  EXPECT_GE(a.dk.rate(), 0.999) << a.dk.describe();
+  EXPECT_GE(a.dv.rate(), 0.999) << a.dv.describe();
 }
 
 TEST_P(CudaKernel, BackwardMeetsFlashAttentionRule) {

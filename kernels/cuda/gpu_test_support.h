@@ -1,5 +1,5 @@
 // gpu_test_support.h — helpers for the GPU tests (label gpu): skip without a device, bitwise-agreement and ulp
-// statistics between two output tensors, instances with tied maxima (the paper's failure needs ties), and the
+// statistics between two output tensors (and a backward pass's four), instances with tied maxima (the paper's failure needs ties), and the
 // shapes every CUDA kernel's tests run (gpu_test_instances).
 #pragma once
 
@@ -50,6 +50,20 @@ struct Agreement {
     std::snprintf(buf, sizeof buf, "%zu/%zu bitwise equal (%.4f%%), max diff %.3g ulp", equal, total, 100.0 * rate(),
                   max_ulp);
     return buf;
+  }
+};
+
+// Agreement of a backward pass's four outputs (dQ, dK, dV in bf16; δ in `delta_fmt`).
+struct BackwardAgreement {
+  Agreement dq, dk, dv, delta;
+  void add(const BackwardOutput& got, const BackwardOutput& want, Format delta_fmt) {
+    dq.add(got.dq, want.dq, Format::kBF16);
+    dk.add(got.dk, want.dk, Format::kBF16);
+    dv.add(got.dv, want.dv, Format::kBF16);
+    delta.add(got.delta, want.delta, delta_fmt);
+  }
+  std::string describe() const {
+    return "dQ " + dq.describe() + "; dK " + dk.describe() + "; dV " + dv.describe() + "; delta " + delta.describe();
   }
 };
 
