@@ -78,9 +78,7 @@ class CudaFlashKernel final : public Kernel {
   std::vector<ForwardOutput> forward_many(const std::vector<const Instance*>& ins) const override;
   BackwardOutput backward(const Instance& in, const ForwardOutput& fwd) const override;
   CpuTwin cpu_twin() const override {
-    NumericsSpec spec = builtin_spec(variant_name(v_));
-    spec.max_policy.beta = beta_, spec.max_policy.tolerance = tol_;
-    return {make_twin_kernel(v_, beta_, tol_, name_), spec};
+    return {make_twin_kernel(v_, beta_, tol_, name_), variant_spec(v_, beta_, tol_)};
   }
 
  private:

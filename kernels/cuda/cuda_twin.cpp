@@ -205,13 +205,17 @@ void tensor_core_tile_sum(const float* w, const float* rows, int n, int width, f
 
 }  // namespace
 
-BackwardOutput twin_backward(Variant v, const Instance& in, const ForwardOutput& fwd, float beta, float tol) {
+NumericsSpec variant_spec(Variant v, float beta, float tol) {
   NumericsSpec spec = builtin_spec(variant_name(v));
   spec.max_policy.beta = beta, spec.max_policy.tolerance = tol;
+  return spec;
+}
+
+BackwardOutput twin_backward(Variant v, const Instance& in, const ForwardOutput& fwd, float beta, float tol) {
   BackwardSums sums;
   sums.dots = tensor_core_dots;
   sums.tile_sum = tensor_core_tile_sum;
-  return model_backward(spec, in, fwd, nullptr, sums);
+  return model_backward(variant_spec(v, beta, tol), in, fwd, nullptr, sums);
 }
 
 std::unique_ptr<Kernel> make_twin_kernel(Variant v, float beta, float tol, const std::string& gpu_name) {

@@ -19,6 +19,9 @@
 
 namespace attncheck::cuda {
 
+// The NumericsSpec variant v follows (builtin_spec of its name), with the fixed policy's β and tolerance.
+NumericsSpec variant_spec(Variant v, float beta, float tol);
+
 ForwardOutput twin_forward(Variant v, const Instance& in, float beta = 2.0f, float tol = 1e-3f);
 // flash_bwd.cu on the CPU: the CPU model's backward (model_backward, whose steps and orders the kernel follows) with
 // the kernel's tensor-core sums (mma_model.h) in place of its sequential fp32 ones; from the given O and LSE. What it
