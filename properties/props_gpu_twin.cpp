@@ -49,6 +49,13 @@ struct Tally {
   }
 };
 
+// Both passes' exp gap: the GPU's exp2f/expf (MUFU-based, within 2 ulps: CUDA Programming Guide) and the host's
+// libm (within 1) are at most E = 3·2^-23 apart, relative; below 2^-126 (fp32 subnormals) the ulps are absolute,
+// E_abs = 3·2^-149. f(F) = ulp(1, F): the most (relative) one rounding to format F can move when its input moved by
+// less than an ulp of F (it flips to the neighbour).
+constexpr double kExpGap = 3 * 0x1p-23, kExpGapAbs = 3 * 0x1p-149;
+double flip(Format fmt) { return ulp(1.0, fmt); }
+
 // The backward, run from the GPU's own forward outputs (O, LSE) on both sides so that the pass is compared alone,
 // against the twin's backward where the twin has one (the CUDA kernels' twin: the CPU model's steps with the
 // tensor cores' sums, cuda_twin.h), else the CPU model of the twin's spec (model_backward). flash_bwd.cu follows the
@@ -73,7 +80,7 @@ struct Tally {
 //     value; Δs ≤ scale·g_qk + (f(qk) + f(s))·M_q (its rounding, the paper's scaling), M_q = scale·(|q·k| + g_qk),
 //     plus f(s)·(|s| + Δs) for a bias add. The exponent's argument x = s − LSE is rounded too (fa2: fma(s,
 //     scale·log2e, −LSE·log2e) in fp32; paper: s − LSE in bf16): Δx = Δs + f(s)·(|x| + Δs). p = exp(x): Δp ≤
-//     M_p·(expm1(Δx)·(1 + E) + E) + E_abs (E, E_abs as in the forward), M_p = exp(x_exact + Δx + 2^-23·(|s| + |LSE|))
+//     M_p·(expm1(Δx)·(1 + E) + E) + E_abs (E, E_abs: the exp gap above), M_p = exp(x_exact + Δx + 2^-23·(|s| + |LSE|))
 //     ·(1 + E) (each side's argument lies within Δx of the exact one, plus fa2's rounded constants scale·log2e and
 //     LSE·log2e); then rounded to bwd_p_fmt, and for dV to pv_in_fmt. A score of −inf (a −inf bias) with a finite
 //     LSE, or LSE = +inf (FA2's empty sum) with a finite score, gives p = exp(−inf) = 0 exactly on both sides.
@@ -93,8 +100,8 @@ std::string check_backward_against_twin(const Kernel& k, const Kernel& twin, con
   const BackwardOutput tb = twin.caps().backward ? twin.backward(in, g) : model_backward(sp, in, g);
   const Problem& p = in.problem;
   const int d = p.head_dim, n_q = p.n_q, n_k = p.n_k, group = p.group();
-  const double u = 0x1p-24, E = 3 * 0x1p-23, E_abs = 3 * 0x1p-149, scale = p.scale, top = 0x1p127;
-  auto f = [](Format fmt) { return ulp(1.0, fmt); };
+  const double u = 0x1p-24, E = kExpGap, E_abs = kExpGapAbs, scale = p.scale, top = 0x1p127;
+  const auto f = flip;
   auto sub = [](Format fmt) { return ulp(0.0, fmt); };
   auto cap = [top](double m) { return m < top ? m : HUGE_VAL; };  // NaN too: vacuous
   auto steps = [](int n) { return double((n + 15) / 16); };
@@ -124,7 +131,6 @@ std::string check_backward_against_twin(const Kernel& k, const Kernel& twin, con
   for (int b = 0; b < p.batch; ++b)
     for (int h = 0; h < p.heads_q; ++h) {
       const int hk = h / group;
-      const std::vector<double> scores = reference_scores(in, b, h);  // exact, scaled and biased
       for (int i = 0; i < n_q; ++i) {
         const std::size_t row = p.row_at(b, h, i);
         const double L = g.lse[row], dlt = std::fabs(gb.delta[row]);
@@ -143,7 +149,8 @@ std::string check_backward_against_twin(const Kernel& k, const Kernel& twin, con
           const double d_dp = gap(d) * sdv + tc_sub(d, sdv_ab) + f(sp.dp_fmt) * m_dp + sub(sp.dp_fmt);
           const double t_flip = f(sp.ds_term_fmt);
           const double m_t2 = cap((m_dp + dlt) * (1 + t_flip)), d_t2 = d_dp + t_flip * m_t2 + sub(sp.ds_term_fmt);
-          const double s_ex = scores[x];
+          // The exact score (reference_scores' value, from the fp64 dot above: g_qk below allows for its rounding).
+          const double s_ex = scale * qk + (p.has_bias ? in.bias[p.score_at(b, h, i, j)] : 0.0);
           if ((s_ex == -HUGE_VAL && std::isfinite(L)) || (L == HUGE_VAL && std::isfinite(s_ex))) {
             m_ds[x] = d_ds[x] = std::isfinite(m_t2) ? 0.0 : NAN;  // p = 0 exactly: dS = 0·t2
             continue;
@@ -214,9 +221,7 @@ std::string check_backward_against_twin(const Kernel& k, const Kernel& twin, con
 // sums included) with one exception: exp and log come from the host's libm instead of the GPU's (MUFU-based
 // exp2f/expf within 2 ulps, logf within 1: CUDA Programming Guide; libm within 1). So every output is bitwise
 // equal unless one of those results moved a later rounding, and then:
-//   - E = 3·2^-23: how far (relative) two exp results can be apart; below 2^-126 (fp32 subnormals) the ulps are
-//     absolute, E_abs = 3·2^-149. f(F) = ulp(1, F): the most (relative) one rounding to format F can move when its
-//     input moved by less than an ulp of F (it flips to the neighbour); bf16's subnormal step is 2^-133.
+//   - E, E_abs and f(F) as defined above (the exp gap, one rounding's flip); bf16's subnormal step is 2^-133.
 //   - Per key tile, the running output acc takes p̄ (rounded to pv_in_fmt), the block output (block_out_fmt), α
 //     (an exp, rounded to rescale_fmt) and two roundings to acc_fmt; the row sum l takes p̄ (p_fmt), the block sum
 //     (block_sum_fmt), α and two roundings to rowsum_fmt. A flip moves a value by f·|value|; p̄ and the block
@@ -251,8 +256,8 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
   const NumericsSpec& sp = twin.spec;
   const ForwardOutput g = k.forward(in), t = twin.kernel->forward(in);
   const Problem& p = in.problem;
-  const double E = 3 * 0x1p-23, E_abs = 3 * 0x1p-149, T = std::ceil(double(p.n_k) / sp.tile_k);
-  auto f = [](Format fmt) { return ulp(1.0, fmt); };
+  const double E = kExpGap, E_abs = kExpGapAbs, T = std::ceil(double(p.n_k) / sp.tile_k);
+  const auto f = flip;
   const double acc_0 = (E + f(sp.pv_in_fmt) + f(sp.block_out_fmt)) + T * (E + f(sp.rescale_fmt) + 2 * f(sp.acc_fmt));
   const double l_0 = (E + f(sp.p_fmt) + f(sp.block_sum_fmt)) + T * (E + f(sp.rescale_fmt) + 2 * f(sp.rowsum_fmt));
   const double tc_subnormal = (sp.tile_k / 16) * T * 0x1p-149;
