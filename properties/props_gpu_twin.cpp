@@ -290,7 +290,8 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
           const std::size_t x = p.q_at(b, h, i, c);
           const double bound = rel_o * v_max[c] + tc_subnormal * inv_l +
                                ulp(std::max(std::fabs(g.o[x]), std::fabs(t.o[x])), sp.out_fmt);
-          const std::string why = fw.judge([&] { return "O" + where(p, x); }, g.o[x], t.o[x], bound, modelled);
+          auto what = [&] { return std::string("O").append(where(p, x)); };  // (not "O" + …: GCC bug 105329)
+          const std::string why = fw.judge(what, g.o[x], t.o[x], bound, modelled);
           if (!why.empty()) return why;
         }
         const std::size_t x = p.row_at(b, h, i);

@@ -173,7 +173,9 @@ std::string compare_forward(const Problem& p, const ForwardOutput& a, const Forw
       return "LSE" + where_row(p, r) + " changed from " + fmt_num(a.lse[r]) + " to " + fmt_num(b.lse[r]) + after;
     for (std::size_t x = r * p.head_dim; x < (r + 1) * p.head_dim; ++x)
       if (!within_one_rounding(a.o[x], b.o[x], of))
-        return "O" + where(p, x) + " changed from " + fmt_num(a.o[x]) + " to " + fmt_num(b.o[x]) + after;
+        // (append, not "O" + string: g++ 12 warns -Wrestrict there, a false positive: GCC bug 105329)
+        return std::string("O").append(where(p, x)) + " changed from " + fmt_num(a.o[x]) + " to " +
+               fmt_num(b.o[x]) + after;
   }
   return "";
 }
