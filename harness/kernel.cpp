@@ -69,6 +69,8 @@ const Kernel* Registry::find(const std::string& name) const {
 
 void Registry::add_factory(const std::string& base, KernelFactory f) { factories_[base] = std::move(f); }
 
+void Registry::note_absent(const std::string& prefix, const std::string& why) { absent_[prefix] = why; }
+
 std::pair<std::string, KernelParams> parse_kernel_name(const std::string& name) {
   const auto open = name.find('[');
   if (open == std::string::npos) return {name, {}};
@@ -97,18 +99,22 @@ std::pair<std::string, KernelParams> parse_kernel_name(const std::string& name) 
 const Kernel& Registry::get(const std::string& name) {
   if (const Kernel* k = find(name)) return *k;
   auto [base, params] = parse_kernel_name(name);
-  if (!params.empty() || name.find('[') != std::string::npos) {
-    auto it = factories_.find(base);
-    if (it == factories_.end()) throw Error("kernel '" + base + "' takes no parameters (in '" + name + "')");
+  auto it = factories_.find(base);
+  const bool parameterised = !params.empty() || name.find('[') != std::string::npos;
+  if (parameterised && it == factories_.end() && find(base))
+    throw Error("kernel '" + base + "' takes no parameters (in '" + name + "')");
+  if (parameterised && it != factories_.end()) {
     std::unique_ptr<Kernel> k = it->second(params);
     if (const Kernel* existing = find(k->name())) return *existing;  // same parameters spelled differently
     const Kernel* raw = k.get();
     kernels_.push_back(std::move(k));  // registered under the factory's canonical name
     return *raw;
   }
-  std::string known;
+  std::string known, why;
   for (const auto& k : kernels_) known += (known.empty() ? "" : ", ") + k->name();
-  throw Error("unknown kernel '" + name + "' (known: " + known + ")");
+  for (const auto& [prefix, reason] : absent_)  // the longest matching prefix says why (cuda:cudnn over cuda:)
+    if (base.rfind(prefix, 0) == 0) why = "; " + prefix + "* kernels are not available here: " + reason;
+  throw Error("unknown kernel '" + name + "' (known: " + known + ")" + why);
 }
 
 std::vector<const Kernel*> Registry::all() const {

@@ -81,12 +81,16 @@ class Registry {
   void add_factory(const std::string& base, KernelFactory f);
   const Kernel* find(const std::string& name) const;  // nullptr when absent (plain names only)
   const Kernel& get(const std::string& name);         // throws Error listing the known names
+  // Why the kernels whose names start with `prefix` are not registered here ("cuda:": no device, a build
+  // without CUDA; "cuda:cudnn": libcudnn did not load): get() says it when asked for one of them.
+  void note_absent(const std::string& prefix, const std::string& why);
   std::vector<const Kernel*> all() const;
   std::vector<std::string> names() const;
 
  private:
   std::vector<std::unique_ptr<Kernel>> kernels_;
   std::map<std::string, KernelFactory> factories_;
+  std::map<std::string, std::string> absent_;  // prefix -> why
 };
 
 // Splits "base[k=v,k2=v2]" into base and parameters; throws Error on malformed text.

@@ -16,7 +16,10 @@ Registry& default_registry() {
 }
 
 #if !defined(ATTNCHECK_HAVE_CUDA)
-int register_cuda_kernels(Registry&) { return 0; }
+int register_cuda_kernels(Registry& r) {
+  r.note_absent("cuda:", "this build has no CUDA kernels (CMake found no nvcc, or -DATTNCHECK_CUDA=OFF)");
+  return 0;
+}
 #endif
 
 }  // namespace attncheck

@@ -99,9 +99,13 @@ void expect_exact_ties(const std::string& generator) {
             }
           }
           EXPECT_EQ(at_max, int(tied.size()));
-          if (f.param("tie_sign", 1) == 0) EXPECT_EQ(mx, 0.0);
-          if (f.param("tie_sign", 1) < 0) EXPECT_LT(mx, 0.0);
-          if (f.param("tie_sign", 1) > 0) EXPECT_GT(mx, 0.0);
+          if (f.param("tie_sign", 1) == 0) {
+            EXPECT_EQ(mx, 0.0);
+          } else if (f.param("tie_sign", 1) < 0) {
+            EXPECT_LT(mx, 0.0);
+          } else {
+            EXPECT_GT(mx, 0.0);
+          }
         }
       }
   }
@@ -132,8 +136,11 @@ TEST(Family, NearTiesAreWithin2ToMinus9AndRoundToOneButDiffer) {
           distinct.insert(row[j]);
         }
         EXPECT_EQ(distinct.size(), near.size()) << "near-tied scores must differ";
-        for (int j = 0; j < p.n_k; ++j)
-          if (std::find(near.begin(), near.end(), j) == near.end()) EXPECT_LT(row[j], mx - 1.0);
+        for (int j = 0; j < p.n_k; ++j) {
+          if (std::find(near.begin(), near.end(), j) == near.end()) {
+            EXPECT_LT(row[j], mx - 1.0);
+          }
+        }
       }
     }
   }
@@ -331,7 +338,11 @@ TEST(Family, OutOfDomainParametersThrowAClearError) {
     const ParamDomain d = *param_domain(key, Format::kBF16);
     for (double v : {-1e300, -111.0, -1.0, -0.4, 0.0, 0.3, 0.5, 1.0, 4.2, 87.0, 111.0, 1e300, HUGE_VAL, -HUGE_VAL, std::nan("")})
       EXPECT_TRUE(in_domain(d, clamp_to_domain(d, v))) << key << " " << v << " -> " << clamp_to_domain(d, v);
-    for (double v : {0.0, 1.0}) if (in_domain(d, v)) EXPECT_EQ(clamp_to_domain(d, v), d.kind == ParamDomain::Kind::kInteger ? std::round(v) : v) << key;
+    for (double v : {0.0, 1.0}) {
+      if (in_domain(d, v)) {
+        EXPECT_EQ(clamp_to_domain(d, v), d.kind == ParamDomain::Kind::kInteger ? std::round(v) : v) << key;
+      }
+    }
   }
   EXPECT_FALSE(param_domain("no_such_parameter", Format::kBF16).has_value());
   for (const char* s : {"default", "bias", "gpu", "quick"})

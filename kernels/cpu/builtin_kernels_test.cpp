@@ -199,5 +199,29 @@ TEST(BuiltinKernels, FactoriesBuildCanonicalNamesAndRejectBadParameters) {
   EXPECT_THROW(r.get("oracle[tile_q=4]"), Error);
 }
 
+// An absent kernel's error says why it is absent where the registry was told (no GPU, no cuDNN), the longest
+// noted prefix first, and nothing more for a name no note covers.
+TEST(BuiltinKernels, UnknownKernelSaysWhyItIsAbsent) {
+  Registry r;
+  register_builtin_kernels(r);
+  r.note_absent("cuda:", "no CUDA device is present");
+  r.note_absent("cuda:cudnn", "libcudnn.so.9 did not load");
+  auto message = [&](const std::string& name) -> std::string {
+    try {
+      r.get(name);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_NE(message("cuda:fa2").find("unknown kernel 'cuda:fa2'"), std::string::npos);
+  EXPECT_NE(message("cuda:fa2").find("cuda:* kernels are not available here: no CUDA device"), std::string::npos);
+  EXPECT_NE(message("cuda:fa2-fixed[beta=4]").find("no CUDA device"), std::string::npos);
+  EXPECT_NE(message("cuda:cudnn").find("cuda:cudnn* kernels are not available here: libcudnn.so.9"), std::string::npos);
+  EXPECT_EQ(message("cuda:cudnn").find("no CUDA device"), std::string::npos);
+  EXPECT_EQ(message("no-such").find("not available"), std::string::npos);
+  EXPECT_NE(message("no-such").find("(known: fa2, "), std::string::npos);
+}
+
 }  // namespace
 }  // namespace attncheck

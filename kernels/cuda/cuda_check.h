@@ -19,13 +19,16 @@ inline void cuda_check(cudaError_t e, const char* what, const char* file, int li
               cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
 }
 
-// Number of CUDA devices, 0 when the driver or device is missing (never throws: CI has nvcc but no GPU).
-inline int cuda_device_count() {
+// Number of CUDA devices, 0 when the driver or device is missing (never throws: CI has nvcc but no GPU); `why`
+// (optional) gets CUDA's reason for a 0.
+inline int cuda_device_count(std::string* why = nullptr) {
   int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+  if (const cudaError_t e = cudaGetDeviceCount(&n); e != cudaSuccess) {
+    if (why) *why = std::string("cudaGetDeviceCount: ") + cudaGetErrorName(e) + ", " + cudaGetErrorString(e);
     (void)cudaGetLastError();  // clear the sticky "no device" error
     return 0;
   }
+  if (n == 0 && why) *why = "cudaGetDeviceCount: 0 devices";
   return n;
 }
 

@@ -239,7 +239,10 @@ std::unique_ptr<Kernel> make_cuda_kernel(Variant v, float beta, float tol) {
 }  // namespace cuda
 
 int register_cuda_kernels(Registry& r) {
-  if (cuda_device_count() == 0) return 0;
+  if (std::string why; cuda_device_count(&why) == 0) {
+    r.note_absent("cuda:", "no CUDA device is present (" + why + ")");
+    return 0;
+  }
   using cuda::Variant;
   int n = 0;
   for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {

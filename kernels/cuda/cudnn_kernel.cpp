@@ -165,7 +165,11 @@ namespace attncheck {
 
 int register_cudnn_kernels(Registry& r) {
   // Only that the library loads: the handle (and with it a CUDA context) waits for the first call.
-  if (cuda_device_count() == 0 || !cuda::cudnn::loadable()) return 0;
+  if (cuda_device_count() == 0) return 0;  // register_cuda_kernels noted why
+  if (std::string why; !cuda::cudnn::loadable(&why)) {
+    r.note_absent("cuda:cudnn", why);
+    return 0;
+  }
   r.add(cuda::make_cudnn_kernel());
   return 1;
 }
@@ -178,7 +182,10 @@ namespace attncheck {
 namespace cuda {
 std::unique_ptr<Kernel> make_cudnn_kernel() { return nullptr; }
 }  // namespace cuda
-int register_cudnn_kernels(Registry&) { return 0; }
+int register_cudnn_kernels(Registry& r) {
+  r.note_absent("cuda:cudnn", "this build has no cuDNN (CMake found no cudnn.h)");
+  return 0;
+}
 }  // namespace attncheck
 
 #endif
