@@ -279,19 +279,24 @@ TEST(GpuMatchesCpuModel, BitsFlipsAndDefects) {
 }
 
 // A stand-in "GPU kernel" for the backward half: the CPU model `spec_name` (forward, and backward from its own O and
-// LSE) with `defect` applied to the backward's outputs, twinned by the same model's forward (the twin has no
-// backward, so the property compares with model_backward of the spec: equal bits unless the defect changed some).
+// LSE) with `defect` applied to the backward's outputs, twinned by the same model's forward. Without
+// `twin_backward` the twin has no backward, so the property compares with model_backward of the spec; with it the
+// twin's backward is the model's, whose sums the property then takes for the "GPU's" (as for the CUDA kernels'
+// twin). Equal bits either way unless the defect changed some.
 using BackwardDefect = std::function<void(const Instance&, BackwardOutput&)>;
-std::unique_ptr<FnKernel> model_as_gpu(const std::string& spec_name, const std::string& name, BackwardDefect defect) {
+std::unique_ptr<FnKernel> model_as_gpu(const std::string& spec_name, const std::string& name, BackwardDefect defect,
+                                       bool twin_backward = false) {
   const Kernel& model = default_registry().get(spec_name);
+  auto model_backward = [&model](const Instance& in) { return model.backward(in, model.forward(in)); };
   auto k = std::make_unique<FnKernel>(
       name, [&model](const Instance& in) { return model.forward(in); },
-      [&model, defect](const Instance& in) {
-        BackwardOutput out = model.backward(in, model.forward(in));
+      [model_backward, defect](const Instance& in) {
+        BackwardOutput out = model_backward(in);
         if (defect) defect(in, out);
         return out;
       });
-  k->set_twin([&model](const Instance& in) { return model.forward(in); }, builtin_spec(spec_name));
+  k->set_twin([&model](const Instance& in) { return model.forward(in); }, builtin_spec(spec_name),
+              twin_backward ? FnKernel::BackwardFn(model_backward) : nullptr);
   return k;
 }
 
@@ -344,6 +349,47 @@ TEST(GpuMatchesCpuModel, BackwardBitsFlipsAndDefects) {
   const Outcome n = outcome("gpu_matches_cpu_model", *nan, default_family("normal"));
   EXPECT_EQ(n.status, Status::kFail);
   EXPECT_NE(n.message.find("non-finite"), std::string::npos) << n.message;
+}
+
+// With a twin that has a backward (as the CUDA kernels' twin has), the twin's sums are taken for the GPU's: the
+// scores, the exponent's argument and dP are then the same bits on both sides and only exp and what follows it may
+// differ, so the bound is several times tighter for the paper's bf16 numerics (before: dQ 25% too large passed on
+// `normal`, 100% on `tied_max`). Equal bits and one-ulp flips still pass; 12.5% too large fails in every gradient.
+// And where dP ≈ δ (tied rows) t2's magnitude now comes from |dO·v − δ|, not |dO·v| + |δ|: fa2's dQ 4% too large
+// fails on `tied_max` without the twin's sums (it passed up to 50%).
+TEST(GpuMatchesCpuModel, BackwardWithTheTwinsSumsIsTighter) {
+  using Grad = std::vector<double> BackwardOutput::*;
+  auto scaled = [](Grad t, double by) {
+    return [t, by](const Instance&, BackwardOutput& out) {
+      for (double& x : out.*t) x *= by;
+    };
+  };
+  for (const char* g : {"normal", "causal", "tied_max", "large_logits", "masked_rows", "gqa"}) {
+    const Outcome o = outcome("gpu_matches_cpu_model", *model_as_gpu("paper-fixed", "same", nullptr, true),
+                              default_family(g));
+    EXPECT_EQ(o.status, Status::kPass) << g << ": " << o.message;
+    EXPECT_EQ(o.stats["grad_differ_pct"], 0.0) << g;
+  }
+  const auto flipped = model_as_gpu("paper-fixed", "flipped", [](const Instance&, BackwardOutput& out) {
+    for (auto* t : {&out.dq, &out.dk, &out.dv})
+      for (double& x : *t)  // the next bf16 value away from zero
+        if (std::isfinite(x) && x != 0) x += std::copysign(ulp(x, Format::kBF16), x);
+  }, true);
+  const Outcome f = outcome("gpu_matches_cpu_model", *flipped, default_family("tied_max"));
+  EXPECT_EQ(f.status, Status::kPass) << f.message;
+  EXPECT_GT(f.stats["grad_differ_pct"].get<double>(), 50.0);
+  for (const char* g : {"normal", "tied_max"})
+    for (auto [t, name] : {std::pair{Grad(&BackwardOutput::dq), "dQ"}, std::pair{Grad(&BackwardOutput::dk), "dK"},
+                           std::pair{Grad(&BackwardOutput::dv), "dV"}}) {
+      const Outcome o =
+          outcome("gpu_matches_cpu_model", *model_as_gpu("paper-fixed", "big", scaled(t, 1.125), true), default_family(g));
+      EXPECT_EQ(o.status, Status::kFail) << g << " " << name;
+      EXPECT_NE(o.message.find(std::string(": ") + name + "("), std::string::npos) << o.message;
+    }
+  const Outcome t = outcome("gpu_matches_cpu_model", *model_as_gpu("fa2", "big", scaled(&BackwardOutput::dq, 1.04)),
+                            default_family("tied_max"));
+  EXPECT_EQ(t.status, Status::kFail);
+  EXPECT_NE(t.message.find(": dQ("), std::string::npos) << t.message;
 }
 
 // The backward bound on instances no generator draws (review of the backward half, 2026-11-30). A −inf bias gives

@@ -32,10 +32,13 @@ class FnKernel : public Kernel {
   BackwardOutput backward(const Instance& in, const ForwardOutput& fwd) const override {
     return bwd_ ? bwd_(in) : Kernel::backward(in, fwd);  // the base throws: no backward pass
   }
-  void set_twin(Fn twin, NumericsSpec spec) { twin_ = std::move(twin), twin_spec_ = std::move(spec); }
+  // `twin_bwd` (optional) gives the twin a backward: then gpu_matches_cpu_model takes the twin's sums for the GPU's.
+  void set_twin(Fn twin, NumericsSpec spec, BackwardFn twin_bwd = nullptr) {
+    twin_ = std::move(twin), twin_spec_ = std::move(spec), twin_bwd_ = std::move(twin_bwd);
+  }
   CpuTwin cpu_twin() const override {
     if (!twin_) return {};
-    return {std::make_unique<FnKernel>("twin:" + name_, twin_), twin_spec_};
+    return {std::make_unique<FnKernel>("twin:" + name_, twin_, twin_bwd_), twin_spec_};
   }
 
  private:
@@ -44,6 +47,7 @@ class FnKernel : public Kernel {
   BackwardFn bwd_;
   Fn twin_;
   NumericsSpec twin_spec_;
+  BackwardFn twin_bwd_;
 };
 
 // The exact result of `in`, O rounded once to bf16 (round to nearest even), LSE to fp32.
