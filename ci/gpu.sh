@@ -10,7 +10,8 @@
 # --benchmark_filter regex; default all), ATTNCHECK_GPU_NO_BENCH=1, ATTNCHECK_GPU_NO_SANITIZER=1,
 # ATTNCHECK_GPU_SANITIZER_TOOLS (default "memcheck racecheck synccheck initcheck"), ATTNCHECK_GPU_SANITIZER_FILTER (a
 # --gtest_filter for every tool; default all tests, racecheck a subset), ATTNCHECK_GPU_RACECHECK_FILTER,
-# ATTNCHECK_GPU_SANITIZER_TIMEOUT (seconds per tool, default 240),
+# ATTNCHECK_GPU_SANITIZER_TIMEOUT (seconds per tool, default 240; 480 per part with the next),
+# ATTNCHECK_GPU_RACECHECK_FULL=1 (racecheck over every test, in parts side by side: ~4 min on an H200),
 # ATTNCHECK_GPU_NO_SUITES=1 (skip the property suites), ATTNCHECK_GPU_SUITES (default "default bias").
 # Order: tests, sanitizers, benchmarks, property suites (the longest step last).
 # Exit status: non-zero when a GPU test or a sanitizer run fails (benchmarks never fail the job).
@@ -74,15 +75,35 @@ run_step "mma_probe_test" "$out/probe.log" timeout 120 "$bin/mma_probe_test"
 
 if [ "${ATTNCHECK_GPU_NO_SANITIZER:-0}" != 1 ]; then
   echo "## compute-sanitizer" >>"$report"
-  # memcheck, synccheck, initcheck: the whole of cuda_kernels_test (all 40 tests, ~15 s each on an H200). racecheck
-  # (~30x slower: the whole binary ran past 570 s, the long-batch tests alone past 130 s): the four variants'
-  # SameInputSameBits (forward and backward on both head dims, tails, causal, GQA, keep-mask, bias), forward_many,
-  # the infinite-tolerance test and the poison tests (~60 s). The seven other work splits were checked one by one
-  # in session 9 (CudaFwdTiling, 49-75 s each, 0 hazards): ATTNCHECK_GPU_RACECHECK_FILTER='Splits/*' with
-  # ATTNCHECK_GPU_SANITIZER_TIMEOUT=600 (seconds per tool; default 240) runs them.
+  # memcheck, synccheck, initcheck: the whole of cuda_kernels_test (all 44 tests, ~30 s each on an H200). racecheck
+  # (~30x slower: the whole binary in one process ran past 570 s, the long-batch tests alone take ~210 s): by
+  # default the four variants' SameInputSameBits (forward and backward on both head dims, tails, causal, GQA,
+  # keep-mask, bias), forward_many, the infinite-tolerance test and the poison tests (~50 s). With
+  # ATTNCHECK_GPU_RACECHECK_FULL=1 every test, in parts run side by side (the work splits one process each).
   all=${ATTNCHECK_GPU_SANITIZER_FILTER:-'*'}
   race=${ATTNCHECK_GPU_RACECHECK_FILTER:-${ATTNCHECK_GPU_SANITIZER_FILTER:-'Variants/CudaKernel.SameInputSameBits/*:Variants/CudaKernel.ForwardManyEqualsForward/*:CudaFixedPolicy.*:CudaPoison.*'}}
   for tool in ${ATTNCHECK_GPU_SANITIZER_TOOLS:-memcheck racecheck synccheck initcheck}; do
+    if [ "$tool" = racecheck ] && [ "${ATTNCHECK_GPU_RACECHECK_FULL:-0}" = 1 ]; then
+      parts=("$race" 'Variants/CudaKernel.Forward*-Variants/CudaKernel.ForwardManyEqualsForward/*' 'Variants/CudaKernel.Backward*' 'CudaLaunch.*:CudaRegistry.*')
+      while read -r t; do parts+=("$t"); done < <("$bin/cuda_kernels_test" --gtest_list_tests |
+        awk '/^[^ ]/ {suite = $1} /^  / && suite ~ /^Splits\// {print suite $1}')
+      t0=$(date +%s)
+      pids=()
+      for i in "${!parts[@]}"; do
+        timeout "${ATTNCHECK_GPU_SANITIZER_TIMEOUT:-480}" compute-sanitizer --tool racecheck --error-exitcode 3 \
+          "$bin/cuda_kernels_test" --gtest_filter="${parts[$i]}" >"$out/sanitizer_racecheck_$i.log" 2>&1 &
+        pids+=($!)
+      done
+      failed=0
+      for i in "${!parts[@]}"; do
+        wait "${pids[$i]}" || { failed=$((failed + 1)); echo "  - FAIL: ${parts[$i]} (sanitizer_racecheck_$i.log)" >>"$report"; }
+      done
+      [ $failed -ne 0 ] && status=1
+      hazards=$(grep -h 'RACECHECK SUMMARY' "$out"/sanitizer_racecheck_*.log | grep -vc ': 0 hazards displayed (0 errors, 0 warnings)')
+      echo "- compute-sanitizer --tool racecheck, every test in ${#parts[@]} parts side by side: $([ $failed -eq 0 ] && echo PASS || echo "FAIL ($failed parts)") in $(( $(date +%s) - t0 )) s (logs: sanitizer_racecheck_*.log)" >>"$report"
+      echo "  - $(grep -h 'PASSED' "$out"/sanitizer_racecheck_*.log | awk '{n += $4} END {print n + 0}') tests passed; parts with hazards: $hazards" >>"$report"
+      continue
+    fi
     sub=$all
     [ "$tool" = racecheck ] && sub=$race
     run_step "compute-sanitizer --tool $tool ($sub)" "$out/sanitizer_$tool.log" timeout "${ATTNCHECK_GPU_SANITIZER_TIMEOUT:-240}" \
