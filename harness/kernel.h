@@ -59,8 +59,9 @@ class Kernel {
   // sums, reductions), bit for bit except where the host's exp/log stand in for the GPU's, and the numerics both
   // follow (their rounding points: gpu_matches_cpu_model derives its bound from them). The backward, run from the
   // GPU's own O and LSE, is compared with the twin's backward where its caps say it has one, else with
-  // model_backward of `spec`. No twin (kernel null) for CPU kernels, which are their own models, and for kernels
-  // nobody has twinned.
+  // model_backward of `spec`. A twin with a backward promises the GPU backward's dot products bit for bit too
+  // (s = q·k, dP = dO·v: the property then allows no difference before exp); give a twin no backward otherwise.
+  // No twin (kernel null) for CPU kernels, which are their own models, and for kernels nobody has twinned.
   struct CpuTwin {
     std::unique_ptr<Kernel> kernel;
     NumericsSpec spec;

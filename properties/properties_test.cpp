@@ -390,6 +390,22 @@ TEST(GpuMatchesCpuModel, BackwardWithTheTwinsSumsIsTighter) {
                             default_family("tied_max"));
   EXPECT_EQ(t.status, Status::kFail);
   EXPECT_NE(t.message.find(": dQ("), std::string::npos) << t.message;
+
+  // The switch itself: every pair of `normal` takes the twin's sums; a q entry of 2^-30 (outside the probed
+  // exponents) sends its row's pairs back to the full bound; without a twin backward no pair takes them.
+  Instance in = make_instance(default_family("normal"), 0);
+  const double all = double(in.problem.batch) * in.problem.heads_q * in.problem.n_q * in.problem.n_k;
+  nlohmann::json st;
+  EXPECT_EQ(gpu_matches_one(*model_as_gpu("paper-fixed", "same", nullptr, true), in, st), "");
+  EXPECT_EQ(st["grad_pairs"], all) << st.dump();
+  EXPECT_EQ(st["grad_pairs_same_sums"], all) << st.dump();
+  in.q[0] = 0x1p-30;  // row 0 of head 0, column 0
+  st = nlohmann::json{};
+  EXPECT_EQ(gpu_matches_one(*model_as_gpu("paper-fixed", "same", nullptr, true), in, st), "");
+  EXPECT_EQ(st["grad_pairs_same_sums"], all - in.problem.n_k) << st.dump();
+  st = nlohmann::json{};
+  EXPECT_EQ(gpu_matches_one(*model_as_gpu("paper-fixed", "same", nullptr, false), in, st), "");
+  EXPECT_EQ(st["grad_pairs_same_sums"], 0.0) << st.dump();
 }
 
 // The backward bound on instances no generator draws (review of the backward half, 2026-11-30). A −inf bias gives
