@@ -108,6 +108,29 @@ TEST_F(Cli, HelpAndUsageErrors) {
     EXPECT_NE(r.err.find("attncheck: error: "), std::string::npos) << bad << ": " << r.err;
   }
   EXPECT_NE(run("check -k no-such-kernel").err.find("unknown kernel"), std::string::npos);
+  // Options that name nothing sensible are refused before any check runs (UX review, session 11).
+  const std::string f = file("a-file", "x");
+  for (auto [args, needle] : std::initializer_list<std::pair<std::string, std::string>>{
+           {"chek", "unknown command 'chek'"},
+           {"check --seed -1", "--seed '-1': not an unsigned 64-bit"},
+           {"check --seed 18446744073709551616", "not an unsigned 64-bit"},
+           {"check --seconds nan", "--seconds: not a finite number"},
+           {"check -k 'paper-fixed[beta=4,beta=8]'", "'beta' is given twice"},
+           {"check -k paper --findings " + f + "/sub", "--findings " + f + "/sub: cannot create"},
+           {"check -k paper --json ''", "--json: an empty path"},
+           {"check -k paper --json " + (dir_ / "no-dir" / "r.json").string(), "no directory"},
+           {"fuzz --time 2 --fuzzer " + (dir_ / "no-fuzzer").string(), "no such file"}}) {
+    const bool own_findings = args.rfind("check", 0) == 0 && args.find("--findings") == std::string::npos;
+    const CmdResult r = run(own_findings ? args + " --findings " + (dir_ / "f").string() : args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(r.out.find("checks:"), std::string::npos) << args << ": ran checks anyway\n" << r.out;
+  }
+  // A run that tests nothing (every check skipped or degenerate) is not a pass.
+  const CmdResult none = run("check -q -k paper --property unbiased --family tied_max --instances 2 --findings " +
+                             (dir_ / "f").string());
+  EXPECT_EQ(none.status, 2) << none.out << none.err;
+  EXPECT_NE(none.err.find("nothing was tested"), std::string::npos) << none.err;
 }
 
 TEST_F(Cli, ReplayVerdicts) {
@@ -163,6 +186,28 @@ TEST_F(Cli, EveryMalformedClassExitsTwoNamingTheProblem) {
                   "NaN");
   expect_bad_file(variant("kernel.json", [](json& j) { j["kernel"] = "no-such-kernel"; }), "unknown kernel");
   expect_bad_file(variant("property.json", [](json& j) { j["property"] = "no-such-property"; }), "no-such-property");
+  // A family shape other than the pinned instance's is refused before any instance is generated (a forged n_k of
+  // 10^9 took 15 GB before: UX review, session 11).
+  expect_bad_file(variant("famshape.json", [](json& j) { j["family"]["problem"]["n_k"] = 100000; }),
+                  "differs from the pinned instance's");
+}
+
+// A directory replays its cases; fuzz summaries beside them are passed over by name; an empty one is an error.
+TEST_F(Cli, ReplayTakesDirectoriesAndPassesOverFuzzSummaries) {
+  fs::create_directories(dir_ / "found");
+  std::ofstream(dir_ / "found" / "a.json") << good_case().dump(1);
+  std::ofstream(dir_ / "found" / "fuzz-oracle-summary.json") << "{\"findings\": []}\n";
+  const CmdResult r = run("replay -q " + (dir_ / "found").string());
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("ok     " + (dir_ / "found" / "a.json").string()), std::string::npos) << r.out;
+  const CmdResult g = run("replay -q " + (dir_ / "found" / "a.json").string() + " " +
+                          (dir_ / "found" / "fuzz-oracle-summary.json").string());
+  EXPECT_EQ(g.status, 0) << g.out << g.err;
+  EXPECT_NE(g.out.find("a fuzz summary, not a case"), std::string::npos) << g.out;
+  fs::create_directories(dir_ / "empty");
+  const CmdResult e = run("replay " + (dir_ / "empty").string());
+  EXPECT_EQ(e.status, 2) << e.out << e.err;
+  EXPECT_NE(e.err.find("no case files"), std::string::npos) << e.err;
 }
 
 TEST_F(Cli, SmallCheckRunWritesReports) {

@@ -12,6 +12,7 @@
 #include <bit>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -141,7 +142,15 @@ Case case_from_json(const json& j, const std::string& origin) {
   c.budget = budget_from(json_fields::field(j, "budget", top), top / "budget");
   c.instance_index = json_fields::uint_at(json_fields::field(j, "instance_index", top), top / "instance_index");
   const json& inst = json_fields::field(j, "instance", top);
-  if (!inst.is_null()) c.instance = instance_from_json(inst, origin);
+  if (!inst.is_null()) {
+    c.instance = instance_from_json(inst, origin);
+    // The family generates instances of its own shape; a pinned instance of another shape would only be noticed
+    // after generating one (which a forged n_k of 10^9 turns into gigabytes).
+    const Problem &a = c.family.problem, &b = c.instance->problem;
+    if (a.batch != b.batch || a.heads_q != b.heads_q || a.heads_kv != b.heads_kv || a.n_q != b.n_q || a.n_k != b.n_k ||
+        a.head_dim != b.head_dim)
+      (top / "family").fail("shape " + a.describe() + " differs from the pinned instance's " + b.describe());
+  }
   c.expected = parse_status(json_fields::string_at(json_fields::field(j, "expected", top), top / "expected"), top / "expected");
   c.stats = json_fields::object(json_fields::field(j, "stats", top), top / "stats");
   c.found_by = json_fields::string_at(json_fields::field(j, "found_by", top), top / "found_by");
@@ -199,6 +208,48 @@ std::string finding_file_name(const Case& c) {
   char hash[16];
   std::snprintf(hash, sizeof hash, "%08llx", static_cast<unsigned long long>(fnv1a(key) & 0xffffffffull));
   return sanitise(c.kernel) + "-" + sanitise(c.property) + "-" + sanitise(c.family.generator) + "-" + hash + ".json";
+}
+
+namespace {
+// Creates and removes a file in `dir`: "" when that works, else why not.
+std::string cannot_write_in(const std::filesystem::path& dir) {
+  const std::filesystem::path probe = dir / (".attncheck-write-test." + std::to_string(::getpid()));
+  std::ofstream out(probe, std::ios::binary | std::ios::trunc);
+  if (!out) return std::strerror(errno);
+  out.close();
+  std::error_code ec;
+  std::filesystem::remove(probe, ec);
+  return "";
+}
+}  // namespace
+
+void require_writable_dir(const std::string& dir, const std::string& option) {
+  if (dir.empty()) throw Error(option + ": an empty path");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(option + " " + dir + ": cannot create the directory: " + ec.message());
+  if (!std::filesystem::is_directory(dir)) throw Error(option + " " + dir + ": not a directory");
+  if (const std::string why = cannot_write_in(dir); !why.empty())
+    throw Error(option + " " + dir + ": cannot write there: " + why);
+}
+
+void require_writable_file(const std::string& path, const std::string& option) {
+  if (path.empty()) throw Error(option + ": an empty path");
+  const std::filesystem::path p(path);
+  if (std::filesystem::is_directory(p)) throw Error(option + " " + path + ": is a directory");
+  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
+  if (!std::filesystem::is_directory(dir)) throw Error(option + " " + path + ": no directory " + dir.string());
+  if (const std::string why = cannot_write_in(dir); !why.empty())
+    throw Error(option + " " + path + ": cannot write in " + dir.string() + ": " + why);
+}
+
+std::uint64_t parse_u64(const std::string& text, const std::string& option) {
+  std::uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ptr != end || ec != std::errc() || !std::isdigit(static_cast<unsigned char>(text[0])))
+    throw Error(option + " '" + text + "': not an unsigned 64-bit decimal number (0 to 18446744073709551615)");
+  return v;
 }
 
 std::string write_finding(const std::string& dir, const Case& c) {

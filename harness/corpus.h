@@ -65,4 +65,12 @@ std::string instance_difference(const Instance& pinned, const Instance& now);
 // "2026-11-29T23:59:59Z".
 std::string utc_now_iso8601();
 
+// Output paths checked before a run, so that a run never ends with its findings or report unwritable. Both throw
+// Error naming `option`: the directory is created if missing and must take a new file; the file's folder must
+// exist and take a new file, and the path must not be a directory.
+void require_writable_dir(const std::string& dir, const std::string& option);
+void require_writable_file(const std::string& path, const std::string& option);
+// A decimal unsigned 64-bit number, strictly (digits only, no sign, no overflow); Error naming `option` otherwise.
+std::uint64_t parse_u64(const std::string& text, const std::string& option);
+
 }  // namespace attncheck

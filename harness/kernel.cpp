@@ -90,7 +90,8 @@ std::pair<std::string, KernelParams> parse_kernel_name(const std::string& name) 
     const double v = std::strtod(value.c_str(), &end);
     if (value.empty() || *end != '\0' || !std::isfinite(v))
       throw Error("kernel name '" + name + "': '" + value + "' is not a finite number");
-    params[item.substr(0, eq)] = v;
+    if (!params.emplace(item.substr(0, eq), v).second)
+      throw Error("kernel name '" + name + "': '" + item.substr(0, eq) + "' is given twice");
     pos = comma + 1;
   }
   return {base, params};

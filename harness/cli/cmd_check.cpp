@@ -7,7 +7,9 @@
 // every kProgressEvery seconds. Exit 0 all pass, 1 any failure, 2 usage/input error.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -33,8 +35,9 @@ struct CheckOptions {
   std::string suite = "default";
   int instances = 0;  // 0 = the Budget default
   double seconds = -1;  // < 0 = the Budget default
+  std::string seed_text;
   std::uint64_t seed = 0;
-  bool seed_given = false;
+  bool seed_given = false, json_given = false, junit_given = false;
   std::string json_path, junit_path;
   std::string findings = "corpus/findings";
   bool no_shrink = false;
@@ -75,7 +78,10 @@ std::vector<const Kernel*> pick_kernels(const CheckOptions& opt) {
   Registry& r = default_registry();
   std::vector<const Kernel*> out;
   if (!opt.kernels.empty()) {
-    for (const auto& name : opt.kernels) out.push_back(&r.get(name));  // Error names the known kernels
+    for (const auto& name : opt.kernels) {  // Error names the known kernels; one kernel named twice runs once
+      const Kernel* k = &r.get(name);
+      if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+    }
     return out;
   }
   for (const char* name : kBuiltinKernels) out.push_back(&r.get(name));
@@ -147,8 +153,14 @@ int run_check(const CheckOptions& opt) {
   const auto t0 = Clock::now();
   if (const char* rc = std::getenv("RC_PARAMS"))
     std::cerr << "attncheck: RC_PARAMS=\"" << rc << "\" is passed through to RapidCheck\n";
+  if (!std::isfinite(opt.seconds)) throw Error("--seconds: not a finite number");
   const auto kernels = pick_kernels(opt);
   const auto entries = pick_entries(opt);
+  // Where findings and reports go is checked before anything runs: a finding is written before it is printed,
+  // and a run must not end with it (or the report) unwritable.
+  require_writable_dir(opt.findings, "--findings");
+  if (opt.json_given) require_writable_file(opt.json_path, "--json");
+  if (opt.junit_given) require_writable_file(opt.junit_path, "--junit");
   RunReport report;
   for (const Kernel* k : kernels) report.kernels.push_back(k->name());
   report.suite = opt.suite;
@@ -199,7 +211,13 @@ int run_check(const CheckOptions& opt) {
   if (!opt.json_path.empty())
     write_text_file(opt.json_path, run_to_json(report).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (!opt.junit_path.empty()) write_text_file(opt.junit_path, run_to_junit(report));
-  return report.count(Status::kFail) ? kExitFail : kExitPass;
+  if (report.count(Status::kFail)) return kExitFail;
+  if (report.count(Status::kPass) == 0) {  // every check skipped or discarded: a green run that tested nothing
+    std::cerr << "attncheck: error: nothing was tested: " << report.count(Status::kSkip) << " check(s) skipped, "
+              << report.count(Status::kDegenerate) << " discarded as degenerate (the summary above says why)\n";
+    return kExitUsage;
+  }
+  return kExitPass;
 }
 
 }  // namespace
@@ -217,17 +235,25 @@ void add_check(CLI::App& app, Runner& run) {
       ->check(CLI::Range(1, 1 << 30));
   sub->add_option("--seconds", opt->seconds, "Time budget per check in seconds (0 = none)")
       ->check(CLI::Range(0.0, 1e7));
-  auto* seed = sub->add_option("--seed", opt->seed, "Mixed into every family's seed (default: the suite's own seeds)");
-  sub->add_option("--json", opt->json_path, "Write a JSON report to FILE");
-  sub->add_option("--junit", opt->junit_path, "Write a JUnit XML report to FILE");
+  auto* seed = sub->add_option("--seed", opt->seed_text,
+                               "Mixed into every family's seed, 0 to 2^64-1 (default: the suite's own seeds)");
+  auto* json = sub->add_option("--json", opt->json_path, "Write a JSON report to FILE");
+  auto* junit = sub->add_option("--junit", opt->junit_path, "Write a JUnit XML report to FILE");
   sub->add_option("--findings", opt->findings, "Directory for failing cases")->capture_default_str();
   sub->add_flag("--no-shrink", opt->no_shrink, "Report failures unshrunk (faster)");
   sub->add_flag("-q,--quiet", opt->quiet, "No progress line");
   add_plugin_option(*sub);  // --plugin PATH (harness/plugin/plugin_cli.h)
-  sub->footer("RapidCheck: RC_PARAMS in the environment (seed/reproduce tokens) is passed through unchanged.");
-  sub->callback([&run, opt, seed] {
+  sub->footer(
+      "Exit status: 0 every check passed, 1 a property failed, 2 usage or input error (or nothing was tested: every\n"
+      "check skipped or degenerate).\n"
+      "RapidCheck: RC_PARAMS in the environment (seed/reproduce tokens) is passed through unchanged.");
+  sub->callback([&run, opt, seed, json, junit] {
     opt->seed_given = seed->count() > 0;
-    run = [opt] { return run_check(*opt); };
+    opt->json_given = json->count() > 0, opt->junit_given = junit->count() > 0;
+    run = [opt] {
+      if (opt->seed_given) opt->seed = parse_u64(opt->seed_text, "--seed");
+      return run_check(*opt);
+    };
   });
 }
 

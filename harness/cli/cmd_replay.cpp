@@ -1,7 +1,11 @@
-// cmd_replay.cpp — `attncheck replay FILE...`: load each saved case (fully validated), check that its family
-// still generates the pinned bits, re-run its property with its budget, print verdict and report.
+// cmd_replay.cpp — `attncheck replay FILE|DIR...`: load each saved case (fully validated), check that its family
+// still generates the pinned bits, re-run its property with its budget, print verdict and report. A directory
+// stands for its *.json cases, in name order; fuzz summaries (fuzz-*-summary.json, which `attncheck fuzz` writes
+// beside its findings) are passed over, named, wherever they come from.
 // Exit 0 when every verdict matches the file's expected verdict, 1 when one differs, 2 when a file is bad
 // (unreadable, malformed, generator drift); every file is still tried and reported.
+#include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -18,9 +22,39 @@ struct ReplayOptions {
   bool quiet = false;
 };
 
+bool is_fuzz_summary(const std::filesystem::path& p) {
+  const std::string name = p.filename().string();
+  return name.rfind("fuzz-", 0) == 0 && name.size() > 13 && name.compare(name.size() - 13, 13, "-summary.json") == 0;
+}
+
+// The case files named: a directory gives its *.json files (name order), fuzz summaries are left out.
+std::vector<std::string> case_files(const std::vector<std::string>& args) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const std::string& a : args) {
+    if (!fs::is_directory(a)) {
+      if (is_fuzz_summary(a)) std::cout << "skip   " << a << ": a fuzz summary, not a case\n";
+      else out.push_back(a);
+      continue;
+    }
+    std::vector<std::string> in_dir;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(a, ec))
+      if (e.is_regular_file() && e.path().extension() == ".json" && !is_fuzz_summary(e.path()))
+        in_dir.push_back(e.path().string());
+    if (ec) throw Error(a + ": cannot list the directory: " + ec.message());
+    if (in_dir.empty()) throw Error(a + ": a directory with no case files (*.json)");
+    std::sort(in_dir.begin(), in_dir.end());
+    out.insert(out.end(), in_dir.begin(), in_dir.end());
+  }
+  return out;
+}
+
 int run_replay(const ReplayOptions& opt) {
   int bad = 0, differ = 0;
-  for (const std::string& path : opt.files) {
+  const std::vector<std::string> files = case_files(opt.files);
+  if (files.empty()) throw Error("no case file to replay (only fuzz summaries)");
+  for (const std::string& path : files) {
     try {
       const Case c = load_case(path);  // its errors name the file and the field
       Outcome o;
@@ -51,8 +85,8 @@ int run_replay(const ReplayOptions& opt) {
       std::cerr << "attncheck: error: " << e.what() << "\n";
     }
   }
-  if (opt.files.size() > 1)
-    std::cout << opt.files.size() << " cases: " << opt.files.size() - bad - differ << " match, " << differ
+  if (files.size() > 1)
+    std::cout << files.size() << " cases: " << files.size() - bad - differ << " match, " << differ
               << " differ, " << bad << " could not be replayed\n";
   return bad ? kExitUsage : differ ? kExitFail : kExitPass;
 }
@@ -62,7 +96,10 @@ int run_replay(const ReplayOptions& opt) {
 void add_replay(CLI::App& app, Runner& run) {
   auto opt = std::make_shared<ReplayOptions>();
   CLI::App* sub = app.add_subcommand("replay", "Re-run saved cases (corpus/findings, corpus/regression) and compare verdicts");
-  sub->add_option("files", opt->files, "Case files (JSON, corpus/README.md)")->required();
+  sub->add_option("files", opt->files, "Case files (JSON, corpus/README.md), or directories of them")->required();
+  sub->footer(
+      "Exit status: 0 every replayed verdict is the expected one (a finding that still fails: 0), 1 a verdict\n"
+      "differs (e.g. a fixed kernel now passes its finding: update the case), 2 a file could not be replayed.");
   sub->add_flag("-q,--quiet", opt->quiet, "Only the verdict lines");
   add_plugin_option(*sub);  // cases found on plugin kernels need their library loaded again
   sub->callback([&run, opt] { run = [opt] { return run_replay(*opt); }; });

@@ -37,6 +37,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/corpus.h"
+#include "harness/run_report.h"
 
 namespace attncheck::cli {
 namespace {
@@ -56,6 +57,7 @@ struct FuzzOptions {
   double seconds = 60;
   int workers = 1;
   std::string corpus, findings = "corpus/findings", fuzzer, seeds = "corpus/seeds/kernel";
+  bool seeds_given = false;
   std::uint64_t seed = 1;
   int bias_t = 32;
   bool no_feedback = false;
@@ -69,7 +71,11 @@ std::string self_dir() {
 
 std::string find_fuzzer(const FuzzOptions& o) {
   std::vector<std::string> tries;
-  if (!o.fuzzer.empty()) tries.push_back(o.fuzzer);
+  if (!o.fuzzer.empty()) {  // named: it or nothing
+    if (::access(o.fuzzer.c_str(), X_OK) != 0)
+      throw Error("--fuzzer " + o.fuzzer + ": " + (::access(o.fuzzer.c_str(), F_OK) == 0 ? "not executable" : "no such file"));
+    tries.push_back(o.fuzzer);
+  }
   if (const char* e = std::getenv("ATTNCHECK_FUZZER")) tries.push_back(e);
   tries.push_back("build-fuzz/harness/fuzz/attncheck_fuzz_kernel");
   tries.push_back(self_dir() + "/fuzz/attncheck_fuzz_kernel");
@@ -127,6 +133,11 @@ int run_fuzz(const FuzzOptions& o) {
   Registry& reg = default_registry();
   const Kernel& kernel = reg.get(o.kernel);  // an unknown kernel is a usage error before any fuzzing
   const std::string fuzzer = find_fuzzer(o);
+  // Where the findings go, and the seeds named, are checked before the campaign, not after it.
+  require_writable_dir(o.findings, "--findings");
+  if (o.seeds_given && !fs::is_directory(o.seeds)) throw Error("--seeds " + o.seeds + ": not a directory");
+  if (!o.seeds_given && !fs::is_directory(o.seeds))
+    std::cerr << "attncheck fuzz: no seed corpus at " << o.seeds << " (run from the repository root, or pass --seeds)\n";
   std::string safe = o.kernel;
   for (char& ch : safe)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_') ch = '_';
@@ -298,8 +309,8 @@ int run_fuzz(const FuzzOptions& o) {
   }
   const fs::path md_path = fs::path(o.findings) / ("fuzz-" + safe + "-summary.md");
   const fs::path js_path = fs::path(o.findings) / ("fuzz-" + safe + "-summary.json");
-  std::ofstream(md_path) << md.str();
-  std::ofstream(js_path) << report.dump(2) << "\n";
+  write_text_file(md_path.string(), md.str());
+  write_text_file(js_path.string(), report.dump(2) + "\n");
   std::cout << md.str() << "summary: " << md_path.string() << " and " << js_path.string() << "\n";
   return groups.empty() ? kExitPass : kExitFail;
 }
@@ -316,12 +327,15 @@ void add_fuzz(CLI::App& app, Runner& run) {
       ->check(CLI::Range(1, 256));
   sub->add_option("--corpus", opt->corpus, "Working corpus directory (default build-fuzz/corpus/<kernel>)");
   sub->add_option("--findings", opt->findings, "Where minimised findings and the summary go")->capture_default_str();
-  sub->add_option("--seeds", opt->seeds, "Read-only seed corpus")->capture_default_str();
+  auto* seeds = sub->add_option("--seeds", opt->seeds, "Read-only seed corpus")->capture_default_str();
   sub->add_option("--fuzzer", opt->fuzzer, "The libFuzzer build of attncheck_fuzz_kernel");
-  sub->add_option("--seed", opt->seed, "libFuzzer -seed")->capture_default_str();
+  sub->add_option("--seed", opt->seed, "libFuzzer -seed, 1 to 2^32-1")->capture_default_str()->check(CLI::Range(1.0, 4294967295.0));
   sub->add_option("--bias-t", opt->bias_t, "Bias property batch size per input, 2 to 100000")->capture_default_str()->check(CLI::Range(2, 100000));
   sub->add_flag("--no-feedback", opt->no_feedback, "Switch the error-guided extra counters off");
-  sub->callback([&run, opt] { run = [opt] { return run_fuzz(*opt); }; });
+  sub->callback([&run, opt, seeds] {
+    opt->seeds_given = seeds->count() > 0;
+    run = [opt] { return run_fuzz(*opt); };
+  });
 }
 
 }  // namespace attncheck::cli

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include "harness/cli/commands.h"
 #include "harness/problem.h"
@@ -21,6 +22,20 @@ int main(int argc, char** argv) {
   cli::add_check(app, run);
   cli::add_replay(app, run);
   cli::add_fuzz(app, run);
+  if (argc > 1 && argv[1][0] != '-') {  // the first word names the command: say so when it names none
+    const std::string word = argv[1];
+    if (word == "help") {
+      std::cout << app.help();
+      return 0;
+    }
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == word;
+    if (!known) {
+      std::cerr << "attncheck: error: unknown command '" << word << "' (commands: list, check, replay, fuzz; see "
+                << "attncheck --help)\n";
+      return cli::kExitUsage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -66,11 +66,14 @@ TEST(PluginCli, SkipRescaleFailsFarOutsideTheBoundAndIsShrunk) {
   EXPECT_LE(std::stoi(m[2]), 4) << r.output;
 }
 
+// A decline is a skip, not a failure; and a run whose every check was skipped tested nothing, which is not a pass
+// (exit 2, said on stderr): a kernel that declines every problem must not turn CI green.
 TEST(PluginCli, ARunTimeDeclineIsASkipNotAFailure) {
   const CliRun r = attncheck("", std::string("check --plugin ") + ATTNCHECK_FAULTY_PLUGIN +
                                   " -k plugin:unsupported --suite quick --property accurate --no-shrink");
-  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("0 FAIL, 1 skip"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("nothing was tested: 1 check(s) skipped"), std::string::npos) << r.output;
 }
 
 TEST(PluginCli, ACrashingPluginIsAFailureNotACrash) {
