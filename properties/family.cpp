@@ -151,8 +151,8 @@ Family default_family(const std::string& generator) {
 std::string Family::describe() const {
   std::ostringstream s;
   s << generator << " [" << problem.describe() << "] tiles ";
-  if (tile_q || tile_k)
-    s << tile_q << "x" << tile_k;
+  if (tile_q || tile_k)  // 0 = the kernel's own (a family may set one of the two)
+    s << "q" << (tile_q ? std::to_string(tile_q) : "default") << " k" << (tile_k ? std::to_string(tile_k) : "default");
   else
     s << "default";
   s << " {";

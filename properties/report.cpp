@@ -43,8 +43,8 @@ std::string failure_report(const Property& p, const Kernel& k, const Outcome& o)
   s << "property: " << p.name << " — " << p.sentence << "\n";
   s << "verdict:  " << status_name(o.status) << ": " << o.message << "\n";
   s << "family:   " << f.describe() << "\n";
-  s << "tiles:    " << (f.tile_q || f.tile_k ? std::to_string(f.tile_q) + "x" + std::to_string(f.tile_k)
-                                               : std::string("kernel default"))
+  auto tile = [](int t) { return t ? std::to_string(t) : std::string("kernel default"); };
+  s << "tiles:    " << (f.tile_q || f.tile_k ? "q " + tile(f.tile_q) + ", k " + tile(f.tile_k) : std::string("kernel default"))
     << "\n";
   s << "found in " << fmt_num(o.seconds) << " s; shrunk in " << o.shrink_steps << " steps, " << fmt_num(o.shrink_seconds)
     << " s\n";

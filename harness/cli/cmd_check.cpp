@@ -233,7 +233,9 @@ void add_check(CLI::App& app, Runner& run) {
   sub->add_option("--property", opt->properties, "Only this property (repeatable)");
   sub->add_option("--instances", opt->instances, "Instances per check (bias: T, the sample size)")
       ->check(CLI::Range(1, 1 << 30));
-  sub->add_option("--seconds", opt->seconds, "Time budget per check in seconds (0 = none)")
+  sub->add_option("--seconds", opt->seconds,
+                  "Time budget per check in seconds (0 = none); shrinking a failure has its own, 20 s by default "
+                  "(ATTNCHECK_SHRINK_SECONDS)")
       ->check(CLI::Range(0.0, 1e7));
   auto* seed = sub->add_option("--seed", opt->seed_text,
                                "Mixed into every family's seed, 0 to 2^64-1 (default: the suite's own seeds)");
