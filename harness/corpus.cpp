@@ -202,6 +202,8 @@ Case load_case(const std::string& path) {
   }
 }
 
+std::string file_name_part(const std::string& s) { return sanitise(s); }
+
 std::string finding_file_name(const Case& c) {
   const std::string key = c.kernel + "\n" + c.property + "\n" + family_to_json(c.family).dump() + "\n" +
                           std::to_string(c.instance_index);

@@ -59,6 +59,9 @@ Case case_from_outcome(const Outcome& o, const Budget& b, const std::string& fou
 // name is sanitised ('[', ']', ',', '=', '/', ':' and anything else outside [A-Za-z0-9._-] become '_' or
 // '-') and the hash covers kernel, property, family and instance index (the same finding keeps its name).
 std::string finding_file_name(const Case& c);
+// One part of a file name as finding_file_name spells a kernel ("paper-fixed[beta=4]" -> "paper-fixed_beta-4");
+// `attncheck fuzz` names its summary, raw folder and working corpus the same way.
+std::string file_name_part(const std::string& s);
 // The first difference between two instances (problem fields, seed, then tensors bit for bit, -0 != +0),
 // or "" when they are identical.
 std::string instance_difference(const Instance& pinned, const Instance& now);

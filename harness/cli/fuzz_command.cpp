@@ -138,9 +138,7 @@ int run_fuzz(const FuzzOptions& o) {
   if (o.seeds_given && !fs::is_directory(o.seeds)) throw Error("--seeds " + o.seeds + ": not a directory");
   if (!o.seeds_given && !fs::is_directory(o.seeds))
     std::cerr << "attncheck fuzz: no seed corpus at " << o.seeds << " (run from the repository root, or pass --seeds)\n";
-  std::string safe = o.kernel;
-  for (char& ch : safe)
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_') ch = '_';
+  const std::string safe = file_name_part(o.kernel);  // as the findings spell the kernel
   const fs::path corpus = o.corpus.empty() ? fs::path("build-fuzz/corpus") / safe : fs::path(o.corpus);
   const fs::path raw = fs::path(o.findings) / ("raw-" + safe);
   fs::create_directories(corpus);
