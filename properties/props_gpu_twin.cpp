@@ -170,11 +170,10 @@ std::string check_backward_against_twin(const Kernel& k, const Kernel& twin, con
           // dP's distance from the exact dot (the fp64 dot's own error included), and its magnitude.
           const double m_dp = cap(sdv * (1 + gap(d)) * (1 + f(sp.dp_fmt)));
           const double e_dp = gap(d) * sdv + tc_sub(d, sdv_ab) + f(sp.dp_fmt) * m_dp + sub(sp.dp_fmt) + d * 0x1p-53 * sdv;
-          const double d_dp = same_dp ? 0.0 : e_dp;
           const double t_flip = f(sp.ds_term_fmt);
-          const double m_t2 = cap(std::min((m_dp + dlt + tc_sub(d, sdv_ab)) * (1 + t_flip) + sub(sp.ds_term_fmt),
-                                           (std::fabs(dv - dl) + e_dp) * (1 + t_flip) + sub(sp.ds_term_fmt)));
-          const double d_t2 = same_dp ? 0.0 : d_dp + t_flip * m_t2 + sub(sp.ds_term_fmt);
+          const double m_t2 =
+              cap(std::min(m_dp + dlt + tc_sub(d, sdv_ab), std::fabs(dv - dl) + e_dp) * (1 + t_flip) + sub(sp.ds_term_fmt));
+          const double d_t2 = same_dp ? 0.0 : e_dp + t_flip * m_t2 + sub(sp.ds_term_fmt);
           // The exact score (reference_scores' value, from the fp64 dot above: g_qk below allows for its rounding).
           const double s_ex = scale * qk + (p.has_bias ? in.bias[p.score_at(b, h, i, j)] : 0.0);
           if ((s_ex == -HUGE_VAL && std::isfinite(L)) || (L == HUGE_VAL && std::isfinite(s_ex))) {

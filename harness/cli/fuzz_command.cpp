@@ -135,9 +135,10 @@ int run_fuzz(const FuzzOptions& o) {
   const std::string fuzzer = find_fuzzer(o);
   // Where the findings go, and the seeds named, are checked before the campaign, not after it.
   require_writable_dir(o.findings, "--findings");
-  if (o.seeds_given && !fs::is_directory(o.seeds)) throw Error("--seeds " + o.seeds + ": not a directory");
-  if (!o.seeds_given && !fs::is_directory(o.seeds))
+  if (!fs::is_directory(o.seeds)) {
+    if (o.seeds_given) throw Error("--seeds " + o.seeds + ": not a directory");
     std::cerr << "attncheck fuzz: no seed corpus at " << o.seeds << " (run from the repository root, or pass --seeds)\n";
+  }
   const std::string safe = file_name_part(o.kernel);  // as the findings spell the kernel
   const fs::path corpus = o.corpus.empty() ? fs::path("build-fuzz/corpus") / safe : fs::path(o.corpus);
   const fs::path raw = fs::path(o.findings) / ("raw-" + safe);

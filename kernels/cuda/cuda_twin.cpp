@@ -188,18 +188,11 @@ void tensor_core_dots(const float* a, const float* bt, int width, int d, float* 
 }
 void tensor_core_tile_sum(const float* w, const float* rows, int n, int width, float* out) {
   const int padded = (n + 63) / 64 * 64;
-  float a[16], b[16];
+  std::vector<float> a(padded, 0.0f), b(padded, 0.0f);
+  std::copy(w, w + n, a.begin());
   for (int t = 0; t < width; ++t) {
-    float acc = 0.0f;
-    for (int r0 = 0; r0 < padded; r0 += 16) {
-      for (int k = 0; k < 16; ++k) {
-        const int r = r0 + k;
-        a[k] = r < n ? w[r] : 0.0f;
-        b[k] = r < n ? rows[std::size_t(r) * width + t] : 0.0f;
-      }
-      acc = mma_k16(a, b, acc);
-    }
-    out[t] = acc;
+    for (int r = 0; r < n; ++r) b[r] = rows[std::size_t(r) * width + t];
+    out[t] = mma_dot(a.data(), b.data(), padded);
   }
 }
 
