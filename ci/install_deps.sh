@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(cmake ninja-build g++ clang libclang-rt-14-dev librapidcheck-dev libeigen3-dev libgtest-dev libgmock-dev
       libbenchmark-dev libcli11-dev libfmt-dev nlohmann-json3-dev libmpfr-dev libgmp-dev
-      libdnnl-dev)  # oneDNN: the third-party CPU attention plugin (harness/plugin/onednn)
+      libdnnl-dev ocl-icd-opencl-dev)  # oneDNN: the third-party CPU attention plugin (harness/plugin/onednn);
+# Debian's dnnl-config.cmake requires OpenCL's headers and library, which libdnnl-dev only recommends
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
