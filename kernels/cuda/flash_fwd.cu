@@ -327,6 +327,8 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
         else
           quad_top2_rows(s[mt], top1[mt], top2[mt]);
       }
+      bool shift[kRows];
+      bool any_shift = false;
 #pragma unroll
       for (int q = 0; q < kRows; ++q) {
         const int mt = q / 2, ri = q % 2;
@@ -344,9 +346,18 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
           c += __shfl_xor_sync(quad, c, 1);
           several = c + __shfl_xor_sync(quad, c, 2) > 1;
         }
-        // Selects, not a branch: the shift and the exps after it stay in one basic block.
-        const float shifted = m1 > 0.f ? round_float(__fmul_rn(p.beta, m1), Spec::max_fmt) : fmaxf(m1, 0.f);
-        r[q] = several && isfinite(m1) ? shifted : m1;
+        shift[q] = several && isfinite(m1);
+        any_shift = any_shift || shift[q];
+      }
+      // The shift runs only where some row of the warp has a near tie (a warp-uniform branch on a vote: on normal
+      // inputs few warp-tiles do), and inside it as selects, so the rows of a warp do not diverge.
+      if (__any_sync(0xffffffffu, any_shift)) {
+#pragma unroll
+        for (int q = 0; q < kRows; ++q) {
+          const float m1 = r[q];
+          const float shifted = m1 > 0.f ? round_float(__fmul_rn(p.beta, m1), Spec::max_fmt) : fmaxf(m1, 0.f);
+          r[q] = shift[q] ? shifted : m1;
+        }
       }
     }
     float m_scaled[kRows];
