@@ -241,6 +241,21 @@ TEST(BiasTable, OneRowPerSuiteEntryOneColumnPerKernel) {
   for (std::size_t p = t.find('\n'); p != std::string::npos; p = t.find('\n', p + 1)) ++rows;
   EXPECT_EQ(rows, 3u + 2u);  // title, header, rule, two families
   EXPECT_TRUE(bias_table(RunReport{}).empty());
+  EXPECT_EQ(t.find("ok?"), std::string::npos) << t;
+}
+
+TEST(BiasTable, APassTooNoisyToSeeOneUlpIsMarkedAndHugeMeansStayNarrow) {
+  RunReport r = sample_report();
+  r.entries[0].outcome.status = Status::kPass;
+  r.entries[0].outcome.stats = {{"tensor", "dK"}, {"mean_ulp", -231270776831.98}, {"z", -1.15},
+                                {"detectable_ulp", 1.3e12}};
+  const std::string t = bias_table(r);
+  EXPECT_NE(t.find("ok? dK -2.3e+11 z-1.1"), std::string::npos) << t;
+  EXPECT_NE(t.find("ok? = passes, but"), std::string::npos) << t;
+  // At the threshold the pass counts as seeing: detectable_ulp 1 is a pass like any other.
+  r.entries[0].outcome.stats["detectable_ulp"] = 1.0;
+  r.entries[0].outcome.stats["mean_ulp"] = -0.59;
+  EXPECT_NE(bias_table(r).find("ok dK -0.59 z-1.1"), std::string::npos) << bias_table(r);
 }
 
 }  // namespace

@@ -222,6 +222,10 @@ BiasStatistic bias_statistic_of(const Kernel& k, const Family& f, const Budget& 
     const double mean = s["mean_ulp"].get<double>(), z = s["z"].get<double>();
     const bool fails = std::fabs(mean) >= b.epsilon_ulp && std::fabs(z) >= out.z_crit;
     s["fails"] = fails;
+    // The smallest |mean| this tensor could have failed with, given its noise: max(ε, z_m·sd/√T). Where exact
+    // values cancel to ~0 over the whole head (dK on `sink`: the exact gradient is ~1e-30 and a kernel's ordinary
+    // rounding reads as 10^11 ulps of it, sd 10^12), a pass there says nothing about a bias of a few ulps.
+    s["detectable_ulp"] = std::max(b.epsilon_ulp, out.z_crit * s["sd"].get<double>() / std::sqrt(double(acc[t].means.size())));
     out.stats["tensors"][kTensors[t]] = s;
     out.instances = std::max(out.instances, static_cast<int>(acc[t].means.size()));
     // The headline tensor: a failing one first, then the largest |z|.
@@ -232,6 +236,7 @@ BiasStatistic bias_statistic_of(const Kernel& k, const Family& f, const Budget& 
       out.stats["mean_ulp"] = mean;
       out.stats["z"] = z;
       out.stats["away_mean_ulp"] = s["away_mean_ulp"];
+      out.stats["detectable_ulp"] = s["detectable_ulp"];
       // The exemplar: the instance erring furthest in the direction of the mean, shown in the report so a
       // person sees one rounding that goes the biased way (instance 0 may well be exact).
       std::size_t best = 0;
@@ -278,9 +283,9 @@ Outcome check_unbiased(const Kernel& k, const Family& f, const Budget& b) {
   o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!s.fails) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "no bias: worst %s mean %+.4g ulp, z %+.3g (T=%d, z_crit %.3g)",
+    std::snprintf(buf, sizeof buf, "no bias: worst %s mean %+.4g ulp, z %+.3g (T=%d, z_crit %.3g; a mean of %.3g ulp would fail)",
                   s.stats.value("tensor", "O").c_str(), s.stats.value("mean_ulp", 0.0), s.stats.value("z", 0.0),
-                  s.instances, s.z_crit);
+                  s.instances, s.z_crit, s.stats.value("detectable_ulp", 0.0));
     o.message = buf;
     return o;
   }
