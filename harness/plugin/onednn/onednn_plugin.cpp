@@ -112,8 +112,12 @@ int onednn_forward(void*, const attncheck_forward_args* a, char* msg, size_t msg
       }
     return ATTNCHECK_OK;
   } catch (const dnnl::error& e) {
-    std::snprintf(msg, msg_size, "oneDNN: %s (status %d)", e.what(), static_cast<int>(e.status));
-    return e.status == dnnl_unimplemented ? ATTNCHECK_ERR_UNSUPPORTED : ATTNCHECK_ERR_INTERNAL;
+    // oneDNN 2.x implements bf16 matmul only on CPUs with AVX-512 (avx512_core and up); elsewhere (an AVX2 CPU)
+    // every problem is declined here with this reason, and attncheck skips it.
+    const bool unimplemented = e.status == dnnl_unimplemented;
+    std::snprintf(msg, msg_size, "oneDNN: %s (status %d%s)", e.what(), static_cast<int>(e.status),
+                  unimplemented ? ": no implementation on this CPU; bf16 matmul needs AVX-512 in oneDNN 2.x" : "");
+    return unimplemented ? ATTNCHECK_ERR_UNSUPPORTED : ATTNCHECK_ERR_INTERNAL;
   } catch (const std::exception& e) {
     std::snprintf(msg, msg_size, "%s", e.what());
     return ATTNCHECK_ERR_INTERNAL;

@@ -4,6 +4,8 @@
 // Run: ctest -R onednn_plugin_test
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "harness/plugin/plugin_loader.h"
 #include "harness/plugin/test_instances.h"
 #include "kernels/cpu/plain_attention.h"
@@ -20,6 +22,15 @@ TEST(OnednnPlugin, RegistersAndMeetsTheAccuracyRule) {
   Registry r;
   ASSERT_EQ(load_plugin(ATTNCHECK_ONEDNN_PLUGIN, r, PluginOptions{}), 1);
   const Kernel& k = r.get("plugin:onednn");
+  // oneDNN 2.x has no bf16 matmul on CPUs without AVX-512 (this project's 2-core AMD EPYC with AVX2 is one): the
+  // plugin declines every problem there (ATTNCHECK_ERR_UNSUPPORTED), which attncheck skips, and so does this test.
+  // Only that answer skips; any other error, or a crash, still fails.
+  try {
+    (void)k.forward(random_instance(make_problem(1, 1, 1, 1, 1, 1, false, false, false), 1));
+  } catch (const Unsupported& e) {
+    if (std::string(e.what()).find("needs AVX-512") != std::string::npos) GTEST_SKIP() << e.what();
+    throw;
+  }
   struct Shape {
     int b, hq, hkv, nq, nk, d;
     bool causal, mask, bias;
