@@ -88,7 +88,11 @@ std::vector<double> rms_ulps(const std::vector<double>& exact, std::size_t width
   return u;
 }
 
-nlohmann::json summarise(const Acc& acc, const char* unit) {
+// The statistic of one tensor; detectable_ulp is the smallest |mean| it could have failed with, given its noise:
+// max(ε, z_m·sd/√T). Where exact values cancel to ~0 over the whole head (dK on `sink`: the exact gradient is
+// ~1e-30 and a kernel's ordinary rounding reads as 10^11 ulps of it, sd 10^12), a pass says nothing about a bias of
+// a few ulps.
+nlohmann::json summarise(const Acc& acc, const char* unit, double epsilon_ulp, double z_m) {
   const double t = static_cast<double>(acc.means.size());
   const double m = mean_of(acc.means);
   double ss = 0;
@@ -100,7 +104,8 @@ nlohmann::json summarise(const Acc& acc, const char* unit) {
   else if (m != 0)
     z = std::copysign(HUGE_VAL, m);
   return {{"mean_ulp", m}, {"z", std::isfinite(z) ? z : std::copysign(1e308, z)}, {"T", acc.means.size()},
-          {"sd", sd}, {"away_mean_ulp", mean_of(acc.away)}, {"unit", unit}};
+          {"sd", sd}, {"away_mean_ulp", mean_of(acc.away)}, {"unit", unit},
+          {"detectable_ulp", std::max(epsilon_ulp, z_m * sd / std::sqrt(t))}};
 }
 
 // The instances of one bias check and their fp64 references, made on first use and kept (up to about kKeepBytes), so
@@ -217,15 +222,11 @@ BiasStatistic bias_statistic_of(const Kernel& k, const Family& f, const Budget& 
   double worst_score = -1;
   for (int t = 0; t < m; ++t) {
     if (acc[t].means.size() < 2) continue;
-    nlohmann::json s = summarise(acc[t], t == 0 ? "bf16 ulp of each exact element"
-                                         : "bf16 ulp of the head's rms");
+    nlohmann::json s = summarise(acc[t], t == 0 ? "bf16 ulp of each exact element" : "bf16 ulp of the head's rms",
+                                 b.epsilon_ulp, out.z_crit);
     const double mean = s["mean_ulp"].get<double>(), z = s["z"].get<double>();
     const bool fails = std::fabs(mean) >= b.epsilon_ulp && std::fabs(z) >= out.z_crit;
     s["fails"] = fails;
-    // The smallest |mean| this tensor could have failed with, given its noise: max(ε, z_m·sd/√T). Where exact
-    // values cancel to ~0 over the whole head (dK on `sink`: the exact gradient is ~1e-30 and a kernel's ordinary
-    // rounding reads as 10^11 ulps of it, sd 10^12), a pass there says nothing about a bias of a few ulps.
-    s["detectable_ulp"] = std::max(b.epsilon_ulp, out.z_crit * s["sd"].get<double>() / std::sqrt(double(acc[t].means.size())));
     out.stats["tensors"][kTensors[t]] = s;
     out.instances = std::max(out.instances, static_cast<int>(acc[t].means.size()));
     // The headline tensor: a failing one first, then the largest |z|.
@@ -283,7 +284,8 @@ Outcome check_unbiased(const Kernel& k, const Family& f, const Budget& b) {
   o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!s.fails) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "no bias: worst %s mean %+.4g ulp, z %+.3g (T=%d, z_crit %.3g; a mean of %.3g ulp would fail)",
+    std::snprintf(buf, sizeof buf,
+                  "no bias: worst %s mean %+.4g ulp, z %+.3g (T=%d, z_crit %.3g; a mean of %.3g ulp would fail)",
                   s.stats.value("tensor", "O").c_str(), s.stats.value("mean_ulp", 0.0), s.stats.value("z", 0.0),
                   s.instances, s.z_crit, s.stats.value("detectable_ulp", 0.0));
     o.message = buf;
