@@ -31,7 +31,7 @@ if [ "${ATTNCHECK_FUZZ_SMOKE:-1}" = 0 ] && [ $unit = 0 ]; then
 fi
 command -v clang++ >/dev/null 2>&1 || skip "clang++ not found"
 san=${ATTNCHECK_FUZZ_SANITIZE:-address,undefined}
-flags="-fsanitize=fuzzer-no-link -fno-omit-frame-pointer -g"
+flags="-fsanitize=fuzzer-no-link -fno-omit-frame-pointer -gline-tables-only"  # line tables: symbolised traces, less compile time
 [ "$san" != none ] && flags="$flags -fsanitize=$san -fno-sanitize-recover=undefined"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNCHECK_CUDA=OFF \
   -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" >/dev/null
