@@ -9,7 +9,6 @@ namespace attncheck {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 constexpr double kU = 0x1.0p-8;     // bf16 unit roundoff: the coarsest rounding the envelope allows
 constexpr double kU32 = 0x1.0p-24;  // fp32 unit roundoff
 constexpr int kDefaultTileK = 16;   // smallest key tile a real FlashAttention uses (over-counts tiles)
@@ -50,7 +49,7 @@ Outcome run_per_instance(const std::string& property, const Kernel& k, const Fam
   std::string last_skip;
   int applicable = 0;
   for (int idx = 0; idx < std::max(1, b.instances); ++idx) {
-    if (b.seconds > 0 && idx > 0 && since(t0) > b.seconds) break;
+    if (b.seconds > 0 && idx > 0 && seconds_since(t0) > b.seconds) break;
     const std::shared_ptr<const Instance> in = make_instance_shared(f, static_cast<std::uint64_t>(idx));
     nlohmann::json stats = nlohmann::json::object();
     std::string why = one(kt, *in, f, stats);
@@ -65,14 +64,14 @@ Outcome run_per_instance(const std::string& property, const Kernel& k, const Fam
       o.message = "instance " + std::to_string(idx) + ": " + why;
       o.instance_index = static_cast<std::uint64_t>(idx);
       o.stats = stats;
-      o.seconds = since(t0);
+      o.seconds = seconds_since(t0);
       return o;
     }
     for (auto it = stats.begin(); it != stats.end(); ++it)  // keep the worst seen (numbers: max)
       if (it->is_number() && (!o.stats.contains(it.key()) || it->get<double>() > o.stats[it.key()].get<double>()))
         o.stats[it.key()] = *it;
   }
-  o.seconds = since(t0);
+  o.seconds = seconds_since(t0);
   if (applicable == 0) {
     o.status = Status::kSkip;
     o.message = "does not apply to this family" + (last_skip.empty() ? "" : ": " + last_skip);

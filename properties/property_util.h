@@ -34,6 +34,11 @@
 
 namespace attncheck {
 
+// Seconds since t on the steady clock: the time budgets of the drivers (property_util.cpp) and the shrinker.
+inline double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 // The kernel with the family's tiles applied (itself when the family keeps the default tiles or the kernel's
 // tiles are fixed). `holder` owns the tiled copy.
 const Kernel& tiled(const Kernel& k, const Family& f, std::unique_ptr<Kernel>& holder);

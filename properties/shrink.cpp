@@ -8,6 +8,7 @@
 #include <set>
 
 #include "properties/family_internal.h"
+#include "properties/property_util.h"
 #include "properties/report.h"
 
 namespace attncheck {
@@ -15,7 +16,6 @@ namespace attncheck {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Smaller values to try for an integer field, most aggressive first: lo, v/2, v−1 (distinct, in [lo, v)).
 std::vector<int> smaller(int v, int lo) {
@@ -149,10 +149,10 @@ Outcome shrink_failure(const Property& p, const Kernel& k, const Budget& b, cons
   int steps = 0;
   std::set<std::string> tried;
   bool progress = true;
-  while (progress && steps < opt.max_steps && since(t0) < opt.max_seconds) {
+  while (progress && steps < opt.max_steps && seconds_since(t0) < opt.max_seconds) {
     progress = false;
     for (const Family& cand : shrink_candidates(best.family)) {
-      if (since(t0) >= opt.max_seconds) break;
+      if (seconds_since(t0) >= opt.max_seconds) break;
       const std::string key = family_to_json(cand).dump();
       if (!tried.insert(key).second) continue;
       Outcome o;
@@ -170,7 +170,7 @@ Outcome shrink_failure(const Property& p, const Kernel& k, const Budget& b, cons
   }
   best.seconds = failing.seconds;
   best.shrink_steps = steps;
-  best.shrink_seconds = since(t0);
+  best.shrink_seconds = seconds_since(t0);
   return best;
 }
 

@@ -11,7 +11,7 @@
 namespace attncheck {
 namespace {
 
-constexpr double kU = 0x1p-53;
+constexpr double kU64 = 0x1p-53;  // fp64 unit roundoff (kU in reference_test.cpp: one unity file)
 
 Instance make(int hq, int hkv, int n_q, int n_k, int d, bool causal, bool mask_bias, std::uint64_t seed) {
   Instance in;
@@ -124,7 +124,7 @@ TEST(reference, delta_is_the_row_dot_of_d_o_and_the_exact_o) {
       mag += std::fabs(in.d_o[r * p.head_dim + c] * f.o[r * p.head_dim + c]);
     }
     // The same d products summed in two orders: each within γ_d·Σ|·| of the truth, so 2(d + 1)u·Σ|·| apart.
-    EXPECT_NEAR(g.delta[r], dot, 2 * (p.head_dim + 1) * kU * mag) << "row " << r;
+    EXPECT_NEAR(g.delta[r], dot, 2 * (p.head_dim + 1) * kU64 * mag) << "row " << r;
   }
   // And not from a rounded O: with O rounded to bf16, δ would move by ~2^-9·Σ|dO·O|.
   double moved = 0;
@@ -172,7 +172,7 @@ TEST(reference, scores_are_scaled_dot_products_plus_bias) {
         }
         const double bias = in.bias[p.score_at(0, h, i, j)];
         // Two orders of d products, then the scale and the bias: 2(d + 2)u of the magnitude.
-        EXPECT_NEAR(got, p.scale * dot + bias, 2 * (p.head_dim + 2) * kU * (p.scale * mag + std::fabs(bias)));
+        EXPECT_NEAR(got, p.scale * dot + bias, 2 * (p.head_dim + 2) * kU64 * (p.scale * mag + std::fabs(bias)));
       }
     }
   }

@@ -25,8 +25,6 @@ namespace attncheck::cli {
 
 namespace {
 
-constexpr double kProgressEvery = 5.0;  // seconds between progress lines when stderr is not a terminal
-
 // The kernels every default run checks: the four models and the two null controls (design.md).
 const char* const kBuiltinKernels[] = {"fa2", "fa2-fixed", "paper", "paper-fixed", "oracle", "stochastic"};
 

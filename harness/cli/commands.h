@@ -19,6 +19,9 @@ void add_check(CLI::App& app, Runner& run);
 void add_replay(CLI::App& app, Runner& run);
 void add_fuzz(CLI::App& app, Runner& run);  // cli/fuzz_command.cpp
 
+// Seconds between progress lines: `check` when stderr is not a terminal, `fuzz` always.
+constexpr double kProgressEvery = 5.0;
+
 constexpr int kExitPass = 0;
 constexpr int kExitFail = 1;
 constexpr int kExitUsage = 2;

@@ -45,7 +45,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-constexpr double kProgressEvery = 5.0;  // seconds between progress lines
 // No new shrink starts after max(kMinimiseSeconds, kMinimiseShare × campaign) of shrinking. A per-instance shrink
 // takes milliseconds, a bias shrink (T instances per step) up to seconds: the 125 groups of a 120 s paper-fixed
 // campaign took 9 s, paper's 102 took 4 s. Groups left over keep their raw case (the summary says "not minimised").

@@ -17,6 +17,7 @@
 namespace attncheck {
 
 using model_detail::Consts;
+using model_detail::kNegInf;
 
 std::string ModelTrace::describe() const {
   std::ostringstream s;
@@ -29,8 +30,6 @@ std::string ModelTrace::describe() const {
 }
 
 namespace {
-
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 void check_forward_inputs(const NumericsSpec& spec, const Instance& in) {
   const Problem& p = in.problem;

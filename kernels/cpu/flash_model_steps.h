@@ -14,12 +14,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "harness/problem.h"
 #include "kernels/numerics_spec.h"
 
 namespace attncheck::model_detail {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // The data loops below (conversion, transposition, dot products, weighted sums) have no branch that depends on a
 // value: under libFuzzer their edge counters would only count loop trips, at a counter update per iteration of

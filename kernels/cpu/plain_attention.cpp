@@ -14,7 +14,7 @@
 namespace attncheck {
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+using model_detail::kNegInf;
 
 std::vector<float> to_float(const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); }
 
