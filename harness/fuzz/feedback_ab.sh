@@ -39,20 +39,36 @@ if setarch -R true 2>/dev/null; then norand=(setarch -R); else echo "feedback_ab
 declare -A total found
 for fb in ${ATTNCHECK_AB_ARMS:-1 0}; do total[$fb]=0 found[$fb]=0; done
 on=${ATTNCHECK_AB_ON:-1}
+run_one() {  # run_one FB SEED: one run in its own folder; its log says where (or whether) the defect was reached
+  local dir=$work/fb$1-seed$2 start
+  rm -rf "$dir" && mkdir -p "$dir/corpus" "$dir/findings"
+  start=$(date +%s.%N)
+  # The seeds go in by -seed_inputs in sorted order, not as a directory: libFuzzer orders its initial corpus
+  # by size only, so equal-sized files would start in the directory's (unspecified) listing order and the
+  # same -seed could give a different run.
+  ATTNCHECK_FUZZ_FEEDBACK=$1 ATTNCHECK_FUZZ_FINDINGS=$dir/findings \
+    "${norand[@]}" "$fuzzer" "$dir/corpus" -seed_inputs="$seed_list" -seed="$2" -runs="$cap" -reload=0 -use_cmp=0 \
+    -artifact_prefix="$dir/" \
+    >"$dir/log" 2>&1
+  echo "$(date +%s.%N) - $start" | bc >"$dir/seconds"
+}
+# The runs are independent and bounded by executions, not time, so they run $ATTNCHECK_AB_JOBS at a time (default:
+# the CPU count) and give the same numbers as one at a time; the results are read back in arm and seed order.
+jobs=${ATTNCHECK_AB_JOBS:-$(nproc)}
 run_seeds() {  # run_seeds FIRST COUNT: both arms over seeds FIRST..FIRST+COUNT-1, added to total[] and found[]
+  local running=0 fb s dir at secs
+  for fb in ${ATTNCHECK_AB_ARMS:-1 0}; do
+    for s in $(seq "$1" $(($1 + $2 - 1))); do
+      run_one "$fb" "$s" &
+      running=$((running + 1))
+      if [ "$running" -ge "$jobs" ]; then wait -n; running=$((running - 1)); fi
+    done
+  done
+  wait
   for fb in ${ATTNCHECK_AB_ARMS:-1 0}; do
     for s in $(seq "$1" $(($1 + $2 - 1))); do
       dir=$work/fb$fb-seed$s
-      rm -rf "$dir" && mkdir -p "$dir/corpus" "$dir/findings"
-      start=$(date +%s.%N)
-      # The seeds go in by -seed_inputs in sorted order, not as a directory: libFuzzer orders its initial corpus
-      # by size only, so equal-sized files would start in the directory's (unspecified) listing order and the
-      # same -seed could give a different run.
-      ATTNCHECK_FUZZ_FEEDBACK=$fb ATTNCHECK_FUZZ_FINDINGS=$dir/findings \
-        "${norand[@]}" "$fuzzer" "$dir/corpus" -seed_inputs="$seed_list" -seed="$s" -runs="$cap" -reload=0 -use_cmp=0 \
-        -artifact_prefix="$dir/" \
-        >"$dir/log" 2>&1
-      secs=$(echo "$(date +%s.%N) - $start" | bc)
+      secs=$(cat "$dir/seconds")
       at=$(grep -o 'planted defect reached at execution [0-9]*' "$dir/log" | grep -o '[0-9]*$' | head -1)
       if [ -z "$at" ] && grep -q 'ERROR: \|runtime error' "$dir/log"; then
         echo "feedback_ab: the fuzzer crashed for another reason (see $dir/log):"; grep -m5 'ERROR: \|runtime error' "$dir/log"
@@ -76,7 +92,7 @@ verdict() {  # verdict SEEDS_PER_ARM: prints the totals; status 0 when feedback 
 }
 run_seeds "$first" "$n"
 if verdict "$n"; then echo "feedback_ab: PASS"; exit 0; fi
-echo "feedback_ab: no win on $n seeds per arm; the next $n run too (the runs are not deterministic: see above)"
+echo "feedback_ab: no win on $n seeds per arm; the next $n run too (a draw of $n seeds is a sample: see above)"
 run_seeds $((first + n)) "$n"
 if verdict $((2 * n)); then echo "feedback_ab: PASS (on $((2 * n)) seeds per arm)"; exit 0; fi
 echo "feedback_ab: FAIL (feedback did not reach the planted defect faster)"; exit 1
