@@ -188,9 +188,7 @@ BiasStatistic bias_statistic_of(const Kernel& k, const Family& f, const Budget& 
   const int chunk = kt.caps().device.rfind("cuda", 0) == 0 ? 64 : 1;
   const int total = std::max(2, b.instances);
   for (int first = 0; first < total;) {
-    if (b.seconds > 0 && first >= 2 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > b.seconds)
-      break;
+    if (b.seconds > 0 && first >= 2 && seconds_since(t0) > b.seconds) break;
     const int count = std::min(chunk, total - first);
     std::vector<std::shared_ptr<const Instance>> ins;
     std::vector<const Instance*> ptrs;
@@ -281,7 +279,7 @@ Outcome check_unbiased(const Kernel& k, const Family& f, const Budget& b) {
   o.stats = s.stats;
   o.instances_run = s.instances;
   o.instance_index = s.exemplar;
-  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  o.seconds = seconds_since(t0);
   if (!s.fails) {
     char buf[160];
     std::snprintf(buf, sizeof buf,
