@@ -19,6 +19,7 @@
 #include "harness/corpus.h"
 #include "harness/plugin/plugin_cli.h"
 #include "harness/run_report.h"
+#include "properties/property_util.h"
 #include "properties/report.h"
 
 namespace attncheck::cli {
@@ -44,8 +45,6 @@ struct CheckOptions {
 
 using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
 class Progress {
  public:
   explicit Progress(std::size_t total, bool quiet) : total_(total), tty_(!quiet && ::isatty(2)), quiet_(quiet) {}
@@ -56,7 +55,7 @@ class Progress {
       if (line.size() > 100) line.resize(100);
       std::cerr << "\r\033[K" << line << std::flush;
       shown_ = true;
-    } else if (since(last_) >= kProgressEvery) {
+    } else if (seconds_since(last_) >= kProgressEvery) {
       std::cerr << "attncheck: " << done << "/" << total_ << " checks done, now " << what << "\n";
       last_ = Clock::now();
     }
@@ -123,7 +122,7 @@ Outcome check_one(const Property& p, const Kernel& k, const Family& f, const Bud
     o.family = f;
     o.status = status;
     o.message = message;
-    o.seconds = since(t0);
+    o.seconds = seconds_since(t0);
     return o;
   };
   try {
@@ -202,7 +201,7 @@ int run_check(const CheckOptions& opt) {
     }
   }
   progress.clear();
-  report.wall_seconds = since(t0);
+  report.wall_seconds = seconds_since(t0);
   const std::string bias = bias_table(report);
   if (!bias.empty()) std::cout << "\n" << bias;
   std::cout << "\n" << summary_table(report);
@@ -230,11 +229,11 @@ void add_check(CLI::App& app, Runner& run) {
   sub->add_option("--family", opt->families, "Only families of this generator (repeatable)");
   sub->add_option("--property", opt->properties, "Only this property (repeatable)");
   sub->add_option("--instances", opt->instances, "Instances per check (bias: T, the sample size)")
-      ->check(CLI::Range(1, 1 << 30));
+      ->check(number_in(1, 1 << 30));
   sub->add_option("--seconds", opt->seconds,
                   "Time budget per check in seconds (0 = none); shrinking a failure has its own, 20 s by default "
                   "(ATTNCHECK_SHRINK_SECONDS)")
-      ->check(CLI::Range(0.0, 1e7));
+      ->check(number_in(0.0, 1e7));
   auto* seed = sub->add_option("--seed", opt->seed_text,
                                "Mixed into every family's seed, 0 to 2^64-1 (default: the suite's own seeds)");
   auto* json = sub->add_option("--json", opt->json_path, "Write a JSON report to FILE");

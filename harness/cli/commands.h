@@ -6,7 +6,12 @@
 // input error (bad option, unknown kernel, bad case file).
 #pragma once
 
+#include <cmath>
 #include <functional>
+#include <iomanip>
+#include <sstream>
+#include <string>
+#include <type_traits>
 
 #include <CLI/CLI.hpp>
 
@@ -21,6 +26,30 @@ void add_fuzz(CLI::App& app, Runner& run);  // cli/fuzz_command.cpp
 
 // Seconds between progress lines: `check` when stderr is not a terminal, `fuzz` always.
 constexpr double kProgressEvery = 5.0;
+
+// A numeric option's check, for options of type T: "'abc' is not an integer" (or "a number") for text that does
+// not parse as T, "not a finite number" for nan and inf, "2e7 is outside 0 to 10000000" for a value out of [lo, hi]. (CLI::Range says "Value abc not in
+// range 1 to 1073741824" for both, with six decimals for floating-point bounds.)
+template <class T>
+CLI::Validator number_in(T lo, T hi) {
+  auto show = [](T x) {
+    std::ostringstream out;
+    out << std::setprecision(12) << x;
+    return out.str();
+  };
+  const std::string range = show(lo) + " to " + show(hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        T value{};
+        if (!CLI::detail::lexical_cast(text, value))
+          return "'" + text + "' is not " + (std::is_integral_v<T> ? "an integer" : "a number");
+        if constexpr (std::is_floating_point_v<T>)
+          if (!std::isfinite(value)) return "not a finite number";
+        if (!(value >= lo && value <= hi)) return text + " is outside " + range;
+        return "";
+      },
+      "[" + show(lo) + " - " + show(hi) + "]");  // --help shows it after the type: INT:[1 - 256]
+}
 
 constexpr int kExitPass = 0;
 constexpr int kExitFail = 1;

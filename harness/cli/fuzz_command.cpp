@@ -38,6 +38,7 @@
 #include "harness/cli/commands.h"
 #include "harness/corpus.h"
 #include "harness/run_report.h"
+#include "properties/property_util.h"
 
 namespace attncheck::cli {
 namespace {
@@ -164,7 +165,7 @@ int run_fuzz(const FuzzOptions& o) {
   const auto wall_start = std::chrono::system_clock::now();
   std::map<std::string, double> first_seen;  // raw file -> seconds into the campaign
   auto scan = [&] {
-    const double t = std::chrono::duration<double>(Clock::now() - start).count();
+    const double t = seconds_since(start);
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(raw, ec))
       if (e.path().extension() == ".json" && !first_seen.count(e.path().string())) first_seen[e.path().string()] = t;
@@ -204,8 +205,8 @@ int run_fuzz(const FuzzOptions& o) {
       }
     }
     scan();
-    const double el = std::chrono::duration<double>(Clock::now() - start).count();
-    if (std::chrono::duration<double>(Clock::now() - last_progress).count() >= kProgressEvery) {
+    const double el = seconds_since(start);
+    if (seconds_since(last_progress) >= kProgressEvery) {
       std::cerr << "attncheck fuzz: " << static_cast<long>(el) << " s, " << execs << " executions, " << rate
                 << " exec/s, " << first_seen.size() << " raw finding(s)\n";
       last_progress = Clock::now();
@@ -216,7 +217,7 @@ int run_fuzz(const FuzzOptions& o) {
   ::waitpid(child.pid, &status, 0);
   ::close(child.out);
   scan();
-  const double total = std::chrono::duration<double>(Clock::now() - start).count();
+  const double total = seconds_since(start);
 
   // Group the raw findings and minimise the first of each group.
   std::map<std::pair<std::string, std::string>, Group> groups;
@@ -270,7 +271,7 @@ int run_fuzz(const FuzzOptions& o) {
     Case best = g.first;
     std::string message = "(not minimised)", report_text;
     bool was_minimised = false;
-    const double shrinking = std::chrono::duration<double>(Clock::now() - start).count() - total;
+    const double shrinking = seconds_since(start) - total;
     if (shrinking < shrink_budget) {
       const Property& prop = get_property(g.first.property);
       Budget b = g.first.budget;
@@ -319,16 +320,16 @@ void add_fuzz(CLI::App& app, Runner& run) {
   auto opt = std::make_shared<FuzzOptions>();
   CLI::App* sub = app.add_subcommand("fuzz", "Fuzz one kernel with the libFuzzer target, then minimise every finding");
   sub->add_option("-k,--kernel", opt->kernel, "Kernel under test")->capture_default_str();
-  sub->add_option("-t,--time", opt->seconds, "Campaign length in seconds (1 to 30 days)")->capture_default_str()->check(CLI::Range(1.0, 2592000.0));
+  sub->add_option("-t,--time", opt->seconds, "Campaign length in seconds (1 to 30 days)")->capture_default_str()->check(number_in(1.0, 2592000.0));
   sub->add_option("-j,--workers", opt->workers, "Parallel libFuzzer workers (-fork=N), 1 to 256")
       ->capture_default_str()
-      ->check(CLI::Range(1, 256));
+      ->check(number_in(1, 256));
   sub->add_option("--corpus", opt->corpus, "Working corpus directory (default build-fuzz/corpus/<kernel>)");
   sub->add_option("--findings", opt->findings, "Where minimised findings and the summary go")->capture_default_str();
   auto* seeds = sub->add_option("--seeds", opt->seeds, "Read-only seed corpus")->capture_default_str();
   sub->add_option("--fuzzer", opt->fuzzer, "The libFuzzer build of attncheck_fuzz_kernel");
-  sub->add_option("--seed", opt->seed, "libFuzzer -seed, 1 to 2^32-1")->capture_default_str()->check(CLI::Range(1.0, 4294967295.0));
-  sub->add_option("--bias-t", opt->bias_t, "Bias property batch size per input, 2 to 100000")->capture_default_str()->check(CLI::Range(2, 100000));
+  sub->add_option("--seed", opt->seed, "libFuzzer -seed, 1 to 2^32-1")->capture_default_str()->check(number_in<std::uint64_t>(1, 4294967295u));
+  sub->add_option("--bias-t", opt->bias_t, "Bias property batch size per input, 2 to 100000")->capture_default_str()->check(number_in(2, 100000));
   sub->add_flag("--no-feedback", opt->no_feedback, "Switch the error-guided extra counters off");
   sub->callback([&run, opt, seeds] {
     opt->seeds_given = seeds->count() > 0;
