@@ -118,9 +118,9 @@ if [ "${ATTNCHECK_GPU_NO_BENCH:-0}" != 1 ]; then
   echo "command: $bin/bench_attention --benchmark_filter='$filter'" >>"$report"
   timeout 600 "$bin/bench_attention" --benchmark_filter="$filter" >"$out/bench.log" 2>&1 || echo "(bench_attention exited $?)" >>"$report"
   { echo '```'; sed -n '/^config (TFLOP\/s)/,$p' "$out/bench.log"; echo '```'; } >>"$report"
-  echo "forward_many throughput (small instances, host packing and checks included): $bin/bench_forward_many" >>"$report"
+  echo "forward_many throughput (small instances, host packing and checks included; bm_host_*: its two host passes alone): $bin/bench_forward_many" >>"$report"
   timeout 300 "$bin/bench_forward_many" >"$out/bench_forward_many.log" 2>&1 || echo "(bench_forward_many exited $?)" >>"$report"
-  { echo '```'; grep -E 'bm_forward_many' "$out/bench_forward_many.log"; echo '```'; } >>"$report"
+  { echo '```'; grep -E 'bm_forward_many|bm_host_' "$out/bench_forward_many.log"; echo '```'; } >>"$report"
   # cuDNN's rows come from the same program (bench_cudnn_sdpa.cpp, cuDNN's backend API) when it found libcudnn.
   python3 kernels/cuda/bench_table.py "$out/bench.log" >"$out/bench_table.md" 2>&1 &&
     { echo; echo "Joined (fix overhead = base/fixed − 1, by time):"; cat "$out/bench_table.md"; } >>"$report"
