@@ -216,6 +216,26 @@ TEST_F(Cli, ReplayTakesDirectoriesAndPassesOverFuzzSummaries) {
   EXPECT_NE(e.err.find("no case files"), std::string::npos) << e.err;
 }
 
+// A report path that is a terminal, pipe or device (here: links to /dev/null and /dev/full) is written in place,
+// never replaced: the old tmp + rename put a regular file where the link was (as root, `--json /dev/full` replaced
+// the device node itself, and the full device's write error went unnoticed: exit 0). A failed write is exit 2.
+TEST_F(Cli, ReportIntoADeviceIsWrittenInPlace) {
+  namespace fs = std::filesystem;
+  const std::string quick = "check -q -k oracle --suite quick --property finite --findings " + (dir_ / "f").string();
+  const fs::path to_null = dir_ / "null.json";
+  fs::create_symlink("/dev/null", to_null);
+  const CmdResult ok = run(quick + " --json " + to_null.string() + " --junit " + to_null.string());
+  EXPECT_EQ(ok.status, 0) << ok.out << ok.err;
+  EXPECT_TRUE(fs::is_symlink(to_null)) << "the link to /dev/null was replaced";
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
+  const fs::path to_full = dir_ / "full.json";
+  fs::create_symlink("/dev/full", to_full);
+  const CmdResult full = run(quick + " --json " + to_full.string());
+  EXPECT_EQ(full.status, 2) << full.out << full.err;
+  EXPECT_NE(full.err.find("cannot write " + to_full.string()), std::string::npos) << full.err;
+  EXPECT_TRUE(fs::is_symlink(to_full)) << "the link to /dev/full was replaced";
+}
+
 TEST_F(Cli, SmallCheckRunWritesReports) {
   const std::string prop = good_case()["property"];
   const std::string args = "check -q -k oracle --suite quick --property " + prop + " --instances 2 --json " +

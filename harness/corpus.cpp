@@ -239,6 +239,13 @@ void require_writable_file(const std::string& path, const std::string& option) {
   if (path.empty()) throw Error(option + ": an empty path");
   const std::filesystem::path p(path);
   if (std::filesystem::is_directory(p)) throw Error(option + " " + path + ": is a directory");
+  std::error_code ec;
+  if (std::filesystem::exists(p, ec) && !std::filesystem::is_regular_file(p, ec)) {
+    // /dev/stdout, a FIFO, a device: written in place (write_text_file), so it must take writes itself. access(),
+    // not a test open: opening a FIFO for writing waits for its reader.
+    if (::access(path.c_str(), W_OK) != 0) throw Error(option + " " + path + ": cannot write: " + std::strerror(errno));
+    return;
+  }
   const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
   if (!std::filesystem::is_directory(dir)) throw Error(option + " " + path + ": no directory " + dir.string());
   if (const std::string why = cannot_write_in(dir); !why.empty())

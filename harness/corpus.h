@@ -70,7 +70,8 @@ std::string utc_now_iso8601();
 
 // Output paths checked before a run, so that a run never ends with its findings or report unwritable. Both throw
 // Error naming `option`: the directory is created if missing and must take a new file; the file's folder must
-// exist and take a new file, and the path must not be a directory.
+// exist and take a new file, and the path must not be a directory (an existing terminal, pipe or device, such as
+// /dev/stdout, must take writes itself: reports are written into it in place).
 void require_writable_dir(const std::string& dir, const std::string& option);
 void require_writable_file(const std::string& path, const std::string& option);
 // A decimal unsigned 64-bit number, strictly (digits only, no sign, no overflow); Error naming `option` otherwise.
