@@ -236,6 +236,25 @@ TEST_F(Cli, ReportIntoADeviceIsWrittenInPlace) {
   EXPECT_TRUE(fs::is_symlink(to_full)) << "the link to /dev/full was replaced";
 }
 
+// A malformed ATTNCHECK_SHRINK_SECONDS is a usage error before any check runs (it was silently the default).
+TEST_F(Cli, BadShrinkSecondsIsAUsageError) {
+  const std::string args = "check -q -k paper --property unbiased --family tied_max --instances 5 --findings " +
+                           (dir_ / "f").string();
+  for (const char* v : {"abc", "-5", "nan", "inf", "3s"}) {
+    ::setenv("ATTNCHECK_SHRINK_SECONDS", v, 1);
+    const CmdResult r = run(args);
+    ::unsetenv("ATTNCHECK_SHRINK_SECONDS");
+    EXPECT_EQ(r.status, 2) << v << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find(std::string("ATTNCHECK_SHRINK_SECONDS='") + v + "'"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("checks:"), std::string::npos) << v << ": ran checks anyway\n" << r.out;
+  }
+  ::setenv("ATTNCHECK_SHRINK_SECONDS", "0.5", 1);
+  const CmdResult ok = run(args);
+  ::unsetenv("ATTNCHECK_SHRINK_SECONDS");
+  EXPECT_NE(ok.status, 2) << ok.out << ok.err;  // a valid value runs the check
+  EXPECT_NE(ok.out.find("checks:"), std::string::npos) << ok.out;
+}
+
 TEST_F(Cli, SmallCheckRunWritesReports) {
   const std::string prop = good_case()["property"];
   const std::string args = "check -q -k oracle --suite quick --property " + prop + " --instances 2 --json " +

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
+#include <string>
 #include <set>
 
 #include "properties/family_internal.h"
@@ -61,10 +63,12 @@ bool same_failure(const Property& p, const Outcome& orig, const Outcome& cand) {
 
 ShrinkOptions default_shrink_options() {
   ShrinkOptions o;
-  if (const char* s = std::getenv("ATTNCHECK_SHRINK_SECONDS")) {
+  if (const char* s = std::getenv("ATTNCHECK_SHRINK_SECONDS"); s && *s) {  // set and not empty
     char* end = nullptr;
     const double v = std::strtod(s, &end);
-    if (end != s && v >= 0) o.max_seconds = v;
+    if (*end || !(v >= 0) || !std::isfinite(v))
+      throw Error(std::string("ATTNCHECK_SHRINK_SECONDS='") + s + "': use a number of seconds >= 0");
+    o.max_seconds = v;
   }
   return o;
 }

@@ -23,6 +23,7 @@ struct ShrinkOptions {
   int max_steps = 200;
 };
 
+// Throws Error when ATTNCHECK_SHRINK_SECONDS is set but is not a finite number >= 0 (the CLI asks once before it runs).
 ShrinkOptions default_shrink_options();
 
 // Simpler neighbours of f, most aggressive first; every one validates.

@@ -21,6 +21,7 @@
 #include "harness/run_report.h"
 #include "properties/property_util.h"
 #include "properties/report.h"
+#include "properties/shrink.h"
 
 namespace attncheck::cli {
 
@@ -156,6 +157,7 @@ int run_check(const CheckOptions& opt) {
   // Where findings and reports go is checked before anything runs: a finding is written before it is printed,
   // and a run must not end with it (or the report) unwritable.
   require_writable_dir(opt.findings, "--findings");
+  if (!opt.no_shrink) (void)default_shrink_options();  // a bad ATTNCHECK_SHRINK_SECONDS is exit 2 before any check
   if (opt.json_given) require_writable_file(opt.json_path, "--json");
   if (opt.junit_given) require_writable_file(opt.junit_path, "--junit");
   RunReport report;

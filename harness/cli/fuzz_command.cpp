@@ -39,6 +39,7 @@
 #include "harness/corpus.h"
 #include "harness/run_report.h"
 #include "properties/property_util.h"
+#include "properties/shrink.h"
 
 namespace attncheck::cli {
 namespace {
@@ -130,6 +131,7 @@ struct Group {
 int run_fuzz(const FuzzOptions& o) {
   if (o.seconds <= 0) throw Error("--time must be positive");
   if (o.workers < 1) throw Error("--workers must be >= 1");
+  (void)default_shrink_options();  // a bad ATTNCHECK_SHRINK_SECONDS is exit 2 now, not after the campaign
   Registry& reg = default_registry();
   const Kernel& kernel = reg.get(o.kernel);  // an unknown kernel is a usage error before any fuzzing
   const std::string fuzzer = find_fuzzer(o);
