@@ -255,6 +255,25 @@ TEST_F(Cli, BadShrinkSecondsIsAUsageError) {
   EXPECT_NE(ok.out.find("checks:"), std::string::npos) << ok.out;
 }
 
+// One unreadable entry (a link loop named *.json) is reported like any bad file and the others still replay (the
+// throwing status call ended the whole replay with "internal error"); a parser message that quotes the file's bytes
+// shows them as \xNN, never raw (a hostile case file could send control sequences to the terminal).
+TEST_F(Cli, ReplayGoesOnPastALinkLoopAndEscapesBinaryBytes) {
+  namespace fs = std::filesystem;
+  const fs::path d = dir_ / "mixed";
+  fs::create_directories(d);
+  fs::create_symlink(d / "loop.json", d / "loop.json");
+  std::ofstream(d / "binary.json", std::ios::binary) << std::string("\xf7\x1b[2J", 5);
+  std::ofstream(d / "good.json") << good_case().dump(1);
+  const CmdResult r = run("replay -q " + d.string());
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("3 cases: 1 match, 0 differ, 2 could not be replayed"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("loop.json: cannot read"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\\xf7"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\xf7'), std::string::npos) << "a raw byte of the file reached stderr";
+}
+
 TEST_F(Cli, SmallCheckRunWritesReports) {
   const std::string prop = good_case()["property"];
   const std::string args = "check -q -k oracle --suite quick --property " + prop + " --instances 2 --json " +

@@ -72,6 +72,22 @@ std::string sanitise(const std::string& s) {
   return out.empty() ? "unnamed" : out;
 }
 
+// Text from a parser's message about a bad file, printable: bytes outside ASCII's printable range as \xNN, so that
+// random or hostile bytes the parser quotes ("last read: ...") cannot reach the terminal as control sequences.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
 // Bitwise equality of doubles: -0 differs from +0, and a NaN equals the same NaN bits.
 bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
 
@@ -193,12 +209,12 @@ Case load_case(const std::string& path) {
   } catch (const json::exception& e) {
     // parse_error carries the byte position ("at line 3, column 7"); out_of_range 406 is a number too large
     // for a double (found by the parser fuzzer: "301461754E0465973036").
-    throw Error(path + ": truncated or malformed JSON: " + e.what());
+    throw Error(path + ": truncated or malformed JSON: " + printable(e.what()));
   }
   try {
     return case_from_json(j, path);
   } catch (const json::exception& e) {  // a field the checks above did not foresee: still a clear error
-    throw Error(path + ": malformed case: " + e.what());
+    throw Error(path + ": malformed case: " + printable(e.what()));
   }
 }
 

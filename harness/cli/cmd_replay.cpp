@@ -27,21 +27,27 @@ bool is_fuzz_summary(const std::filesystem::path& p) {
   return name.rfind("fuzz-", 0) == 0 && name.size() > 13 && name.compare(name.size() - 13, 13, "-summary.json") == 0;
 }
 
-// The case files named: a directory gives its *.json files (name order), fuzz summaries are left out.
+// The case files named: a directory gives its *.json files (name order), fuzz summaries are left out. A path whose
+// status cannot be read (a link loop, a dangling link) stays in the list, so that load_case reports it as a file that
+// could not be replayed and the others still run (the throwing status calls ended the whole replay here).
 std::vector<std::string> case_files(const std::vector<std::string>& args) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
   for (const std::string& a : args) {
-    if (!fs::is_directory(a)) {
+    std::error_code dir_ec;
+    if (!fs::is_directory(a, dir_ec)) {
       if (is_fuzz_summary(a)) std::cout << "skip   " << a << ": a fuzz summary, not a case\n";
       else out.push_back(a);
       continue;
     }
     std::vector<std::string> in_dir;
     std::error_code ec;
-    for (const auto& e : fs::directory_iterator(a, ec))
-      if (e.is_regular_file() && e.path().extension() == ".json" && !is_fuzz_summary(e.path()))
+    for (const auto& e : fs::directory_iterator(a, ec)) {
+      std::error_code status_ec;
+      const bool regular = e.is_regular_file(status_ec);
+      if ((regular || status_ec) && e.path().extension() == ".json" && !is_fuzz_summary(e.path()))
         in_dir.push_back(e.path().string());
+    }
     if (ec) throw Error(a + ": cannot list the directory: " + ec.message());
     if (in_dir.empty()) throw Error(a + ": a directory with no case files (*.json)");
     std::sort(in_dir.begin(), in_dir.end());
