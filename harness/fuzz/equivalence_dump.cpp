@@ -59,7 +59,7 @@ std::vector<std::string> input_files(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int dump(int argc, char** argv) {
   using namespace attncheck;
   if (argc < 3) {
     std::fprintf(stderr, "usage: attncheck_fuzz_dump <kernel> <file-or-dir>...\n");
@@ -121,4 +121,13 @@ int main(int argc, char** argv) {
   }
   std::filesystem::remove_all(scratch);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return dump(argc, argv);
+  } catch (const std::exception& e) {  // a bad ATTNCHECK_FUZZ_* setting or kernel name
+    std::fprintf(stderr, "attncheck_fuzz_dump: error: %s\n", e.what());
+    return 2;
+  }
 }

@@ -6,8 +6,10 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
+#include <utility>
 
 #include "harness/corpus.h"
 #include "harness/fuzz/feedback.h"
@@ -160,6 +162,40 @@ std::vector<std::uint8_t> tied_input() {
   in.family.tile_q = in.family.tile_k = 0;
   in.run_bias = true;
   return encode_input(in);
+}
+
+// Every ATTNCHECK_FUZZ_* setting is checked when the target starts: a typo in a property name selected no property
+// (a campaign that checks nothing) and atoi turned "abc" into a clamped 1; now each is an Error naming it.
+TEST(FuzzTarget, ConfigFromEnvRefusesWhatItCannotRead) {
+  const char* names[] = {"ATTNCHECK_FUZZ_PROPERTIES", "ATTNCHECK_FUZZ_INSTANCES", "ATTNCHECK_FUZZ_BIAS_T",
+                         "ATTNCHECK_FUZZ_FEEDBACK", "ATTNCHECK_FUZZ_QUIET", "ATTNCHECK_FUZZ_CONTINUE",
+                         "ATTNCHECK_FUZZ_PLANTED_FEATURES"};
+  for (const char* n : names) ::unsetenv(n);
+  EXPECT_NO_THROW(config_from_env());
+  const std::pair<const char*, const char*> bad[] = {
+      {"ATTNCHECK_FUZZ_PROPERTIES", "unbaised"}, {"ATTNCHECK_FUZZ_PROPERTIES", "finite,nope"},
+      {"ATTNCHECK_FUZZ_INSTANCES", "abc"},        {"ATTNCHECK_FUZZ_INSTANCES", "0"},
+      {"ATTNCHECK_FUZZ_BIAS_T", "1"},             {"ATTNCHECK_FUZZ_FEEDBACK", "yes"},
+      {"ATTNCHECK_FUZZ_QUIET", "true"},           {"ATTNCHECK_FUZZ_CONTINUE", "2"},
+      {"ATTNCHECK_FUZZ_PLANTED_FEATURES", "10"}};
+  for (const auto& [name, value] : bad) {
+    ::setenv(name, value, 1);
+    try {
+      (void)config_from_env();
+      ADD_FAILURE() << name << "=" << value << " was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+    ::unsetenv(name);
+  }
+  const std::pair<const char*, const char*> good[] = {
+      {"ATTNCHECK_FUZZ_PROPERTIES", "none"}, {"ATTNCHECK_FUZZ_PROPERTIES", "finite,unbiased"},
+      {"ATTNCHECK_FUZZ_FEEDBACK", "error"},  {"ATTNCHECK_FUZZ_INSTANCES", "4"}};
+  for (const auto& [name, value] : good) {
+    ::setenv(name, value, 1);
+    EXPECT_NO_THROW(config_from_env()) << name << "=" << value;
+    ::unsetenv(name);
+  }
 }
 
 TEST(FuzzTarget, NullControlPassesAndPaperKernelGivesAReplayableFinding) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -45,7 +46,12 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   if (!device.empty() && !std::getenv("ATTNCHECK_FUZZ_QUIET"))
     std::fprintf(stderr, "attncheck-fuzz: this worker (pid %d) runs on CUDA device %s\n", static_cast<int>(::getpid()),
                  device.c_str());
-  target();  // build the registry and read the config once, before the first input
+  try {
+    target();  // build the registry and read the config once, before the first input
+  } catch (const std::exception& e) {  // a bad ATTNCHECK_FUZZ_* setting or kernel name: say so, exit 2 (not abort)
+    std::fprintf(stderr, "attncheck-fuzz: error: %s\n", e.what());
+    std::exit(2);
+  }
   return 0;
 }
 

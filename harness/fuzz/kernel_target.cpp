@@ -170,19 +170,43 @@ TargetConfig config_from_env() {
 #if defined(ATTNCHECK_FUZZ_DEFAULT_KERNEL)
   c.kernel = ATTNCHECK_FUZZ_DEFAULT_KERNEL;  // a build's default (ClusterFuzzLite fuzzes paper-fixed)
 #endif
+  // Every setting is checked: a typo must stop the campaign at its start, not leave an overnight run checking
+  // nothing (an unknown property name selected no property) or something else (atoi("abc") = 0, clamped).
+  auto integer = [](const char* name, const char* fallback, int lo, int hi) {
+    const std::string v = env_or(name, fallback);
+    char* end = nullptr;
+    const long n = std::strtol(v.c_str(), &end, 10);
+    if (*end || n < lo || n > hi)
+      throw Error(std::string(name) + "='" + v + "': use an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
+    return static_cast<int>(n);
+  };
+  auto one_of = [](const char* name, const char* fallback, std::initializer_list<const char*> allowed) {
+    const std::string v = env_or(name, fallback);
+    std::string list;
+    for (const char* a : allowed) {
+      if (v == a) return v;
+      list += (list.empty() ? "" : ", ") + std::string(a);
+    }
+    throw Error(std::string(name) + "='" + v + "': use one of " + list);
+  };
   c.kernel = env_or("ATTNCHECK_FUZZ_KERNEL", c.kernel);
   c.findings_dir = env_or("ATTNCHECK_FUZZ_FINDINGS", c.findings_dir);
-  c.feedback = env_or("ATTNCHECK_FUZZ_FEEDBACK", "1") != "0";
-  c.feedback_error_only = env_or("ATTNCHECK_FUZZ_FEEDBACK", "1") == "error";
-  c.instances = std::atoi(env_or("ATTNCHECK_FUZZ_INSTANCES", "1").c_str());
-  c.bias_instances = std::atoi(env_or("ATTNCHECK_FUZZ_BIAS_T", "32").c_str());
+  const std::string feedback = one_of("ATTNCHECK_FUZZ_FEEDBACK", "1", {"1", "0", "error"});
+  c.feedback = feedback != "0";
+  c.feedback_error_only = feedback == "error";
+  c.instances = integer("ATTNCHECK_FUZZ_INSTANCES", "1", 1, 1 << 20);
+  c.bias_instances = integer("ATTNCHECK_FUZZ_BIAS_T", "32", 2, 100000);
   c.properties = split_commas(env_or("ATTNCHECK_FUZZ_PROPERTIES", ""));
-  c.quiet = env_or("ATTNCHECK_FUZZ_QUIET", "0") == "1";
-  c.keep_going = env_or("ATTNCHECK_FUZZ_CONTINUE", "0") == "1";
+  for (const std::string& name : c.properties) {  // "none": no property (the feedback A/B measures errors only)
+    bool known = name == "none";
+    std::string list;
+    for (const Property& p : all_properties()) known = known || p.name == name, list += p.name + ", ";
+    if (!known) throw Error("ATTNCHECK_FUZZ_PROPERTIES: unknown property '" + name + "' (known: " + list + "or none)");
+  }
+  c.quiet = one_of("ATTNCHECK_FUZZ_QUIET", "0", {"0", "1"}) == "1";
+  c.keep_going = one_of("ATTNCHECK_FUZZ_CONTINUE", "0", {"0", "1"}) == "1";
   c.planted_base = env_or("ATTNCHECK_FUZZ_PLANTED_BASE", c.planted_base);
-  c.planted_features = std::atoi(env_or("ATTNCHECK_FUZZ_PLANTED_FEATURES", "9").c_str());
-  if (c.instances < 1) c.instances = 1;
-  if (c.bias_instances < 2) c.bias_instances = 2;
+  c.planted_features = integer("ATTNCHECK_FUZZ_PLANTED_FEATURES", "9", 1, kPlantedFeatures);
   return c;
 }
 
