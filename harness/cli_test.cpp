@@ -2,6 +2,7 @@
 // file), one clear stderr line naming the file and the field for each malformed-file class, and a small
 // `check` run whose JSON report parses. Files are written in a per-test temp dir. Label corpus.
 // Run: ctest -R cli_test
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -272,6 +273,12 @@ TEST_F(Cli, ReplayGoesOnPastALinkLoopAndEscapesBinaryBytes) {
   EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\\xf7"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find('\xf7'), std::string::npos) << "a raw byte of the file reached stderr";
+  // Named on the command line, a FIFO is refused at once (reading it blocked until a writer came).
+  const fs::path fifo = dir_ / "fifo.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const CmdResult f = run("replay " + fifo.string());
+  EXPECT_EQ(f.status, 2) << f.out << f.err;
+  EXPECT_NE(f.err.find("fifo.json: not a regular file"), std::string::npos) << f.err;
 }
 
 TEST_F(Cli, SmallCheckRunWritesReports) {

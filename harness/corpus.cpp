@@ -196,6 +196,15 @@ void save_case(const std::string& path, const Case& c) {
 }
 
 Case load_case(const std::string& path) {
+  // Case files are small (the largest committed one is ~200 KB): a FIFO would block the replay and /dev/zero would
+  // fill memory, so only a regular file of at most kMaxCaseBytes is read.
+  constexpr std::uintmax_t kMaxCaseBytes = std::uintmax_t(64) << 20;
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec) throw Error(path + ": cannot read: " + ec.message());
+  if (!std::filesystem::is_regular_file(st)) throw Error(path + ": not a regular file");
+  if (const auto size = std::filesystem::file_size(path, ec); !ec && size > kMaxCaseBytes)
+    throw Error(path + ": " + std::to_string(size) + " bytes, more than a case file's limit of 64 MiB");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot read: " + std::strerror(errno));
   std::ostringstream buf;

@@ -276,8 +276,10 @@ PluginOptions PluginOptions::from_env() {
   if (const char* s = std::getenv("ATTNCHECK_PLUGIN_TIMEOUT")) {
     char* end = nullptr;
     const double t = std::strtod(s, &end);
-    if (!*s || *end || !(t > 0) || !std::isfinite(t))
-      throw Error(std::string("ATTNCHECK_PLUGIN_TIMEOUT='") + s + "': use a positive number of seconds");
+    // At most 30 days: the limit becomes a millisecond count, which overflowed near 1e16 s (every call then "timed
+    // out" at once).
+    if (!*s || *end || !(t > 0) || !(t <= 2592000))
+      throw Error(std::string("ATTNCHECK_PLUGIN_TIMEOUT='") + s + "': use a positive number of seconds, at most 2592000 (30 days)");
     o.limits.time_limit_s = t;
   }
   if (const char* s = std::getenv("ATTNCHECK_PLUGIN_PAD")) {

@@ -10,6 +10,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 
 #include "harness/plugin/test_instances.h"
@@ -64,6 +65,23 @@ PluginOptions in_process() {
 const Instance& small_instance() {
   static const Instance in = random_instance(make_problem(1, 2, 1, 3, 5, 4), 7);
   return in;
+}
+
+// The environment's limits are read strictly: a time limit past 30 days overflowed the millisecond count (1e16 s
+// made every call "time out" at once), so it is refused with the variable's name, as junk and negatives are.
+TEST(PluginLoader, EnvironmentLimitsAreReadStrictly) {
+  for (const char* bad : {"1e16", "2592001", "0", "-1", "nan", "inf", "10s"}) {
+    ::setenv("ATTNCHECK_PLUGIN_TIMEOUT", bad, 1);
+    try {
+      (void)PluginOptions::from_env();
+      ADD_FAILURE() << "ATTNCHECK_PLUGIN_TIMEOUT=" << bad << " was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("ATTNCHECK_PLUGIN_TIMEOUT"), std::string::npos) << e.what();
+    }
+  }
+  ::setenv("ATTNCHECK_PLUGIN_TIMEOUT", "2592000", 1);
+  EXPECT_EQ(PluginOptions::from_env().limits.time_limit_s, 2592000.0);
+  ::unsetenv("ATTNCHECK_PLUGIN_TIMEOUT");
 }
 
 TEST(PluginLoader, RegistersTheExampleAsPluginExample) {
