@@ -281,6 +281,51 @@ TEST_F(Cli, ReplayGoesOnPastALinkLoopAndEscapesBinaryBytes) {
   EXPECT_NE(f.err.find("fifo.json: not a regular file"), std::string::npos) << f.err;
 }
 
+// `attncheck fuzz` with stand-in fuzzers (shell scripts that answer -help=1 as libFuzzer does): a crash's artifact is
+// a finding (exit 1, listed in the summary); a fuzzer that dies leaving nothing is exit 2, never "no finding" (it was
+// exit 0); raw cases an earlier campaign left in the folder are not this campaign's findings; and the fuzzer's path
+// is run by exec, not by a shell (a path with a quote in it ran as a command).
+TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
+  auto script = [&](const std::string& name, const std::string& body) {
+    const std::string path = file(name, "#!/bin/sh\nfor a in \"$@\"; do case $a in -help=1) echo 'Usage of libFuzzer'; exit 0;; "
+                                        "-artifact_prefix=*) prefix=${a#-artifact_prefix=};; esac; done\n" + body + "\n");
+    fs::permissions(path, fs::perms::owner_all);
+    return path;
+  };
+  const std::string seeds = (dir_ / "seeds").string();
+  fs::create_directories(seeds);
+  auto sh_quote = [](const std::string& x) {  // run() goes through sh: the path must reach attncheck intact
+    std::string q = "'";
+    for (char c : x) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  auto fuzz = [&](const std::string& fuzzer, const std::string& findings) {
+    return run("fuzz --time 1 --fuzzer " + sh_quote(fuzzer) + " --seeds " + seeds + " --corpus " + (dir_ / "corpus").string() +
+               " --findings " + (dir_ / findings).string());
+  };
+  const CmdResult crash = fuzz(script("crash.sh", "printf x > \"${prefix}crash-0123\"; exit 1"), "f1");
+  EXPECT_EQ(crash.status, 1) << crash.out << crash.err;
+  EXPECT_NE(crash.out.find("crash-0123"), std::string::npos) << crash.out;
+  EXPECT_NE(slurp(dir_ / "f1" / "fuzz-paper-summary.json").find("crash-0123"), std::string::npos);
+
+  const CmdResult dead = fuzz(script("dead.sh", "kill -SEGV $$"), "f2");
+  EXPECT_EQ(dead.status, 2) << dead.out << dead.err;
+  EXPECT_NE(dead.err.find("ended with signal 11 and left no finding"), std::string::npos) << dead.err;
+
+  fs::create_directories(dir_ / "f3" / "raw-paper");
+  std::ofstream(dir_ / "f3" / "raw-paper" / "old.json") << good_case().dump(1);
+  const CmdResult stale = fuzz(script("quiet.sh", "exit 0"), "f3");
+  EXPECT_EQ(stale.status, 0) << stale.out << stale.err;
+  EXPECT_NE(stale.out.find("0 raw finding(s)"), std::string::npos) << stale.out;
+
+  const fs::path pwned = fs::current_path() / "PWNED-by-attncheck-cli-test";  // where the shell would run `touch`
+  fs::remove(pwned);
+  const std::string quoted = script("q';touch PWNED-by-attncheck-cli-test;'", "exit 0");
+  (void)fuzz(quoted, "f4");
+  EXPECT_FALSE(fs::exists(pwned)) << "the fuzzer's path went through a shell";
+  fs::remove(pwned);
+}
+
 TEST_F(Cli, SmallCheckRunWritesReports) {
   const std::string prop = good_case()["property"];
   const std::string args = "check -q -k oracle --suite quick --property " + prop + " --instances 2 --json " +

@@ -70,27 +70,6 @@ std::string self_dir() {
   return ec ? std::string(".") : p.parent_path().string();
 }
 
-std::string find_fuzzer(const FuzzOptions& o) {
-  std::vector<std::string> tries;
-  if (!o.fuzzer.empty()) {  // named: it or nothing
-    if (::access(o.fuzzer.c_str(), X_OK) != 0)
-      throw Error("--fuzzer " + o.fuzzer + ": " + (::access(o.fuzzer.c_str(), F_OK) == 0 ? "not executable" : "no such file"));
-    tries.push_back(o.fuzzer);
-  }
-  if (const char* e = std::getenv("ATTNCHECK_FUZZER")) tries.push_back(e);
-  tries.push_back("build-fuzz/harness/fuzz/attncheck_fuzz_kernel");
-  tries.push_back(self_dir() + "/fuzz/attncheck_fuzz_kernel");
-  for (const std::string& t : tries) {
-    if (::access(t.c_str(), X_OK) != 0) continue;
-    // A replay build (gcc) ignores flags; only a libFuzzer build answers -help=1 with its usage text.
-    const std::string cmd = "'" + t + "' -help=1 2>&1 | grep -q -i libfuzzer";
-    if (std::system(cmd.c_str()) == 0) return t;
-    if (!o.fuzzer.empty()) throw Error("--fuzzer " + t + " is not a libFuzzer build (build it with clang: ci/fuzz_smoke.sh --build-only)");
-  }
-  throw Error("no libFuzzer build of attncheck_fuzz_kernel found (tried build-fuzz/harness/fuzz/ and next to attncheck); "
-              "build it with clang: ci/fuzz_smoke.sh --build-only, or pass --fuzzer PATH");
-}
-
 struct Child {
   pid_t pid = -1;
   int out = -1;  // the child's stdout+stderr
@@ -119,6 +98,53 @@ Child spawn(const std::vector<std::string>& args, const std::vector<std::string>
   ::close(fds[1]);
   c.out = fds[0];
   return c;
+}
+
+// Whether `path` is a libFuzzer build: a replay build (gcc) ignores flags; only a libFuzzer build answers -help=1
+// with its usage text. Run by fork/exec, never through a shell (a path with quotes in it ran as a command).
+bool is_libfuzzer_build(const std::string& path) {
+  Child c = spawn({path, "-help=1"}, {});
+  std::string out;
+  const auto start = Clock::now();
+  while (seconds_since(start) < 30) {
+    pollfd p{c.out, POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = ::read(c.out, buf, sizeof buf);
+    if (n <= 0) break;
+    if (out.size() < (1u << 20)) out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::kill(-c.pid, SIGKILL);  // it has exited already, or it is stuck: either way it is done
+  int status = 0;
+  ::waitpid(c.pid, &status, 0);
+  ::close(c.out);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  return out.find("libfuzzer") != std::string::npos;
+}
+
+std::string find_fuzzer(const FuzzOptions& o) {
+  std::vector<std::string> tries;
+  if (!o.fuzzer.empty()) {  // named: it or nothing
+    if (::access(o.fuzzer.c_str(), X_OK) != 0)
+      throw Error("--fuzzer " + o.fuzzer + ": " + (::access(o.fuzzer.c_str(), F_OK) == 0 ? "not executable" : "no such file"));
+    tries.push_back(o.fuzzer);
+  }
+  const char* from_env = std::getenv("ATTNCHECK_FUZZER");
+  if (from_env && *from_env) tries.push_back(from_env);
+  tries.push_back("build-fuzz/harness/fuzz/attncheck_fuzz_kernel");
+  tries.push_back(self_dir() + "/fuzz/attncheck_fuzz_kernel");
+  std::string rejected;
+  for (const std::string& t : tries) {
+    if (::access(t.c_str(), X_OK) != 0) continue;
+    if (is_libfuzzer_build(t)) return t;
+    if (!o.fuzzer.empty()) throw Error("--fuzzer " + t + " is not a libFuzzer build (build it with clang: ci/fuzz_smoke.sh --build-only)");
+    rejected += " " + t;
+  }
+  throw Error(std::string("no libFuzzer build of attncheck_fuzz_kernel found (tried ") +
+              (from_env && *from_env ? "ATTNCHECK_FUZZER=" + std::string(from_env) + ", " : std::string()) +
+              "build-fuzz/harness/fuzz/ and next to attncheck" +
+              (rejected.empty() ? "" : "; not libFuzzer builds:" + rejected) +
+              "); build it with clang: ci/fuzz_smoke.sh --build-only, or pass --fuzzer PATH");
 }
 
 struct Group {
@@ -163,14 +189,25 @@ int run_fuzz(const FuzzOptions& o) {
                                std::string("ATTNCHECK_FUZZ_FEEDBACK=") + (o.no_feedback ? "0" : "1")};
   std::cerr << "attncheck fuzz: " << o.kernel << " for " << o.seconds << " s, " << o.workers << " worker(s), corpus "
             << corpus.string() << ", raw findings " << raw.string() << "\n";
+  // Only what this campaign writes counts: files already in the raw folder (an earlier campaign's) are left out.
+  std::set<std::string> before;
+  {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(raw, ec)) before.insert(e.path().string());
+  }
   const auto start = Clock::now();
-  const auto wall_start = std::chrono::system_clock::now();
-  std::map<std::string, double> first_seen;  // raw file -> seconds into the campaign
+  std::map<std::string, double> first_seen;  // raw case file -> seconds into the campaign
+  std::map<std::string, double> artifacts;   // libFuzzer's crash-/timeout-/oom-/leak- inputs -> seconds
   auto scan = [&] {
     const double t = seconds_since(start);
     std::error_code ec;
-    for (const auto& e : fs::directory_iterator(raw, ec))
-      if (e.path().extension() == ".json" && !first_seen.count(e.path().string())) first_seen[e.path().string()] = t;
+    for (const auto& e : fs::directory_iterator(raw, ec)) {
+      const std::string path = e.path().string(), name = e.path().filename().string();
+      if (before.count(path)) continue;
+      if (e.path().extension() == ".json" && !first_seen.count(path)) first_seen[path] = t;
+      for (const char* kind : {"crash-", "timeout-", "oom-", "leak-"})
+        if (name.rfind(kind, 0) == 0 && !artifacts.count(path)) artifacts[path] = t;
+    }
   };
   Child child = spawn(args, env);
   std::ofstream logf(log);
@@ -195,14 +232,16 @@ int run_fuzz(const FuzzOptions& o) {
           const std::string line = pending.substr(0, nl);
           pending.erase(0, nl + 1);
           std::smatch m;
+          // strtoll/strtod, not stoll/stod: a number too large for its type is the last value, not an exception
+          // that ends the campaign's report.
           if (std::regex_search(line, m, exec_re)) {
-            execs = std::stoll(m[1]);
-            rate = std::stod(m[2]);
+            execs = std::strtoll(m[1].str().c_str(), nullptr, 10);
+            rate = std::strtod(m[2].str().c_str(), nullptr);
           }
           if (line.find("stat::number_of_executed_units") != std::string::npos)
-            execs = std::stoll(line.substr(line.rfind(':') + 1));
+            execs = std::strtoll(line.c_str() + line.rfind(':') + 1, nullptr, 10);
           if (line.find("stat::average_exec_per_sec") != std::string::npos)
-            rate = std::stod(line.substr(line.rfind(':') + 1));
+            rate = std::strtod(line.c_str() + line.rfind(':') + 1, nullptr);
         }
       }
     }
@@ -218,8 +257,15 @@ int run_fuzz(const FuzzOptions& o) {
   int status = 0;
   ::waitpid(child.pid, &status, 0);
   ::close(child.out);
+  logf.close();
   scan();
   const double total = seconds_since(start);
+  // libFuzzer exits 0 when its time is up. Anything else is a crash, timeout, out-of-memory or leak in the kernel
+  // under test (its input is an artifact in the raw folder: a finding), or the target could not start.
+  const bool fuzzer_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  const std::string fuzzer_status = WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                                    : WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                                          : "status " + std::to_string(status);
 
   // Group the raw findings and minimise the first of each group.
   std::map<std::pair<std::string, std::string>, Group> groups;
@@ -229,6 +275,10 @@ int run_fuzz(const FuzzOptions& o) {
       c = load_case(path);
     } catch (const Error& e) {
       std::cerr << "attncheck fuzz: skipping unreadable raw finding: " << e.what() << "\n";
+      continue;
+    }
+    if (c.kernel != o.kernel) {
+      std::cerr << "attncheck fuzz: skipping " << path << ": a finding on " << c.kernel << ", not " << o.kernel << "\n";
       continue;
     }
     auto key = std::make_pair(c.property, c.family.generator);
@@ -246,12 +296,21 @@ int run_fuzz(const FuzzOptions& o) {
   }
   nlohmann::json report{{"kernel", o.kernel}, {"seconds", total}, {"workers", o.workers}, {"executions", execs},
                         {"exec_per_s", rate}, {"raw_findings", first_seen.size()}, {"fuzzer", fuzzer},
-                        {"started_at", utc_now_iso8601()}, {"findings", nlohmann::json::array()}};
-  (void)wall_start;
+                        {"fuzzer_status", fuzzer_status}, {"started_at", utc_now_iso8601()},
+                        {"findings", nlohmann::json::array()}, {"artifacts", nlohmann::json::array()}};
   std::ostringstream md;
   md << "# attncheck fuzz: " << o.kernel << "\n\n" << static_cast<long>(total) << " s, " << o.workers
      << " worker(s), " << execs << " executions (" << rate << " exec/s), " << first_seen.size()
-     << " raw finding(s) in " << groups.size() << " group(s).\n\n";
+     << " raw finding(s) in " << groups.size() << " group(s); the fuzzer ended with " << fuzzer_status << ".\n\n";
+  // A crash, timeout, OOM or leak stops libFuzzer (or, with workers, is written and skipped): its input is the
+  // finding, replayed by running the fuzzer on it.
+  for (const auto& [path, t] : artifacts) {
+    report["artifacts"].push_back({{"input", path}, {"first_seen_s", t}, {"replay", fuzzer + " " + path}});
+    md << "## " << fs::path(path).filename().string().substr(0, fs::path(path).filename().string().find('-'))
+       << " in the kernel under test\n\n- input: `" << path << "` (first seen " << t
+       << " s into the campaign)\n- replay: `ATTNCHECK_FUZZ_KERNEL=" << o.kernel << " " << fuzzer << " " << path
+       << "`\n- log: `" << log.string() << "`\n\n";
+  }
   // Minimisation order: the first-seen group of each property (so every kind of failure gets a minimal case
   // even when the shrinking budget runs out), then the rest by first-seen time.
   std::vector<std::pair<std::string, std::string>> order;
@@ -270,6 +329,7 @@ int run_fuzz(const FuzzOptions& o) {
     Group& g = groups[key];
     nlohmann::json f{{"property", key.first}, {"generator", key.second}, {"first_seen_s", g.first_seen},
                      {"raw_count", g.raw_count}, {"raw_case", g.raw_path}, {"found_at", g.first.found_at}};
+    try {
     Case best = g.first;
     std::string message = "(not minimised)", report_text;
     bool was_minimised = false;
@@ -307,13 +367,24 @@ int run_fuzz(const FuzzOptions& o) {
        << message << "\n- minimal case: `" << path << "` (replays with the same verdict: "
        << (again.status == best.expected ? "yes" : "NO") << ")\n- replay: `attncheck replay " << path << "`\n\n";
     if (!report_text.empty()) md << "```\n" << report_text << (report_text.back() == '\n' ? "" : "\n") << "```\n\n";
+    } catch (const std::exception& e) {  // one bad group (unknown property, a family too large) ends only itself
+      f["error"] = e.what();
+      f["raw_case"] = g.raw_path;
+      report["findings"].push_back(f);
+      md << "## " << key.first << " on " << key.second << "\n\n- raw case: `" << g.raw_path
+         << "` (not minimised: " << e.what() << ")\n\n";
+      std::cerr << "attncheck fuzz: " << key.first << " / " << key.second << ": " << e.what() << "\n";
+    }
   }
   const fs::path md_path = fs::path(o.findings) / ("fuzz-" + safe + "-summary.md");
   const fs::path js_path = fs::path(o.findings) / ("fuzz-" + safe + "-summary.json");
   write_text_file(md_path.string(), md.str());
   write_text_file(js_path.string(), report.dump(2) + "\n");
   std::cout << md.str() << "summary: " << md_path.string() << " and " << js_path.string() << "\n";
-  return groups.empty() ? kExitPass : kExitFail;
+  if (!groups.empty() || !artifacts.empty()) return kExitFail;
+  if (!fuzzer_ok)  // no input to show for it: the target did not start, or the fuzzer was killed
+    throw Error("the fuzzer ended with " + fuzzer_status + " and left no finding; see " + log.string());
+  return kExitPass;
 }
 
 }  // namespace
