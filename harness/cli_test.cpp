@@ -197,6 +197,22 @@ TEST_F(Cli, EveryMalformedClassExitsTwoNamingTheProblem) {
   // 10^9 took 15 GB before: UX review, session 11).
   expect_bad_file(variant("famshape.json", [](json& j) { j["family"]["problem"]["n_k"] = 100000; }),
                   "differs from the pinned instance's");
+  // Without a pinned instance the family's shape is capped (46340^3 passed Problem::validate and asked for tens of
+  // GB); the family's integers are integers of their range (1.7 was read as 1, -1 as 2^64 - 1); a key may not
+  // appear twice (the last one won: an appended "kernel" replayed the case on another kernel).
+  expect_bad_file(variant("huge.json",
+                          [](json& j) {
+                            j["instance"] = nullptr;
+                            for (const char* f : {"batch", "heads_q", "heads_kv"}) j["family"]["problem"][f] = 1;
+                            for (const char* f : {"n_q", "n_k", "head_dim"}) j["family"]["problem"][f] = 46340;
+                          }),
+                  "larger than a case file may ask for");
+  expect_bad_file(variant("float.json", [](json& j) { j["family"]["problem"]["batch"] = 1.7; }),
+                  "family: field 'problem.batch' must be an integer");
+  expect_bad_file(variant("wrap.json", [](json& j) { j["family"]["seed"] = -1; }), "field 'seed' = -1 is out of range");
+  std::string twice = good.dump(1);
+  twice.insert(twice.rfind('}'), ",\"kernel\": \"stochastic\"");
+  expect_bad_file(file("twice.json", twice), "the key 'kernel' appears twice");
 }
 
 // A directory replays its cases; fuzz summaries beside them are passed over by name; an empty one is an error.

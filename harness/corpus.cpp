@@ -18,7 +18,9 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "harness/json_fields.h"
 #include "properties/report.h"
@@ -151,7 +153,9 @@ Case case_from_json(const json& j, const std::string& origin) {
   try {
     c.family = family_from_json(fam);
   } catch (const Error& e) {
-    (top / "family").fail(e.what());
+    std::string why = e.what();  // family_from_json says "family: ..." itself; the path already names it
+    if (why.rfind("family: ", 0) == 0) why.erase(0, 8);
+    (top / "family").fail(why);
   } catch (const json::exception& e) {
     (top / "family").fail(e.what());
   }
@@ -166,6 +170,17 @@ Case case_from_json(const json& j, const std::string& origin) {
     if (a.batch != b.batch || a.heads_q != b.heads_q || a.heads_kv != b.heads_kv || a.n_q != b.n_q || a.n_k != b.n_k ||
         a.head_dim != b.head_dim)
       (top / "family").fail("shape " + a.describe() + " differs from the pinned instance's " + b.describe());
+  } else {
+    // No pinned instance: the family generates them, so its shape alone decides the memory and the time, and
+    // Problem::validate allows 2^31 elements per tensor (a forged 46340^3 asked for tens of GB). The largest
+    // family of the suites and of the fuzz decoder is far below 2^24 scores and elements (the corpus's: 512).
+    constexpr double kMaxElements = 16777216.0;  // 2^24
+    const Problem& a = c.family.problem;
+    const double rows = double(a.batch) * a.heads_q * a.n_q;
+    const double scores = rows * a.n_k, q = rows * a.head_dim, kv = double(a.batch) * a.heads_kv * a.n_k * a.head_dim;
+    if (scores > kMaxElements || q > kMaxElements || kv > kMaxElements)
+      (top / "family").fail("shape " + a.describe() + " is larger than a case file may ask for (at most 2^24 scores and "
+                            "2^24 elements of Q, K and V per instance)");
   }
   c.expected = parse_status(json_fields::string_at(json_fields::field(j, "expected", top), top / "expected"), top / "expected");
   c.stats = json_fields::object(json_fields::field(j, "stats", top), top / "stats");
@@ -213,13 +228,26 @@ Case load_case(const std::string& path) {
   const std::string text = buf.str();
   if (text.empty()) throw Error(path + ": empty file (truncated?)");
   json j;
+  // A key twice in one object: JSON leaves it open, nlohmann keeps the last, so an appended "kernel" silently
+  // replayed the case on another kernel. Refused, naming the key.
+  std::vector<std::set<std::string>> keys_seen;  // one set per open object
+  std::string duplicate;
+  const json::parser_callback_t no_duplicates = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) keys_seen.emplace_back();
+    else if (event == json::parse_event_t::object_end && !keys_seen.empty()) keys_seen.pop_back();
+    else if (event == json::parse_event_t::key && !keys_seen.empty() && duplicate.empty() &&
+             !keys_seen.back().insert(parsed.get<std::string>()).second)
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
   try {
-    j = json::parse(text);
+    j = json::parse(text, no_duplicates);
   } catch (const json::exception& e) {
     // parse_error carries the byte position ("at line 3, column 7"); out_of_range 406 is a number too large
     // for a double (found by the parser fuzzer: "301461754E0465973036").
     throw Error(path + ": truncated or malformed JSON: " + printable(e.what()));
   }
+  if (!duplicate.empty()) throw Error(path + ": the key '" + printable(duplicate) + "' appears twice in one object");
   try {
     return case_from_json(j, path);
   } catch (const json::exception& e) {  // a field the checks above did not foresee: still a clear error

@@ -7,7 +7,9 @@
 #include "properties/family.h"
 
 #include <cmath>
+#include <limits>
 #include <sstream>
+#include <type_traits>
 
 namespace attncheck {
 
@@ -185,10 +187,26 @@ namespace {
 template <class T>
 T field(const nlohmann::json& j, const char* name, const char* where) {
   if (!j.is_object() || !j.contains(name)) throw Error(std::string("family: missing field '") + where + name + "'");
-  try {
-    return j.at(name).get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw Error(std::string("family: field '") + where + name + "' has the wrong type");
+  const nlohmann::json& v = j.at(name);
+  const std::string label = std::string("family: field '") + where + name + "'";
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // Strictly an integer of T's range: get<int> turned 1.7 into 1 and 4294967297 into 1, get<uint64_t> -1 into
+    // 2^64 - 1, and the case still replayed (found by an adversarial probe).
+    if (!v.is_number_integer()) throw Error(label + " must be an integer");
+    const bool fits = v.is_number_unsigned()
+                          ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())
+                          : v.get<std::int64_t>() >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
+                                (std::is_signed_v<T> || v.get<std::int64_t>() >= 0) &&
+                                (!std::is_signed_v<T> ||
+                                 v.get<std::int64_t>() <= static_cast<std::int64_t>(std::numeric_limits<T>::max()));
+    if (!fits) throw Error(label + " = " + v.dump() + " is out of range");
+    return v.get<T>();
+  } else {
+    try {
+      return v.get<T>();
+    } catch (const nlohmann::json::exception&) {
+      throw Error(label + " has the wrong type");
+    }
   }
 }
 }  // namespace
