@@ -133,6 +133,9 @@ TEST_F(Cli, HelpAndUsageErrors) {
     EXPECT_NE(r.err.find(needle), std::string::npos) << args << ": " << r.err;
     EXPECT_EQ(r.out.find("checks:"), std::string::npos) << args << ": ran checks anyway\n" << r.out;
   }
+  // Output nobody received is not a pass: a closed standard output is exit 2 (it was 0).
+  const int closed = std::system((std::string(ATTNCHECK_EXE) + " list >&- 2>/dev/null").c_str());
+  EXPECT_EQ(WIFEXITED(closed) ? WEXITSTATUS(closed) : -1, 2);
   // A run that tests nothing (every check skipped or degenerate) is not a pass.
   const CmdResult none = run("check -q -k paper --property unbiased --family tied_max --instances 2 --findings " +
                              (dir_ / "f").string());

@@ -44,7 +44,13 @@ int main(int argc, char** argv) {
     return cli::kExitUsage;
   }
   try {
-    return run ? run() : cli::kExitUsage;
+    const int status = run ? run() : cli::kExitUsage;
+    // A report nobody received is not a result: a closed or full standard output (`attncheck list >&-`) was exit 0.
+    if (!std::cout.flush()) {
+      std::cerr << "attncheck: error: cannot write to standard output\n";
+      return cli::kExitUsage;
+    }
+    return status;
   } catch (const attncheck::Error& e) {
     std::cout.flush();
     std::cerr << "attncheck: error: " << e.what() << "\n";
