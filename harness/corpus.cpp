@@ -7,6 +7,7 @@
 // half-written finding. Replay: ctest -L corpus; by hand: attncheck replay corpus/regression/*.json
 #include "harness/corpus.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bit>
@@ -190,17 +191,26 @@ Case case_from_json(const json& j, const std::string& origin) {
   return c;
 }
 
-void save_case(const std::string& path, const Case& c) {
-  const std::string text = case_to_json(c).dump(1) + "\n";
+void write_text_file(const std::string& path, const std::string& text) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // A terminal, pipe or device (/dev/stdout, a FIFO, /dev/full): written in place, never replaced by a rename
+    // (which, run as root, would put a regular file where /dev/stdout's link or /dev/full's device node was).
+    std::ofstream out(path, std::ios::binary);
+    if (!out) throw Error("cannot write " + path + ": " + std::strerror(errno));
+    out << text;
+    if (!out.flush()) throw Error("cannot write " + path + ": " + std::strerror(errno));
+    return;
+  }
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
     out << text;
-    out.flush();
-    if (!out) {
+    if (!out.flush()) {
+      const int err = errno;
       std::remove(tmp.c_str());
-      throw Error("cannot write " + tmp + ": " + std::strerror(errno));
+      throw Error("cannot write " + tmp + ": " + std::strerror(err));
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -210,8 +220,10 @@ void save_case(const std::string& path, const Case& c) {
   }
 }
 
+void save_case(const std::string& path, const Case& c) { write_text_file(path, case_to_json(c).dump(1) + "\n"); }
+
 Case load_case(const std::string& path) {
-  // Case files are small (the largest committed one is ~200 KB): a FIFO would block the replay and /dev/zero would
+  // Case files are small (the largest committed one is ~25 KB): a FIFO would block the replay and /dev/zero would
   // fill memory, so only a regular file of at most kMaxCaseBytes is read.
   constexpr std::uintmax_t kMaxCaseBytes = std::uintmax_t(64) << 20;
   std::error_code ec;

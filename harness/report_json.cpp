@@ -5,14 +5,8 @@
 //          "outcomes":[{"kernel","property","family","family_label","family_description","status","message","stats",
 //                       "instance_index","instances_run","seconds","shrink_seconds","shrink_steps",
 //                       "finding","replay"}]}    finding/replay are null when no case was written.
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 
 #include "harness/run_report.h"
 
@@ -43,31 +37,6 @@ std::string key_number(const Outcome& o) {
     }
   }
   return "";
-}
-
-void write_text_file(const std::string& path, const std::string& text) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    // A terminal, pipe or device (/dev/stdout, a FIFO, /dev/full): written in place, never replaced by a rename
-    // (which, run as root, would put a regular file where /dev/stdout's link or /dev/full's device node was).
-    std::ofstream out(path, std::ios::binary);
-    if (!out) throw Error("cannot write " + path + ": " + std::strerror(errno));
-    out << text;
-    if (!out.flush()) throw Error("cannot write " + path + ": " + std::strerror(errno));
-    return;
-  }
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
-    out << text;
-    if (!out.flush()) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw Error("cannot rename " + tmp + " to " + path + ": " + std::strerror(err));
-  }
 }
 
 json run_to_json(const RunReport& r) {

@@ -51,8 +51,5 @@ std::string summary_table(const RunReport& r);
 // The `unbiased` outcomes as a family × kernel table ("" when the run checked no bias).
 std::string bias_table(const RunReport& r);
 
-// Writes text to path atomically (tmp + rename); a path that exists and is not a regular file (/dev/stdout, a FIFO)
-// is written in place instead. Throws Error on failure (a full disk included).
-void write_text_file(const std::string& path, const std::string& text);
 
 }  // namespace attncheck
