@@ -7,9 +7,9 @@
 #include "properties/family.h"
 
 #include <cmath>
-#include <limits>
 #include <sstream>
 #include <type_traits>
+#include <utility>
 
 namespace attncheck {
 
@@ -193,12 +193,8 @@ T field(const nlohmann::json& j, const char* name, const char* where) {
     // Strictly an integer of T's range: get<int> turned 1.7 into 1 and 4294967297 into 1, get<uint64_t> -1 into
     // 2^64 - 1, and the case still replayed (found by an adversarial probe).
     if (!v.is_number_integer()) throw Error(label + " must be an integer");
-    const bool fits = v.is_number_unsigned()
-                          ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())
-                          : v.get<std::int64_t>() >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
-                                (std::is_signed_v<T> || v.get<std::int64_t>() >= 0) &&
-                                (!std::is_signed_v<T> ||
-                                 v.get<std::int64_t>() <= static_cast<std::int64_t>(std::numeric_limits<T>::max()));
+    const bool fits = v.is_number_unsigned() ? std::in_range<T>(v.get<std::uint64_t>())
+                                             : std::in_range<T>(v.get<std::int64_t>());
     if (!fits) throw Error(label + " = " + v.dump() + " is out of range");
     return v.get<T>();
   } else {
