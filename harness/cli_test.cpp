@@ -325,7 +325,9 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   const CmdResult crash = fuzz(script("crash.sh", "printf x > \"${prefix}crash-0123\"; exit 1"), "f1");
   EXPECT_EQ(crash.status, 1) << crash.out << crash.err;
   EXPECT_NE(crash.out.find("crash-0123"), std::string::npos) << crash.out;
-  EXPECT_NE(slurp(dir_ / "f1" / "fuzz-paper-summary.json").find("crash-0123"), std::string::npos);
+  const std::string summary = slurp(dir_ / "f1" / "fuzz-paper-summary.json");
+  EXPECT_NE(summary.find("crash-0123"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("ATTNCHECK_FUZZ_KERNEL=paper "), std::string::npos) << "the replay command names the kernel";
 
   const CmdResult dead = fuzz(script("dead.sh", "kill -SEGV $$"), "f2");
   EXPECT_EQ(dead.status, 2) << dead.out << dead.err;

@@ -28,8 +28,9 @@ void add_fuzz(CLI::App& app, Runner& run);  // cli/fuzz_command.cpp
 constexpr double kProgressEvery = 5.0;
 
 // A numeric option's check, for options of type T: "'abc' is not an integer" (or "a number") for text that does
-// not parse as T, "not a finite number" for nan and inf, "2e7 is outside 0 to 10000000" for a value out of [lo, hi]. (CLI::Range says "Value abc not in
-// range 1 to 1073741824" for both, with six decimals for floating-point bounds.)
+// not parse as T, "not a finite number" for nan and inf, "2e7 is outside 0 to 10000000" for a value out of
+// [lo, hi]. (CLI::Range says "Value abc not in range 1 to 1073741824" for both, with six decimals for
+// floating-point bounds.)
 template <class T>
 CLI::Validator number_in(T lo, T hi) {
   auto show = [](T x) {

@@ -305,11 +305,11 @@ int run_fuzz(const FuzzOptions& o) {
   // A crash, timeout, OOM or leak stops libFuzzer (or, with workers, is written and skipped): its input is the
   // finding, replayed by running the fuzzer on it.
   for (const auto& [path, t] : artifacts) {
-    report["artifacts"].push_back({{"input", path}, {"first_seen_s", t}, {"replay", fuzzer + " " + path}});
-    md << "## " << fs::path(path).filename().string().substr(0, fs::path(path).filename().string().find('-'))
-       << " in the kernel under test\n\n- input: `" << path << "` (first seen " << t
-       << " s into the campaign)\n- replay: `ATTNCHECK_FUZZ_KERNEL=" << o.kernel << " " << fuzzer << " " << path
-       << "`\n- log: `" << log.string() << "`\n\n";
+    const std::string name = fs::path(path).filename().string(), kind = name.substr(0, name.find('-'));
+    const std::string replay = "ATTNCHECK_FUZZ_KERNEL=" + o.kernel + " " + fuzzer + " " + path;
+    report["artifacts"].push_back({{"kind", kind}, {"input", path}, {"first_seen_s", t}, {"replay", replay}});
+    md << "## " << kind << " in the kernel under test\n\n- input: `" << path << "` (first seen " << t
+       << " s into the campaign)\n- replay: `" << replay << "`\n- log: `" << log.string() << "`\n\n";
   }
   // Minimisation order: the first-seen group of each property (so every kind of failure gets a minimal case
   // even when the shrinking budget runs out), then the rest by first-seen time.
@@ -330,46 +330,48 @@ int run_fuzz(const FuzzOptions& o) {
     nlohmann::json f{{"property", key.first}, {"generator", key.second}, {"first_seen_s", g.first_seen},
                      {"raw_count", g.raw_count}, {"raw_case", g.raw_path}, {"found_at", g.first.found_at}};
     try {
-    Case best = g.first;
-    std::string message = "(not minimised)", report_text;
-    bool was_minimised = false;
-    const double shrinking = seconds_since(start) - total;
-    if (shrinking < shrink_budget) {
-      const Property& prop = get_property(g.first.property);
-      Budget b = g.first.budget;
-      std::cerr << "attncheck fuzz: minimising " << key.first << " / " << key.second << " ...\n";
-      const Outcome out = check_and_shrink(prop, kernel, g.first.family, b);
-      if (out.status == g.first.expected) {
-        best = case_from_outcome(out, b, "fuzz");
-        was_minimised = true;
-        best.kernel = o.kernel;
-        best.note = "minimised from " + g.raw_path + " (first seen " + std::to_string(g.first_seen) + " s into the campaign)";
-        message = out.message;
-        report_text = out.report;
-        f["shrink_steps"] = out.shrink_steps;
-        f["shrink_seconds"] = out.shrink_seconds;
-        f["stats"] = out.stats;
-      } else {
-        message = "shrinking did not reproduce the verdict (" + std::string(status_name(out.status)) + "); kept the raw case";
+      Case best = g.first;
+      std::string message = "(not minimised)", report_text;
+      bool was_minimised = false;
+      const double shrinking = seconds_since(start) - total;
+      if (shrinking < shrink_budget) {
+        const Property& prop = get_property(g.first.property);
+        Budget b = g.first.budget;
+        std::cerr << "attncheck fuzz: minimising " << key.first << " / " << key.second << " ...\n";
+        const Outcome out = check_and_shrink(prop, kernel, g.first.family, b);
+        if (out.status == g.first.expected) {
+          best = case_from_outcome(out, b, "fuzz");
+          was_minimised = true;
+          best.kernel = o.kernel;
+          best.note = "minimised from " + g.raw_path + " (first seen " + std::to_string(g.first_seen) +
+                      " s into the campaign)";
+          message = out.message;
+          report_text = out.report;
+          f["shrink_steps"] = out.shrink_steps;
+          f["shrink_seconds"] = out.shrink_seconds;
+          f["stats"] = out.stats;
+        } else {
+          message = "shrinking did not reproduce the verdict (" + std::string(status_name(out.status)) +
+                    "); kept the raw case";
+        }
       }
-    }
-    // Only minimised cases go into the findings directory; the others stay where the fuzzer wrote them.
-    const std::string path = was_minimised ? write_finding(o.findings, best) : g.raw_path;
-    const Outcome again = replay_case(best, reg);
-    f["minimal_case"] = path;
-    f["family"] = best.family.describe();
-    f["message"] = message;
-    f["replay"] = "attncheck replay " + path;
-    f["replays_same_verdict"] = again.status == best.expected;
-    report["findings"].push_back(f);
-    md << "## " << key.first << " on " << key.second << "\n\n- first seen: " << g.first_seen << " s into the campaign ("
-       << g.raw_count << " raw finding(s) in this group)\n- minimal family: `" << best.family.describe() << "`\n- why: "
-       << message << "\n- minimal case: `" << path << "` (replays with the same verdict: "
-       << (again.status == best.expected ? "yes" : "NO") << ")\n- replay: `attncheck replay " << path << "`\n\n";
-    if (!report_text.empty()) md << "```\n" << report_text << (report_text.back() == '\n' ? "" : "\n") << "```\n\n";
+      // Only minimised cases go into the findings directory; the others stay where the fuzzer wrote them.
+      const std::string path = was_minimised ? write_finding(o.findings, best) : g.raw_path;
+      const Outcome again = replay_case(best, reg);
+      f["minimal_case"] = path;
+      f["family"] = best.family.describe();
+      f["message"] = message;
+      f["replay"] = "attncheck replay " + path;
+      f["replays_same_verdict"] = again.status == best.expected;
+      report["findings"].push_back(f);
+      md << "## " << key.first << " on " << key.second << "\n\n- first seen: " << g.first_seen
+         << " s into the campaign (" << g.raw_count << " raw finding(s) in this group)\n- minimal family: `"
+         << best.family.describe() << "`\n- why: "
+         << message << "\n- minimal case: `" << path << "` (replays with the same verdict: "
+         << (again.status == best.expected ? "yes" : "NO") << ")\n- replay: `attncheck replay " << path << "`\n\n";
+      if (!report_text.empty()) md << "```\n" << report_text << (report_text.back() == '\n' ? "" : "\n") << "```\n\n";
     } catch (const std::exception& e) {  // one bad group (unknown property, a family too large) ends only itself
       f["error"] = e.what();
-      f["raw_case"] = g.raw_path;
       report["findings"].push_back(f);
       md << "## " << key.first << " on " << key.second << "\n\n- raw case: `" << g.raw_path
          << "` (not minimised: " << e.what() << ")\n\n";
