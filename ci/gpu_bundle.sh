@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# gpu_bundle.sh — builds the GPU binaries on this machine (which has the Debian packages and the CUDA toolkit but
-# maybe no GPU) and packs them, with the shared libraries a bare GPU host lacks, into one folder that ci/gpu.sh
-# runs from there:
+# gpu_bundle.sh — builds the GPU binaries on this machine (it has the CUDA toolkit, maybe no GPU; the Debian
+# packages come from ci/install_deps.sh) and packs them, with the shared libraries a bare GPU host lacks, into one
+# folder that ci/gpu.sh runs from there:
 #   bash ci/gpu_bundle.sh [BUNDLE]          default BUNDLE = gpu-run (ignored by git)
 #   # copy the working tree + BUNDLE to the GPU host, then there:
 #   ATTNCHECK_GPU_SKIP_BUILD=1 ATTNCHECK_GPU_BUILD=gpu-run bash ci/gpu.sh
@@ -12,6 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bundle=${1:-gpu-run}
 arch=${ATTNCHECK_CUDA_ARCH:-90}
+bash ci/install_deps.sh  # a fresh machine has none of the Debian packages (Eigen, RapidCheck, ...) CMake needs
 ATTNCHECK_CMAKE_ARGS="-DATTNCHECK_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=$arch ${ATTNCHECK_CMAKE_ARGS:-}" \
   bash ci/build.sh build-gpu Release
 fuzz_bin=
