@@ -317,89 +317,47 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
       // the max). Keys past n_k hold −inf, so they count only if thr = −inf (r − tolerance overflowed, or
       // tolerance = inf); in that rare case the tail tile counts its existing keys as the public code does.
       // Only a finite r is shifted: fa2's all-masked tile (r = −inf) is left alone.
-      // exact_shift: the row max r, the exact "count > 1" (top two) and the shift, for every row of the warp.
-      auto exact_shift = [&]() {
-        float top1[kMT][2], top2[kMT][2];  // row g + 8·ri of m16 tile mt
-        // The paper's scores are bf16 already: each packed max / min.NaN serves two keys (and, after the per-row
-        // tournaments, both rows), so about half the instructions of the fp32 form (quad_top2_rows_bf16).
+      float top1[kMT][2], top2[kMT][2];  // row g + 8·ri of m16 tile mt
+      // The paper's scores are bf16 already: each packed max / min.NaN serves two keys (and, after the per-row
+      // tournaments, both rows), so about half the instructions of the fp32 form (quad_top2_rows_bf16).
 #pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) {
-          if constexpr (Spec::s_fmt == Format::kBF16)
-            quad_top2_rows_bf16<!decltype(mask_tag)::value>(s[mt], top1[mt], top2[mt]);
-          else
-            quad_top2_rows(s[mt], top1[mt], top2[mt]);
-        }
-        bool shift[kRows];
-        bool any_shift = false;
+      for (int mt = 0; mt < kMT; ++mt) {
+        if constexpr (Spec::s_fmt == Format::kBF16)
+          quad_top2_rows_bf16<!decltype(mask_tag)::value>(s[mt], top1[mt], top2[mt]);
+        else
+          quad_top2_rows(s[mt], top1[mt], top2[mt]);
+      }
+      bool shift[kRows];
+      bool any_shift = false;
 #pragma unroll
-        for (int q = 0; q < kRows; ++q) {
-          const int mt = q / 2, ri = q % 2;
-          const float m1 = top1[mt][ri], m2 = top2[mt][ri];
-          r[q] = m1;
-          const float thr = round_float(__fsub_rn(m1, p.tolerance), Spec::s_fmt);
-          bool several = m2 >= thr;
-          if (decltype(mask_tag)::value && thr == -INFINITY) {  // quad-uniform branch: shuffle within the quad
-            int c = 0;
-#pragma unroll
-            for (int n = 0; n < kNT; ++n)
-#pragma unroll
-              for (int i = 2 * ri; i < 2 * ri + 2; ++i) c += exists(mask_tag, n, i) && !isnan(s[mt][n][i]);
-            const unsigned quad = 0xfu << (lane & ~3);
-            c += __shfl_xor_sync(quad, c, 1);
-            several = c + __shfl_xor_sync(quad, c, 2) > 1;
-          }
-          shift[q] = several && isfinite(m1);
-          any_shift = any_shift || shift[q];
-        }
-        // The shift runs only where some row of the warp has a near tie (a warp-uniform branch on a vote: on normal
-        // inputs few warp-tiles do), and inside it as selects, so the rows of a warp do not diverge.
-        if (__any_sync(0xffffffffu, any_shift)) {
-#pragma unroll
-          for (int q = 0; q < kRows; ++q) {
-            const float m1 = r[q];
-            const float shifted = m1 > 0.f ? round_float(__fmul_rn(p.beta, m1), Spec::max_fmt) : fmaxf(m1, 0.f);
-            r[q] = shift[q] ? shifted : m1;
-          }
-        }
-      };
-      if constexpr (Spec::s_fmt == Format::kBF16) {
-        exact_shift();
-      } else {
-        // fp32 scores (fa2-fixed): a screen that is exact about "some row of the warp has count > 1", cheaper than
-        // the top two, and runs exact_shift (the same bits) only where it says so. Per row and thread: the thread's
-        // max h (the baseline's), and how many of its scores are >= thr_h = round(h − tolerance) (compares and
-        // integer adds, independent of the quad's shuffles). After the quad max r, thr = round(r − tolerance) <= r:
-        // a thread "holds" the row when h >= thr, and every quad has a holder (the one with h = r). count > 1 iff
-        // two threads hold the row, or its only holder (h = r, so thr_h = thr) has two scores >= thr. So: a ballot
-        // of the holders counts more than one per row of the warp, or a holder with h = r has near >= 2. NaN
-        // scores are in neither count (>= is false), as in the top two; thr = −inf makes every thread a holder, so
-        // those rows (and the public code's tail rule) take exact_shift.
-        int near[kRows];
-        float hi_t[kRows];
-#pragma unroll
-        for (int q = 0; q < kRows; ++q) {
-          const int mt = q / 2, ri = q % 2;
-          float hi = -INFINITY;
-#pragma unroll
-          for (int n = 0; n < kNT; ++n) hi = fmaxf(hi, fmaxf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]));
-          hi_t[q] = hi;
-          const float thr_h = round_float(__fsub_rn(hi, p.tolerance), Spec::s_fmt);
+      for (int q = 0; q < kRows; ++q) {
+        const int mt = q / 2, ri = q % 2;
+        const float m1 = top1[mt][ri], m2 = top2[mt][ri];
+        r[q] = m1;
+        const float thr = round_float(__fsub_rn(m1, p.tolerance), Spec::s_fmt);
+        bool several = m2 >= thr;
+        if (decltype(mask_tag)::value && thr == -INFINITY) {  // quad-uniform branch: shuffle within the quad
           int c = 0;
 #pragma unroll
-          for (int n = 0; n < kNT; ++n) c += int(s[mt][n][2 * ri] >= thr_h) + int(s[mt][n][2 * ri + 1] >= thr_h);
-          near[q] = c;
+          for (int n = 0; n < kNT; ++n)
+#pragma unroll
+            for (int i = 2 * ri; i < 2 * ri + 2; ++i) c += exists(mask_tag, n, i) && !isnan(s[mt][n][i]);
+          const unsigned quad = 0xfu << (lane & ~3);
+          c += __shfl_xor_sync(quad, c, 1);
+          several = c + __shfl_xor_sync(quad, c, 2) > 1;
         }
-        int holders = 0;
-        bool own_pair = false;
+        shift[q] = several && isfinite(m1);
+        any_shift = any_shift || shift[q];
+      }
+      // The shift runs only where some row of the warp has a near tie (a warp-uniform branch on a vote: on normal
+      // inputs few warp-tiles do), and inside it as selects, so the rows of a warp do not diverge.
+      if (__any_sync(0xffffffffu, any_shift)) {
 #pragma unroll
         for (int q = 0; q < kRows; ++q) {
-          r[q] = quad_max(hi_t[q]);
-          const float thr = round_float(__fsub_rn(r[q], p.tolerance), Spec::s_fmt);
-          holders += __popc(__ballot_sync(0xffffffffu, hi_t[q] >= thr));
-          own_pair = own_pair || (hi_t[q] == r[q] && near[q] >= 2);
+          const float m1 = r[q];
+          const float shifted = m1 > 0.f ? round_float(__fmul_rn(p.beta, m1), Spec::max_fmt) : fmaxf(m1, 0.f);
+          r[q] = shift[q] ? shifted : m1;
         }
-        // (A tolerance that is not >= 0, which the kernel names refuse, would break "thr <= r": exact_shift too.)
-        if (!(p.tolerance >= 0.f) || holders > 8 * kRows || __any_sync(0xffffffffu, own_pair)) exact_shift();
       }
     }
     float m_scaled[kRows];
