@@ -35,10 +35,13 @@
 // vs 382 TFLOP/s at d128, 181-233 vs 262-294 at d64; b2b456c); fa2-fixed's near-max test as the row max and then
 // a count of the scores >= thr (set.ge masks summed, both rows' counts in one word over the quad: fewer
 // instructions, but a second round of shuffles after the max; fix overhead 12.0-12.9% vs 10.1-10.7% at d128 full,
-// 16.9-17.7% vs 14.4-14.8% at d64, three interleaved runs each, same bits); fa2's exponentials as the bare
-// ex2.approx.ftz where a warp vote finds no argument below −126 (exp2f's bits, checked on every float, but no faster:
-// the vote cost what the fix-up did; b2e71d2). FlashAttention's own step 5/6 (P̄V accumulated into α·acc) with a
-// fast exp2 runs fa2 13% faster but is not the spec's numerics, and leaves the fix's share unchanged (ea94fbe).
+// 16.9-17.7% vs 14.4-14.8% at d64, three interleaved runs each, same bits); a screen before the top two (each
+// thread's count against its own max − tolerance, a ballot of the quad's holders, the top two only in a rare
+// warp-uniform branch: same bits, fewer instructions by count, fix overhead 14.1-15.2% vs 8.8-9.9% at d128 full;
+// 14145a4); fa2's exponentials as the bare ex2.approx.ftz where a warp vote finds no argument below −126 (exp2f's
+// bits, checked on every float, but no faster: the vote cost what the fix-up did; b2e71d2). FlashAttention's own
+// step 5/6 (P̄V accumulated into α·acc) with a fast exp2 runs fa2 13% faster but is not the spec's numerics, and
+// leaves the fix's share unchanged (ea94fbe).
 #include <cuda_bf16.h>
 
 #include <cmath>
