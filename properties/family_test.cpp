@@ -345,6 +345,15 @@ TEST(Family, OutOfDomainParametersThrowAClearError) {
     }
   }
   EXPECT_FALSE(param_domain("no_such_parameter", Format::kBF16).has_value());
+  // A name no generator reads is refused, naming it (a case file's "tiess" ran with the default ties).
+  Family typo = default_family("tied_max");
+  typo.params["tiess"] = 4;
+  try {
+    validate_family(typo);
+    ADD_FAILURE() << "tiess was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown parameter 'tiess'"), std::string::npos) << e.what();
+  }
   for (const char* s : {"default", "bias", "gpu", "quick"})
     for (const auto& e : suite(s)) EXPECT_NO_THROW(validate_family(e.family)) << s << " " << e.family.describe();
 }

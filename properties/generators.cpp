@@ -449,7 +449,9 @@ void validate_family(const Family& f) {
     throw Error("family: generators produce bf16 or fp16 inputs only");
   for (const auto& [k, v] : f.params) {
     const std::optional<ParamDomain> d = param_domain(k, f.problem.input_format);
-    if (d && !in_domain(*d, v))
+    // A name no generator reads (a case file's typo, "tiess") would be ignored and the default used silently.
+    if (!d) throw Error("family " + f.generator + ": unknown parameter '" + k + "' (family.cpp lists them)");
+    if (!in_domain(*d, v))
       throw Error("family " + f.generator + ": parameter '" + k + "' = " + num(v) + " is outside its domain: " +
                   describe_domain(*d));
   }
