@@ -141,6 +141,7 @@ TEST_F(Cli, HelpAndUsageErrors) {
                              (dir_ / "f").string());
   EXPECT_EQ(none.status, 2) << none.out << none.err;
   EXPECT_NE(none.err.find("nothing was tested"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("Why:\n  paper: "), std::string::npos) << "the reason is said, not only 'skip'" << none.err;
 }
 
 TEST_F(Cli, ReplayVerdicts) {
@@ -247,6 +248,14 @@ TEST_F(Cli, ReportIntoADeviceIsWrittenInPlace) {
   const CmdResult ok = run(quick + " --json " + to_null.string() + " --junit " + to_null.string());
   EXPECT_EQ(ok.status, 0) << ok.out << ok.err;
   EXPECT_TRUE(fs::is_symlink(to_null)) << "the link to /dev/null was replaced";
+  // A link to a regular file is written through: the link stays, its target gets the report.
+  const fs::path target = dir_ / "real.json", to_file = dir_ / "link.json";
+  std::ofstream(target) << "{}\n";
+  fs::create_symlink(target, to_file);
+  const CmdResult linked = run(quick + " --json " + to_file.string());
+  EXPECT_EQ(linked.status, 0) << linked.out << linked.err;
+  EXPECT_TRUE(fs::is_symlink(to_file)) << "the link to a regular file was replaced";
+  EXPECT_GT(fs::file_size(target), 10u) << "the link's target did not get the report";
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
   const fs::path to_full = dir_ / "full.json";
   fs::create_symlink("/dev/full", to_full);
@@ -338,6 +347,22 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   const CmdResult stale = fuzz(script("quiet.sh", "exit 0"), "f3");
   EXPECT_EQ(stale.status, 0) << stale.out << stale.err;
   EXPECT_NE(stale.out.find("0 raw finding(s)"), std::string::npos) << stale.out;
+
+  // The target checks its ATTNCHECK_FUZZ_* settings before it answers -help=1: its own error is what the user sees
+  // (it was "not a libFuzzer build"). A --corpus that is a file is a clear error (it was an "internal error").
+  const std::string picky = file("picky.sh", "#!/bin/sh\necho \"attncheck-fuzz: error: ATTNCHECK_FUZZ_PROPERTIES: "
+                                             "unknown property 'nope'\"\nexit 2\n");
+  fs::permissions(picky, fs::perms::owner_all);
+  const CmdResult env = fuzz(picky, "f5");
+  EXPECT_EQ(env.status, 2) << env.out << env.err;
+  EXPECT_NE(env.err.find("ATTNCHECK_FUZZ_PROPERTIES: unknown property 'nope'"), std::string::npos) << env.err;
+  EXPECT_EQ(env.err.find("not a libFuzzer build"), std::string::npos) << env.err;
+  const std::string not_dir = file("corpus-file", "x");
+  const CmdResult bad_corpus = run("fuzz --time 1 --fuzzer " + sh_quote(script("ok.sh", "exit 0")) + " --seeds " + seeds +
+                                   " --corpus " + not_dir + " --findings " + (dir_ / "f6").string());
+  EXPECT_EQ(bad_corpus.status, 2) << bad_corpus.out << bad_corpus.err;
+  EXPECT_NE(bad_corpus.err.find("--corpus " + not_dir), std::string::npos) << bad_corpus.err;
+  EXPECT_EQ(bad_corpus.err.find("internal error"), std::string::npos) << bad_corpus.err;
 
   const fs::path pwned = fs::current_path() / "PWNED-by-attncheck-cli-test";  // where the shell would run `touch`
   fs::remove(pwned);

@@ -193,9 +193,11 @@ Case case_from_json(const json& j, const std::string& origin) {
 
 void write_text_file(const std::string& path, const std::string& text) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    // A terminal, pipe or device (/dev/stdout, a FIFO, /dev/full): written in place, never replaced by a rename
-    // (which, run as root, would put a regular file where /dev/stdout's link or /dev/full's device node was).
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // A symbolic link (to a file, or /dev/stdout's to whatever stdout is), a terminal, pipe or device (a FIFO,
+    // /dev/full): written in place, through the link, never replaced by a rename (which put a regular file where
+    // the link was, and, run as root, where /dev/stdout's link or /dev/full's device node was). lstat, not stat: a
+    // link to a regular file (/dev/stdout redirected to one) was renamed over too.
     std::ofstream out(path, std::ios::binary);
     if (!out) throw Error("cannot write " + path + ": " + std::strerror(errno));
     out << text;

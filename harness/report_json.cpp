@@ -5,8 +5,11 @@
 //          "outcomes":[{"kernel","property","family","family_label","family_description","status","message","stats",
 //                       "instance_index","instances_run","seconds","shrink_seconds","shrink_steps",
 //                       "finding","replay"}]}    finding/replay are null when no case was written.
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "harness/run_report.h"
 
@@ -20,7 +23,19 @@ int RunReport::count(Status s) const {
   return n;
 }
 
-std::string replay_command(const std::string& finding_path) { return "attncheck replay " + finding_path; }
+std::string shell_word(const std::string& s) {
+  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) {
+    return std::isalnum(c) || std::strchr("_./:=,+-@%", c) != nullptr;
+  });
+  if (plain) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string replay_command(const std::string& finding_path, const std::string& extra) {
+  return "attncheck replay " + shell_word(finding_path) + extra;
+}
 
 std::string key_number(const Outcome& o) {
   if (!o.stats.is_object()) return "";
@@ -57,7 +72,7 @@ json run_to_json(const RunReport& r) {
                         {"shrink_seconds", o.shrink_seconds},
                         {"shrink_steps", o.shrink_steps},
                         {"finding", e.finding.empty() ? json(nullptr) : json(e.finding)},
-                        {"replay", e.finding.empty() ? json(nullptr) : json(replay_command(e.finding))}});
+                        {"replay", e.finding.empty() ? json(nullptr) : json(replay_command(e.finding, e.replay_extra))}});
   }
   return {{"format", "attncheck-run"},
           {"version", kRunReportVersion},

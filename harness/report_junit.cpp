@@ -78,7 +78,7 @@ std::string run_to_junit(const RunReport& r) {
       x << ">\n";
       if (o.status == Status::kFail) {
         std::string body = o.report.empty() ? o.message : o.report;
-        if (!e->finding.empty()) body += "\nreplay: " + replay_command(e->finding);
+        if (!e->finding.empty()) body += "\nreplay: " + replay_command(e->finding, e->replay_extra);
         x << "      <failure message=\"" << xml_escape(o.message) << "\" type=\"" << xml_escape(o.property) << "\">"
           << xml_escape(body) << "</failure>\n";
       } else {

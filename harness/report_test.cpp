@@ -34,6 +34,7 @@ RunReport sample_report() {
     e.outcome.report = s == Status::kFail ? "report: " + kHostile : "";
     e.outcome.seconds = 0.25;
     e.finding = finding;
+    if (!finding.empty()) e.replay_extra = " --plugin /opt/p.so:defect=skip";  // as a run with --plugin sets it
     r.entries.push_back(e);
   };
   add("paper", "unbiased", Status::kFail, kHostile, "corpus/findings/p&q.json");
@@ -42,6 +43,15 @@ RunReport sample_report() {
   add("oracle", "accurate", Status::kSkip, "no backward pass", "");
   add("paper", "finite", Status::kFail, "error: boom", "");
   return r;
+}
+
+// A printed command pastes into a shell as it is: plain words stay, anything else is single-quoted (' as '\'').
+TEST(ReportJson, ShellWordQuotesWhatAShellWouldSplit) {
+  EXPECT_EQ(shell_word("corpus/findings/paper-unbiased-1.json"), "corpus/findings/paper-unbiased-1.json");
+  EXPECT_EQ(shell_word("/tmp/dir with space'q/a.json"), "'/tmp/dir with space'\\''q/a.json'");
+  EXPECT_EQ(shell_word("a;touch x"), "'a;touch x'");
+  EXPECT_EQ(shell_word(""), "''");
+  EXPECT_EQ(replay_command("p q.json", " --plugin x.so"), "attncheck replay 'p q.json' --plugin x.so");
 }
 
 TEST(ReportJson, ParsesBackWithEveryField) {
@@ -65,7 +75,8 @@ TEST(ReportJson, ParsesBackWithEveryField) {
   EXPECT_EQ(o["message"], kHostile);
   EXPECT_DOUBLE_EQ(o["stats"]["z"].get<double>(), -9.25);
   EXPECT_EQ(o["finding"], "corpus/findings/p&q.json");
-  EXPECT_EQ(o["replay"], "attncheck replay corpus/findings/p&q.json");
+  // A shell word each (the & quoted), and the plugin the replay needs: the command the terminal printed.
+  EXPECT_EQ(o["replay"], "attncheck replay 'corpus/findings/p&q.json' --plugin /opt/p.so:defect=skip");
   EXPECT_EQ(family_to_json(family_from_json(o["family"])), o["family"]);
   EXPECT_TRUE(j["outcomes"][1]["finding"].is_null());
   EXPECT_EQ(j["outcomes"][2]["status"], "degenerate");
@@ -198,7 +209,7 @@ TEST(ReportJunit, WellFormedWithCountsAndEscapedText) {
   want.erase(want.find('\x01'), 1);  // XML 1.0 cannot carry it; everything else survives
   EXPECT_EQ(failure.attrs.at("message"), want);
   EXPECT_NE(failure.text.find("report: " + want), std::string::npos) << failure.text;
-  EXPECT_NE(failure.text.find("replay: attncheck replay corpus/findings/p&q.json"), std::string::npos);
+  EXPECT_NE(failure.text.find("replay: attncheck replay 'corpus/findings/p&q.json' --plugin /opt/p.so:defect=skip"), std::string::npos);
   EXPECT_TRUE(paper.children[1].children.empty());  // pass: an empty testcase
   const Element& oracle = root.children[1];
   EXPECT_EQ(oracle.attrs.at("skipped"), "2");

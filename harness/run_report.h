@@ -23,6 +23,7 @@ struct RunEntry {
   Outcome outcome;
   std::string label;    // the suite entry's family label (SuiteEntry::label)
   std::string finding;  // path of the saved case ("" when none was written)
+  std::string replay_extra;  // what its replay needs besides the file, as shell words (" --plugin P"), or ""
 };
 
 struct RunReport {
@@ -38,8 +39,12 @@ struct RunReport {
   int count(Status s) const;
 };
 
-// The replay command printed for a saved case.
-std::string replay_command(const std::string& finding_path);
+// s as one word of a POSIX shell: unchanged when it holds only characters no shell treats specially, else in
+// single quotes (a ' as '\''), so a printed command can be pasted as it is (a findings path with a space broke it).
+std::string shell_word(const std::string& s);
+// The replay command of a saved case (terminal, JSON and JUnit say the same): the path as a shell word, then
+// `extra` (RunEntry::replay_extra).
+std::string replay_command(const std::string& finding_path, const std::string& extra = "");
 // The statistic that best summarises an outcome in one short cell ("z=9.1", "err/bound=3.2", ...), or "".
 std::string key_number(const Outcome& o);
 

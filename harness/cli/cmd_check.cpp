@@ -194,8 +194,8 @@ int run_check(const CheckOptions& opt) {
           std::cout << "  " << o.message << "\n  family: " << o.family.describe() << "\n  stats: " << o.stats.dump() << "\n";
         else
           std::cout << o.report << (o.report.back() == '\n' ? "" : "\n");
-        if (!entry.finding.empty())
-          std::cout << "replay: " << replay_command(entry.finding) << plugin_replay_args() << "\n";
+        entry.replay_extra = plugin_replay_args();  // the JSON and JUnit reports print the same command
+        if (!entry.finding.empty()) std::cout << "replay: " << replay_command(entry.finding, entry.replay_extra) << "\n";
         if (!save_error.empty()) std::cout << "(could not save the finding: " << save_error << ")\n";
         std::cout << std::flush;
       }
@@ -212,8 +212,16 @@ int run_check(const CheckOptions& opt) {
   if (!opt.junit_path.empty()) write_text_file(opt.junit_path, run_to_junit(report));
   if (report.count(Status::kFail)) return kExitFail;
   if (report.count(Status::kPass) == 0) {  // every check skipped or discarded: a green run that tested nothing
+    // The summary table says only "skip": the reasons (distinct ones, in order, at most 5) are said here.
+    std::vector<std::string> why;
+    for (const RunEntry& e : report.entries) {
+      const std::string& k = e.outcome.kernel;
+      const std::string w = e.outcome.message.rfind(k + ":", 0) == 0 ? e.outcome.message : k + ": " + e.outcome.message;
+      if (why.size() < 5 && std::find(why.begin(), why.end(), w) == why.end()) why.push_back(w);
+    }
     std::cerr << "attncheck: error: nothing was tested: " << report.count(Status::kSkip) << " check(s) skipped, "
-              << report.count(Status::kDegenerate) << " discarded as degenerate (the summary above says why)\n";
+              << report.count(Status::kDegenerate) << " discarded as degenerate. Why:\n";
+    for (const std::string& w : why) std::cerr << "  " << w << "\n";
     return kExitUsage;
   }
   return kExitPass;

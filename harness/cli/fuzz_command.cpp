@@ -102,6 +102,8 @@ Child spawn(const std::vector<std::string>& args, const std::vector<std::string>
 
 // Whether `path` is a libFuzzer build: a replay build (gcc) ignores flags; only a libFuzzer build answers -help=1
 // with its usage text. Run by fork/exec, never through a shell (a path with quotes in it ran as a command).
+// The target checks its ATTNCHECK_FUZZ_* settings before it answers: a bad one is an Error with the target's own
+// line ("attncheck-fuzz: error: ..."), not "not a libFuzzer build".
 bool is_libfuzzer_build(const std::string& path) {
   Child c = spawn({path, "-help=1"}, {});
   std::string out;
@@ -118,6 +120,8 @@ bool is_libfuzzer_build(const std::string& path) {
   int status = 0;
   ::waitpid(c.pid, &status, 0);
   ::close(c.out);
+  if (const std::size_t at = out.find("attncheck-fuzz: error: "); at != std::string::npos)
+    throw Error(out.substr(at, out.find('\n', at) - at));
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char ch) { return std::tolower(ch); });
   return out.find("libfuzzer") != std::string::npos;
 }
@@ -170,8 +174,8 @@ int run_fuzz(const FuzzOptions& o) {
   const std::string safe = file_name_part(o.kernel);  // as the findings spell the kernel
   const fs::path corpus = o.corpus.empty() ? fs::path("build-fuzz/corpus") / safe : fs::path(o.corpus);
   const fs::path raw = fs::path(o.findings) / ("raw-" + safe);
-  fs::create_directories(corpus);
-  fs::create_directories(raw);
+  require_writable_dir(corpus.string(), "--corpus");  // a clear error, not filesystem_error's "internal error"
+  require_writable_dir(raw.string(), "--findings");
   const fs::path log = raw / "fuzz.log";
 
   std::vector<std::string> args{fuzzer, corpus.string()};
@@ -306,7 +310,8 @@ int run_fuzz(const FuzzOptions& o) {
   // finding, replayed by running the fuzzer on it.
   for (const auto& [path, t] : artifacts) {
     const std::string name = fs::path(path).filename().string(), kind = name.substr(0, name.find('-'));
-    const std::string replay = "ATTNCHECK_FUZZ_KERNEL=" + o.kernel + " " + fuzzer + " " + path;
+    const std::string replay =
+        "ATTNCHECK_FUZZ_KERNEL=" + shell_word(o.kernel) + " " + shell_word(fuzzer) + " " + shell_word(path);
     report["artifacts"].push_back({{"kind", kind}, {"input", path}, {"first_seen_s", t}, {"replay", replay}});
     md << "## " << kind << " in the kernel under test\n\n- input: `" << path << "` (first seen " << t
        << " s into the campaign)\n- replay: `" << replay << "`\n- log: `" << log.string() << "`\n\n";
@@ -361,14 +366,14 @@ int run_fuzz(const FuzzOptions& o) {
       f["minimal_case"] = path;
       f["family"] = best.family.describe();
       f["message"] = message;
-      f["replay"] = "attncheck replay " + path;
+      f["replay"] = replay_command(path);
       f["replays_same_verdict"] = again.status == best.expected;
       report["findings"].push_back(f);
       md << "## " << key.first << " on " << key.second << "\n\n- first seen: " << g.first_seen
          << " s into the campaign (" << g.raw_count << " raw finding(s) in this group)\n- minimal family: `"
          << best.family.describe() << "`\n- why: "
          << message << "\n- minimal case: `" << path << "` (replays with the same verdict: "
-         << (again.status == best.expected ? "yes" : "NO") << ")\n- replay: `attncheck replay " << path << "`\n\n";
+         << (again.status == best.expected ? "yes" : "NO") << ")\n- replay: `" << replay_command(path) << "`\n\n";
       if (!report_text.empty()) md << "```\n" << report_text << (report_text.back() == '\n' ? "" : "\n") << "```\n\n";
     } catch (const std::exception& e) {  // one bad group (unknown property, a family too large) ends only itself
       f["error"] = e.what();

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "harness/plugin/plugin_loader.h"
+#include "harness/run_report.h"
 
 namespace attncheck::cli {
 
@@ -17,7 +18,7 @@ std::vector<std::string>& loaded_paths() {
 
 std::string plugin_replay_args() {
   std::string out;
-  for (const std::string& p : loaded_paths()) out += " --plugin " + p;
+  for (const std::string& p : loaded_paths()) out += " --plugin " + shell_word(p);
   return out;
 }
 
