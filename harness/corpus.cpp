@@ -191,13 +191,21 @@ Case case_from_json(const json& j, const std::string& origin) {
   return c;
 }
 
+namespace {
+// Whether write_text_file writes `path` in place: a symbolic link (to a file, or /dev/stdout's to whatever stdout
+// is), a terminal, pipe or device (a FIFO, /dev/full). Those are never replaced by a rename, which put a regular
+// file where the link was (and, run as root, where /dev/stdout's link or /dev/full's device node was). lstat, not
+// stat: a link to a regular file (/dev/stdout redirected to one) was renamed over too. A dangling link is not
+// (there is nothing to write through to): it is replaced, as before. require_writable_file asks the same question,
+// so its check is of the file that will be written.
+bool written_in_place(const std::string& path) {
+  struct stat link {}, target {};
+  return ::lstat(path.c_str(), &link) == 0 && !S_ISREG(link.st_mode) && ::stat(path.c_str(), &target) == 0;
+}
+}  // namespace
+
 void write_text_file(const std::string& path, const std::string& text) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    // A symbolic link (to a file, or /dev/stdout's to whatever stdout is), a terminal, pipe or device (a FIFO,
-    // /dev/full): written in place, through the link, never replaced by a rename (which put a regular file where
-    // the link was, and, run as root, where /dev/stdout's link or /dev/full's device node was). lstat, not stat: a
-    // link to a regular file (/dev/stdout redirected to one) was renamed over too.
+  if (written_in_place(path)) {
     std::ofstream out(path, std::ios::binary);
     if (!out) throw Error("cannot write " + path + ": " + std::strerror(errno));
     out << text;
@@ -306,10 +314,9 @@ void require_writable_file(const std::string& path, const std::string& option) {
   if (path.empty()) throw Error(option + ": an empty path");
   const std::filesystem::path p(path);
   if (std::filesystem::is_directory(p)) throw Error(option + " " + path + ": is a directory");
-  std::error_code ec;
-  if (std::filesystem::exists(p, ec) && !std::filesystem::is_regular_file(p, ec)) {
-    // /dev/stdout, a FIFO, a device: written in place (write_text_file), so it must take writes itself. access(),
-    // not a test open: opening a FIFO for writing waits for its reader.
+  if (written_in_place(path)) {
+    // A link, /dev/stdout, a FIFO, a device: written in place, so it (a link's target) must take writes itself.
+    // access(), not a test open: opening a FIFO for writing waits for its reader.
     if (::access(path.c_str(), W_OK) != 0) throw Error(option + " " + path + ": cannot write: " + std::strerror(errno));
     return;
   }

@@ -69,14 +69,14 @@ std::string instance_difference(const Instance& pinned, const Instance& now);
 std::string utc_now_iso8601();
 
 // Writes text to path atomically (tmp + rename): case files, reports, fuzz summaries. A path that exists and is not
-// a regular file (/dev/stdout, a FIFO, a device) is written in place instead. Throws Error on failure (a full disk
-// included).
+// a regular file (a symbolic link, written through; /dev/stdout, a FIFO, a device) is written in place instead.
+// Throws Error on failure (a full disk included).
 void write_text_file(const std::string& path, const std::string& text);
 
 // Output paths checked before a run, so that a run never ends with its findings or report unwritable. Both throw
 // Error naming `option`: the directory is created if missing and must take a new file; the file's folder must
-// exist and take a new file, and the path must not be a directory (an existing terminal, pipe or device, such as
-// /dev/stdout, must take writes itself: reports are written into it in place).
+// exist and take a new file, and the path must not be a directory (an existing link, terminal, pipe or device, such
+// as /dev/stdout, must take writes itself: reports are written into it in place).
 void require_writable_dir(const std::string& dir, const std::string& option);
 void require_writable_file(const std::string& path, const std::string& option);
 // A decimal unsigned 64-bit number, strictly (digits only, no sign, no overflow); Error naming `option` otherwise.
