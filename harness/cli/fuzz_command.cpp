@@ -363,17 +363,18 @@ int run_fuzz(const FuzzOptions& o) {
       // Only minimised cases go into the findings directory; the others stay where the fuzzer wrote them.
       const std::string path = was_minimised ? write_finding(o.findings, best) : g.raw_path;
       const Outcome again = replay_case(best, reg);
+      const std::string replay = replay_command(path);  // the JSON and the markdown say the same
       f["minimal_case"] = path;
       f["family"] = best.family.describe();
       f["message"] = message;
-      f["replay"] = replay_command(path);
+      f["replay"] = replay;
       f["replays_same_verdict"] = again.status == best.expected;
       report["findings"].push_back(f);
       md << "## " << key.first << " on " << key.second << "\n\n- first seen: " << g.first_seen
          << " s into the campaign (" << g.raw_count << " raw finding(s) in this group)\n- minimal family: `"
          << best.family.describe() << "`\n- why: "
          << message << "\n- minimal case: `" << path << "` (replays with the same verdict: "
-         << (again.status == best.expected ? "yes" : "NO") << ")\n- replay: `" << replay_command(path) << "`\n\n";
+         << (again.status == best.expected ? "yes" : "NO") << ")\n- replay: `" << replay << "`\n\n";
       if (!report_text.empty()) md << "```\n" << report_text << (report_text.back() == '\n' ? "" : "\n") << "```\n\n";
     } catch (const std::exception& e) {  // one bad group (unknown property, a family too large) ends only itself
       f["error"] = e.what();
