@@ -142,6 +142,7 @@ TEST_F(Cli, HelpAndUsageErrors) {
   EXPECT_EQ(none.status, 2) << none.out << none.err;
   EXPECT_NE(none.err.find("nothing was tested"), std::string::npos) << none.err;
   EXPECT_NE(none.err.find("Why:\n  paper: "), std::string::npos) << "the reason is said, not only 'skip'" << none.err;
+  EXPECT_NE(none.err.find("unbiased needs T >= 24 instances (asked 2"), std::string::npos) << none.err;
 }
 
 TEST_F(Cli, ReplayVerdicts) {
@@ -267,7 +268,7 @@ TEST_F(Cli, ReportIntoADeviceIsWrittenInPlace) {
 
 // A malformed ATTNCHECK_SHRINK_SECONDS is a usage error before any check runs (it was silently the default).
 TEST_F(Cli, BadShrinkSecondsIsAUsageError) {
-  const std::string args = "check -q -k paper --property unbiased --family tied_max --instances 5 --findings " +
+  const std::string args = "check -q -k paper --property unbiased --family tied_max --instances 24 --findings " +
                            (dir_ / "f").string();
   for (const char* v : {"abc", "-5", "nan", "inf", "3s"}) {
     ::setenv("ATTNCHECK_SHRINK_SECONDS", v, 1);

@@ -24,6 +24,20 @@ namespace attncheck {
 enum class Status { kPass, kFail, kSkip, kDegenerate };
 const char* status_name(Status s);  // "pass", "fail", "skip", "degenerate"
 
+// The fewest instances `unbiased` tests a tensor with. Its threshold z_m (z_crit = 6, Šidák-adjusted: 6.26 for five
+// tensors, 6.0 for one) is a normal quantile, but z = mean/(sd/√T) is Student's t with T − 1 degrees of freedom
+// when the per-instance means are normal, and t's tails are far heavier at 6σ. The real level per check (five
+// tensors; one tensor in brackets), 1 − (1 − 2·P(t_{T−1} ≥ z_m))^m, by the regularized incomplete beta function:
+//   T = 4: 4e-2   T = 8: 2.1e-3   T = 16: 7.7e-5   T = 24: 1.1e-5 (4.1e-6)   T = 32: 3.0e-6   T = 64: 1.9e-7 (1.1e-7)
+// against the nominal 2e-9. Below T = 24 an unbiased kernel fails more often than about once in 10^5 checks, so
+// `unbiased` skips a budget of fewer instances (saying so), a time budget never stops it short of 24, and a tensor
+// with fewer usable instances (exact values 0 or not finite) is not tested. At the default T = 64 a false failure
+// is about one check in 5·10^6, before the ε floor and the null-control calibration, which lower it further.
+// (An instance-level coin, every element ±1 ulp with one sign per instance, is not normal: at T = 24 its |z| is
+// 7.23 when 22 of 24 signs agree and 5.44 at 21, so it fails with probability 2·(1 + 24 + 276)/2^24 = 3.6e-5;
+// statistics_test.cpp runs it.)
+inline constexpr int kMinBiasInstances = 24;
+
 struct Budget {
   int instances = 64;          // per-instance properties: how many instances to try; bias: T
   double seconds = 0;          // 0 = no time limit; else stop drawing instances after this long

@@ -22,12 +22,14 @@ std::string gpu_matches_one(const Kernel& k, const Instance& in, nlohmann::json&
 struct BiasStatistic {
   bool fails = false;
   int instances = 0;
+  int tensors_measured = 0;  // tensors with at least kMinBiasInstances usable instances
   std::uint64_t exemplar = 0;  // an instance erring in the direction of the headline tensor's mean
   double z_crit = 0;       // after the Šidák adjustment
   std::string message;     // the failing tensors, one clause each
   nlohmann::json stats;    // per tensor: mean_ulp, z, T, sd, away_mean_ulp; headline tensor, mean_ulp, z
 };
-// The statistic of props_bias.cpp without calibration (the family's tiles applied).
+// The statistic of props_bias.cpp without calibration (the family's tiles applied). Error if b.instances is below
+// kMinBiasInstances.
 BiasStatistic bias_statistic(const Kernel& k, const Family& f, const Budget& b);
 // Šidák: the |z| threshold for m simultaneous two-sided tests at the single-test level of z_crit.
 double sidak_z(double z_crit, int m);

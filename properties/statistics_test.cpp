@@ -1,6 +1,6 @@
 // statistics_test.cpp — the bias statistic is honest: a kernel with a known bias fails with the right mean,
 // an unbiased noisy kernel passes, a bias below ε passes however large its z, the Šidák threshold is right, and
-// the null controls pass the tie family. Synthetic kernels: test_kernels.h.
+// the null controls pass the tie family, and T is never below the minimum its level needs (property.h). Synthetic kernels: test_kernels.h.
 // Run: ctest -R statistics_test   (label unit)
 #include <gtest/gtest.h>
 
@@ -31,7 +31,7 @@ TEST(Statistics, OneUlpUpIsABiasOfOneUlp) {
     return o;
   });
   Budget b;
-  b.instances = 16;
+  b.instances = kMinBiasInstances;
   const BiasStatistic s = bias_statistic(*k, default_family("normal"), b);
   EXPECT_TRUE(s.fails);
   EXPECT_EQ(s.stats["tensor"], "O");
@@ -74,6 +74,50 @@ TEST(Statistics, NullControlsPassTheTieFamily) {
     EXPECT_EQ(o.status, Status::kPass) << name << ": " << o.message;
     EXPECT_EQ(o.stats["tensors_tested"], default_registry().get(name).caps().backward ? 5 : 1);
   }
+}
+
+// Below kMinBiasInstances the z test's level is not what it claims (property.h): the check skips and says why,
+// the statistic refuses, and a time budget cannot stop drawing before the minimum. Before, T = 2 ran (--instances 1).
+TEST(Statistics, TooFewInstancesAreASkipAndATimeBudgetStopsNoSooner) {
+  const Property& p = get_property("unbiased");
+  Budget b;
+  b.instances = kMinBiasInstances - 1;
+  const Outcome few = p.check(default_registry().get("paper"), default_family("tied_max"), b);
+  EXPECT_EQ(few.status, Status::kSkip) << few.message;
+  EXPECT_NE(few.message.find("needs T >= 24 instances (asked 23"), std::string::npos) << few.message;
+  EXPECT_THROW(bias_statistic(default_registry().get("paper"), default_family("tied_max"), b), Error);
+  b.instances = 64;
+  b.seconds = 1e-9;  // spent before the first instance
+  const Outcome cut = p.check(default_registry().get("oracle"), default_family("tied_max"), b);
+  EXPECT_EQ(cut.status, Status::kPass) << cut.message;
+  EXPECT_EQ(cut.instances_run, kMinBiasInstances) << cut.message;
+}
+
+// An unbiased kernel whose error keeps one sign per instance (every O element +1 or −1 ulp by a fair coin from the
+// instance's seed): the per-instance means are ±1, as far from normal as they come. At T = 24 it fails only when 22
+// or more of the 24 signs agree (3.6e-5, property.h); at T = 4 it failed whenever all four agreed, one check in 8.
+// Over 64 families none fails (expected 0.002 failures), and the mean is the coin's, not a bias.
+TEST(Statistics, AnInstanceLevelCoinPassesAtTheMinimumT) {
+  auto coin = make_kernel("coin", [](const Instance& in) {
+    ForwardOutput o = rounded_reference(in);
+    const double sign = (mix64(in.seed ^ 0x5eed) & 1) ? 1 : -1;
+    for (double& x : o.o) x += sign * ulp(x, Format::kBF16);
+    return o;
+  });
+  Budget b;
+  b.instances = kMinBiasInstances;
+  int fails = 0;
+  double worst_z = 0;
+  for (std::uint64_t seed = 1; seed <= 64; ++seed) {
+    Family f = default_family("normal");
+    f.seed = mix64(seed);
+    const BiasStatistic s = bias_statistic(*coin, f, b);
+    fails += s.fails;
+    worst_z = std::max(worst_z, std::fabs(s.stats["z"].get<double>()));
+    EXPECT_GT(s.stats["tensors"]["O"]["sd"].get<double>(), 0.8) << "not the coin: the means are not ±1";
+  }
+  EXPECT_EQ(fails, 0) << "worst |z| " << worst_z;
+  EXPECT_LT(worst_z, 6.0);
 }
 
 }  // namespace

@@ -410,7 +410,9 @@ void add_fuzz(CLI::App& app, Runner& run) {
   auto* seeds = sub->add_option("--seeds", opt->seeds, "Read-only seed corpus")->capture_default_str();
   sub->add_option("--fuzzer", opt->fuzzer, "The libFuzzer build of attncheck_fuzz_kernel");
   sub->add_option("--seed", opt->seed, "libFuzzer -seed, 1 to 2^32-1")->capture_default_str()->check(number_in<std::uint64_t>(1, 4294967295u));
-  sub->add_option("--bias-t", opt->bias_t, "Bias property batch size per input, 2 to 100000")->capture_default_str()->check(number_in(2, 100000));
+  sub->add_option("--bias-t", opt->bias_t, "Bias property batch size per input, 24 to 100000 (below 24 its z test's level is not what it says)")
+      ->capture_default_str()
+      ->check(number_in(kMinBiasInstances, 100000));
   sub->add_flag("--no-feedback", opt->no_feedback, "Switch the error-guided extra counters off");
   sub->callback([&run, opt, seeds] {
     opt->seeds_given = seeds->count() > 0;

@@ -195,7 +195,7 @@ TargetConfig config_from_env() {
   c.feedback = feedback != "0";
   c.feedback_error_only = feedback == "error";
   c.instances = integer("ATTNCHECK_FUZZ_INSTANCES", "1", 1, 1 << 20);
-  c.bias_instances = integer("ATTNCHECK_FUZZ_BIAS_T", "32", 2, 100000);
+  c.bias_instances = integer("ATTNCHECK_FUZZ_BIAS_T", "32", kMinBiasInstances, 100000);  // property.h: why 24
   c.properties = split_commas(env_or("ATTNCHECK_FUZZ_PROPERTIES", ""));
   for (const std::string& name : c.properties) {  // "none": no property (the feedback A/B measures errors only)
     bool known = name == "none";

@@ -23,7 +23,7 @@
 //   ATTNCHECK_FUZZ_FEEDBACK   0 disables the error-guided extra counters (for A/B measurements);
 //                             "error" keeps only the per-generator O error ladder
 //   ATTNCHECK_FUZZ_INSTANCES  per-instance property budget (default 1: instance 0, the one observed)
-//   ATTNCHECK_FUZZ_BIAS_T     bias property batch size T (default 32)
+//   ATTNCHECK_FUZZ_BIAS_T     bias property batch size T (default 32, at least 24: property.h)
 //   ATTNCHECK_FUZZ_PROPERTIES comma-separated property names to check (default: all)
 //   ATTNCHECK_FUZZ_QUIET      1 = no per-finding text on stderr besides the path
 //   ATTNCHECK_FUZZ_CONTINUE   1 = keep fuzzing after a finding (no abort): the first finding of each
