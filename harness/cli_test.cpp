@@ -249,6 +249,19 @@ TEST_F(Cli, ReportIntoADeviceIsWrittenInPlace) {
   const CmdResult ok = run(quick + " --json " + to_null.string() + " --junit " + to_null.string());
   EXPECT_EQ(ok.status, 0) << ok.out << ok.err;
   EXPECT_TRUE(fs::is_symlink(to_null)) << "the link to /dev/null was replaced";
+  // --json and --junit may share a stream (above) but not a regular file, where the second replaced the first:
+  // by the same name, through a link, or one not there yet.
+  const fs::path both = dir_ / "both.json", both_link = dir_ / "both-link.json";
+  for (const bool exists : {false, true}) {
+    if (exists) std::ofstream(both) << "{}\n";
+    const CmdResult same = run(quick + " --json " + both.string() + " --junit " + both.string());
+    EXPECT_EQ(same.status, 2) << same.out << same.err;
+    EXPECT_NE(same.err.find("--json and --junit name one file"), std::string::npos) << same.err;
+  }
+  fs::create_symlink(both, both_link);
+  const CmdResult via = run(quick + " --json " + both.string() + " --junit " + both_link.string());
+  EXPECT_EQ(via.status, 2) << via.out << via.err;
+  EXPECT_EQ(via.out.find("checks:"), std::string::npos) << "ran checks anyway\n" << via.out;
   // A link to a regular file is written through: the link stays, its target gets the report.
   const fs::path target = dir_ / "real.json", to_file = dir_ / "link.json";
   std::ofstream(target) << "{}\n";

@@ -1,7 +1,9 @@
 // report_junit.cpp — JUnit XML for CI dashboards: one <testsuite> per kernel, one <testcase> per (property,
-// family); <failure message=...> holds the shrunk report and the replay command; skips and degenerate
+// family), named by the family as checked (not the shrunk one, so a check keeps its name in a dashboard's history
+// when it starts failing); <failure message=...> holds the shrunk report and the replay command; skips and degenerate
 // families are <skipped message=.../>. Every attribute and text node goes through xml_escape, which also
-// drops characters XML 1.0 forbids (control characters other than tab, newline, carriage return).
+// drops characters XML 1.0 forbids (control characters other than tab, newline, carriage return) and writes
+// U+FFFD for bytes that are not UTF-8.
 // Tested by report_test.cpp (a well-formedness checker parses the output back).
 #include <algorithm>
 #include <cstdio>
@@ -12,10 +14,30 @@
 
 namespace attncheck {
 
+namespace {
+// The length of the well-formed UTF-8 sequence at s[i] that XML 1.0 allows (no surrogates, nothing past
+// U+10FFFF, no overlong forms, not U+FFFE/U+FFFF), or 0.
+std::size_t utf8_char_at(const std::string& s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  const std::size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? (c <= 0xEF ? 3 : 0) : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  unsigned cp = c & (0xFF >> (n + 1));
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b(i + k) & 0x3F);
+  }
+  const unsigned least[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < least[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF) return 0;
+  return n;
+}
+}  // namespace
+
 std::string xml_escape(const std::string& s) {
   std::string out;
   out.reserve(s.size());
-  for (unsigned char c : s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
@@ -27,7 +49,15 @@ std::string xml_escape(const std::string& s) {
       case '\r': out += "&#13;"; break;
       default:
         if (c < 0x20) break;  // not allowed in XML 1.0, even escaped
-        out += static_cast<char>(c);
+        if (c < 0x80) {
+          out += static_cast<char>(c);
+        } else if (const std::size_t n = utf8_char_at(s, i)) {
+          out.append(s, i, n);
+          i += n - 1;
+        } else {
+          out += "\xEF\xBF\xBD";  // U+FFFD for a byte that is not UTF-8 (a path in another encoding): the
+                                    // document declares UTF-8, and one bad byte makes it ill-formed
+        }
     }
   }
   return out;
@@ -70,7 +100,7 @@ std::string run_to_junit(const RunReport& r) {
     for (const RunEntry* e : es) {
       const Outcome& o = e->outcome;
       x << "    <testcase classname=\"attncheck." << xml_escape(kernel) << "\" name=\""
-        << xml_escape(o.property + " / " + o.family.describe()) << "\" time=\"" << secs(o.seconds + o.shrink_seconds) << "\"";
+        << xml_escape(o.property + " / " + (e->checked.empty() ? o.family.describe() : e->checked)) << "\" time=\"" << secs(o.seconds + o.shrink_seconds) << "\"";
       if (o.status == Status::kPass) {
         x << "/>\n";
         continue;

@@ -1,7 +1,9 @@
 // report_test.cpp — the JSON and JUnit reports parse back: JSON through nlohmann (fields, counts, nulls),
-// JUnit through a small well-formedness checker (nesting, quoting, entities, forbidden characters) plus
+// JUnit through a small well-formedness checker (UTF-8, nesting, quoting, entities, forbidden characters) plus
 // element counts and unescaped round trips of hostile text. Run: ctest -R report_test (label unit).
 #include "harness/run_report.h"
+
+#include <iconv.h>
 
 #include <map>
 
@@ -94,6 +96,7 @@ class XmlChecker {
  public:
   explicit XmlChecker(const std::string& s) : s_(s) {}
   Element parse() {
+    check_utf8();
     if (s_.rfind("<?xml", 0) == 0) pos_ = s_.find("?>") + 2;
     skip_space();
     Element root = element();
@@ -103,6 +106,20 @@ class XmlChecker {
   }
 
  private:
+  // The document declares UTF-8: glibc's iconv (not the code under test) must decode all of it.
+  void check_utf8() {
+    iconv_t cd = iconv_open("UTF-32LE", "UTF-8");
+    if (cd == reinterpret_cast<iconv_t>(-1)) throw std::runtime_error("iconv_open failed");
+    std::string in = s_, out(4 * s_.size() + 4, '\0');
+    char *ip = in.data(), *op = out.data();
+    std::size_t il = in.size(), ol = out.size();
+    const std::size_t r = iconv(cd, &ip, &il, &op, &ol);
+    iconv_close(cd);
+    if (r == static_cast<std::size_t>(-1) || il != 0) {
+      pos_ = in.size() - il;
+      fail("not UTF-8");
+    }
+  }
   [[noreturn]] void fail(const std::string& why) {
     throw std::runtime_error("XML not well formed at byte " + std::to_string(pos_) + ": " + why);
   }
@@ -182,6 +199,44 @@ TEST(ReportJunit, CheckerRejectsBrokenXml) {
   for (const char* bad : {"<a><b></a></b>", "<a x=\"1\" x=\"2\"/>", "<a>&bogus;</a>", "<a x=\"<\"/>", "<a>x", "<a/><b/>"})
     EXPECT_THROW(XmlChecker(bad).parse(), std::runtime_error) << bad;
   EXPECT_NO_THROW(XmlChecker("<?xml version=\"1.0\"?>\n<a x=\"&amp;\"><b/>t&#10;</a>").parse());
+}
+
+// Bytes that are not UTF-8 (a --findings path in Latin-1, a message quoting a binary file) become U+FFFD; the
+// document declares UTF-8, and one raw byte made it ill-formed. Well-formed sequences XML allows pass unchanged.
+TEST(ReportJunit, BytesThatAreNotUtf8BecomeTheReplacementCharacter) {
+  const std::string fffd = "\xEF\xBF\xBD";
+  EXPECT_EQ(xml_escape("caf\xe9"), "caf" + fffd);                      // Latin-1 é
+  EXPECT_EQ(xml_escape("\xc0\xaf"), fffd + fffd);                        // overlong '/'
+  EXPECT_EQ(xml_escape("\xed\xa0\x80"), fffd + fffd + fffd);              // a surrogate
+  EXPECT_EQ(xml_escape("\xf4\x90\x80\x80"), fffd + fffd + fffd + fffd);    // past U+10FFFF
+  EXPECT_EQ(xml_escape("\xe2\x82"), fffd + fffd);                        // cut short
+  EXPECT_EQ(xml_escape("\xef\xbf\xbf"), fffd + fffd + fffd);              // U+FFFF, not an XML character
+  for (const char* ok : {"\xce\xb4", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xef\xbf\xbd", "\xf4\x8f\xbf\xbf"})
+    EXPECT_EQ(xml_escape(ok), ok);
+  RunReport r = sample_report();
+  r.entries[0].finding = "corpus/caf\xe9/p.json";
+  r.entries[0].outcome.message = "binary \xf7\x1b[2J";
+  const std::string xml = run_to_junit(r);
+  EXPECT_THROW(XmlChecker("<a>caf\xe9</a>").parse(), std::runtime_error);  // the checker sees it
+  Element root;
+  ASSERT_NO_THROW(root = XmlChecker(xml).parse()) << xml;
+  const Element& failure = root.children[0].children[0].children[0];
+  EXPECT_EQ(failure.attrs.at("message"), "binary " + fffd + "[2J");
+  EXPECT_NE(failure.text.find("corpus/caf" + fffd + "/p.json"), std::string::npos) << failure.text;
+}
+
+// A check keeps its JUnit name when it starts failing: the family as checked, not the shrunk one (a dashboard's
+// history of "unbiased / tied_max [...]" was cut in two by the shrunk family's name).
+TEST(ReportJunit, TestcaseIsNamedByTheFamilyAsChecked) {
+  RunReport r = sample_report();
+  Family shrunk = r.entries[0].outcome.family;
+  shrunk.problem.n_q = 1;
+  r.entries[0].checked = r.entries[0].outcome.family.describe();
+  r.entries[0].outcome.family = shrunk;
+  ASSERT_NE(shrunk.describe(), r.entries[0].checked);
+  const Element root = XmlChecker(run_to_junit(r)).parse();
+  EXPECT_EQ(root.children[0].children[0].attrs.at("name"), "unbiased / " + r.entries[0].checked);
+  EXPECT_EQ(root.children[0].children[1].attrs.at("name"), "accurate / " + r.entries[1].outcome.family.describe());
 }
 
 TEST(ReportJunit, WellFormedWithCountsAndEscapedText) {

@@ -22,6 +22,8 @@ constexpr int kRunReportVersion = 1;
 struct RunEntry {
   Outcome outcome;
   std::string label;    // the suite entry's family label (SuiteEntry::label)
+  std::string checked;  // the suite's family as checked, before any shrinking (Family::describe): the JUnit
+                        // testcase name, the same whether the check passes or fails ("" = the outcome's family)
   std::string finding;  // path of the saved case ("" when none was written)
   std::string replay_extra;  // what its replay needs besides the file, as shell words (" --plugin P"), or ""
 };

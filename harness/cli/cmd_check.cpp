@@ -5,6 +5,7 @@
 // Determinism: each check is a pure function of (kernel, family, budget); --seed mixes into every family's
 // seed (mix64), so one seed names one run. Progress goes to stderr: a rewritten line on a TTY, else a line
 // every kProgressEvery seconds. Exit 0 all pass, 1 any failure, 2 usage/input error.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -147,6 +149,18 @@ Outcome check_one(const Property& p, const Kernel& k, const Family& f, const Bud
   }
 }
 
+// Whether two report paths name one regular file, existing or to be created: the second report would replace the
+// first. A stream (a device such as /dev/null, a FIFO, a terminal, /dev/stdout on a pipe) takes both in turn.
+bool one_regular_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  const bool ea = ::stat(a.c_str(), &sa) == 0, eb = ::stat(b.c_str(), &sb) == 0;
+  if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && S_ISREG(sa.st_mode);
+  if (ea || eb) return false;
+  std::error_code e1, e2;
+  const auto ca = std::filesystem::weakly_canonical(a, e1), cb = std::filesystem::weakly_canonical(b, e2);
+  return !e1 && !e2 && ca == cb;
+}
+
 int run_check(const CheckOptions& opt) {
   const auto t0 = Clock::now();
   if (const char* rc = std::getenv("RC_PARAMS"))
@@ -160,6 +174,8 @@ int run_check(const CheckOptions& opt) {
   if (!opt.no_shrink) (void)default_shrink_options();  // a bad ATTNCHECK_SHRINK_SECONDS is exit 2 before any check
   if (opt.json_given) require_writable_file(opt.json_path, "--json");
   if (opt.junit_given) require_writable_file(opt.junit_path, "--junit");
+  if (opt.json_given && opt.junit_given && one_regular_file(opt.json_path, opt.junit_path))
+    throw Error("--json and --junit name one file (" + opt.junit_path + "): the JUnit report would replace the JSON one");
   RunReport report;
   for (const Kernel* k : kernels) report.kernels.push_back(k->name());
   report.suite = opt.suite;
@@ -177,6 +193,7 @@ int run_check(const CheckOptions& opt) {
       progress.show(done++, k->name() + " " + p.name + " " + e.family.generator);
       RunEntry entry;
       entry.label = e.label;
+      entry.checked = e.family.describe();
       entry.outcome = check_one(p, *k, e.family, report.budget, !opt.no_shrink);
       const Outcome& o = entry.outcome;
       if (o.status == Status::kFail) {
