@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cctype>
 #include <cerrno>
@@ -39,6 +40,25 @@ Status parse_status(const std::string& s, const At& at) {
   for (Status st : {Status::kPass, Status::kFail, Status::kSkip, Status::kDegenerate})
     if (s == status_name(st)) return st;
   at.fail("\"" + s + "\" is not a verdict (pass, fail, skip, degenerate)");
+}
+
+// Who found a case: one of the three writers (check, fuzz) or a person (manual); anything else is a typo that a
+// corpus summary would count as a fourth source.
+std::string parse_found_by(const std::string& s, const At& at) {
+  if (s == "check" || s == "fuzz" || s == "manual") return s;
+  at.fail("\"" + s + "\" is not a source (check, fuzz, manual)");
+}
+
+// When: ISO-8601 UTC to the second, as utc_now_iso8601 writes it ("2026-11-29T23:59:59Z"), with a real date.
+std::string parse_found_at(const std::string& s, const At& at) {
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, n = 0;
+  const bool shape = s.size() == 20 && std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &y, &mo, &d, &h, &mi, &sec, &n) == 6 &&
+                     n == 20 && s[4] == '-' && s[7] == '-' && s[10] == 'T' && s[13] == ':' && s[16] == ':' &&
+                     std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || std::strchr("-T:Z", c); });
+  const int days[] = {31, (y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (!shape || mo < 1 || mo > 12 || d < 1 || d > days[mo - 1] || h > 23 || mi > 59 || sec > 60)
+    at.fail("\"" + s + "\" is not an ISO-8601 UTC time like \"2026-11-29T23:59:59Z\"");
+  return s;
 }
 
 json budget_to_json(const Budget& b) {
@@ -185,8 +205,8 @@ Case case_from_json(const json& j, const std::string& origin) {
   }
   c.expected = parse_status(json_fields::string_at(json_fields::field(j, "expected", top), top / "expected"), top / "expected");
   c.stats = json_fields::object(json_fields::field(j, "stats", top), top / "stats");
-  c.found_by = json_fields::string_at(json_fields::field(j, "found_by", top), top / "found_by");
-  c.found_at = json_fields::string_at(json_fields::field(j, "found_at", top), top / "found_at");
+  c.found_by = parse_found_by(json_fields::string_at(json_fields::field(j, "found_by", top), top / "found_by"), top / "found_by");
+  c.found_at = parse_found_at(json_fields::string_at(json_fields::field(j, "found_at", top), top / "found_at"), top / "found_at");
   c.note = json_fields::string_at(json_fields::field(j, "note", top), top / "note");
   return c;
 }

@@ -210,6 +210,22 @@ TEST_F(Malformed, MissingFields) {
   j = good_;
   j["expected"] = "broken";
   expect_rejected(file("verdict.json", j), "expected");
+  // found_by names its writer and found_at is a real UTC second (both took any string).
+  for (const char* by : {"Check", "fuzzer", ""}) {
+    j = good_;
+    j["found_by"] = by;
+    expect_rejected(file("by.json", j), "found_by: \"" + std::string(by) + "\" is not a source (check, fuzz, manual)");
+  }
+  for (const char* at : {"yesterday", "2026-11-29", "2026-11-29T23:59:59", "2026-11-29 23:59:59Z", "2026-13-01T00:00:00Z",
+                         "2026-02-29T00:00:00Z", "2026-11-31T00:00:00Z", "2026-11-29T24:00:00Z", "2026-11-29T23:59:59+01",
+                         "+026-11-29T23:59:59Z", "2026-11-29T23:59:59Zx"}) {
+    j = good_;
+    j["found_at"] = at;
+    expect_rejected(file("at.json", j), "found_at: \"" + std::string(at) + "\" is not an ISO-8601 UTC time");
+  }
+  j = good_;
+  j["found_at"] = "2028-02-29T23:59:60Z";  // a leap day and a leap second
+  EXPECT_NO_THROW(load_case(file("leap.json", j)));
 }
 
 TEST_F(Malformed, WrongTensorSizes) {
