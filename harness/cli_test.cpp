@@ -101,6 +101,15 @@ TEST_F(Cli, HelpAndUsageErrors) {
   EXPECT_NE(help.out.find("RC_PARAMS"), std::string::npos);
   EXPECT_NE(help.out.find("--kernel"), std::string::npos);
   EXPECT_EQ(run("replay --help").status, 0);
+  // Each command's help gives its own exit statuses (list and fuzz printed the generic "a property failed").
+  for (const auto& [cmd, own] : {std::pair<const char*, const char*>{"check", "0 every check passed"},
+                                 {"replay", "0 every replayed verdict"}, {"fuzz", "0 no finding, 1 findings"},
+                                 {"list", "0 listed"}}) {
+    const CmdResult h = run(std::string(cmd) + " --help");
+    EXPECT_EQ(h.status, 0) << cmd;
+    EXPECT_NE(h.out.find("Exit status: " + std::string(own)), std::string::npos) << cmd << "\n" << h.out;
+    EXPECT_EQ(h.out.find("0 all pass, 1 a property failed"), std::string::npos) << cmd << "\n" << h.out;
+  }
   for (const char* bad : {"", "frobnicate", "check --bogus", "check --instances 0", "check --seconds -1", "replay",
                           "check -k no-such-kernel", "check --suite no-such-suite", "check --property no-such-property",
                           "check --family no-such-generator", "check -k 'paper[bad'"}) {

@@ -55,6 +55,7 @@ void add_list(CLI::App& app, Runner& run) {
   CLI::App* sub = app.add_subcommand("list", "List kernels, properties, generators and suites");
   sub->add_option("what", *what, "Only one section")->check(CLI::IsMember({"kernels", "properties", "generators", "suites"}));
   add_plugin_option(*sub);  // list a plugin's kernels with their capabilities
+  sub->footer("Exit status: 0 listed, 2 usage error (a plugin that does not load) or a closed standard output.");
   sub->callback([&run, what] { run = [what] { return run_list(*what); }; });
 }
 

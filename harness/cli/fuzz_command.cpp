@@ -414,6 +414,10 @@ void add_fuzz(CLI::App& app, Runner& run) {
       ->capture_default_str()
       ->check(number_in(kMinBiasInstances, 100000));
   sub->add_flag("--no-feedback", opt->no_feedback, "Switch the error-guided extra counters off");
+  sub->footer(
+      "Exit status: 0 no finding, 1 findings (minimised, saved, summarised in FINDINGS/fuzz-<kernel>-summary.md\n"
+      "and .json), 2 usage error, no libFuzzer build, a bad ATTNCHECK_FUZZ_* setting, or a fuzzer that ended\n"
+      "without a finding to show for it.");
   sub->callback([&run, opt, seeds] {
     opt->seeds_given = seeds->count() > 0;
     run = [opt] { return run_fuzz(*opt); };
