@@ -95,21 +95,6 @@ std::string sanitise(const std::string& s) {
   return out.empty() ? "unnamed" : out;
 }
 
-// Text from a parser's message about a bad file, printable: bytes outside ASCII's printable range as \xNN, so that
-// random or hostile bytes the parser quotes ("last read: ...") cannot reach the terminal as control sequences.
-std::string printable(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      char hex[5];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    }
-  }
-  return out;
-}
 
 // Bitwise equality of doubles: -0 differs from +0, and a NaN equals the same NaN bits.
 bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
@@ -170,6 +155,11 @@ Case case_from_json(const json& j, const std::string& origin) {
   if (c.kernel.empty()) (top / "kernel").fail("must not be empty");
   c.property = json_fields::string_at(json_fields::field(j, "property", top), top / "property");
   if (c.property.empty()) (top / "property").fail("must not be empty");
+  // Names reach the terminal and error messages: a control byte there is a hostile or damaged file (a NUL cut the
+  // error message short; an escape sequence reached the terminal).
+  for (const auto& [name, at] : {std::pair{&c.kernel, top / "kernel"}, std::pair{&c.property, top / "property"}})
+    if (printable(*name) != *name)
+      at.fail("\"" + printable(*name) + "\" is not printable text (a control character or a byte that is not UTF-8)");
   const json& fam = json_fields::object(json_fields::field(j, "family", top), top / "family");
   try {
     c.family = family_from_json(fam);
@@ -250,7 +240,11 @@ void write_text_file(const std::string& path, const std::string& text) {
   }
 }
 
-void save_case(const std::string& path, const Case& c) { write_text_file(path, case_to_json(c).dump(1) + "\n"); }
+// A plugin's message or name need not be UTF-8: such bytes become U+FFFD rather than the save failing (the
+// finding was lost). The note is informative; kernel and property names are valid text (load_case checks).
+void save_case(const std::string& path, const Case& c) {
+  write_text_file(path, case_to_json(c).dump(1, ' ', false, json::error_handler_t::replace) + "\n");
+}
 
 Case load_case(const std::string& path) {
   // Case files are small (the largest committed one is ~25 KB): a FIFO would block the replay and /dev/zero would

@@ -131,6 +131,34 @@ TEST(Corpus, CaseSaveLoadRoundTrip) {
   fs::remove_all(d);
 }
 
+// Bytes for a terminal: text kept (tab, UTF-8 such as the reports' "δ" and "≥"), everything else as \xNN.
+TEST(Corpus, PrintableKeepsTextAndEscapesTheRest) {
+  EXPECT_EQ(printable("a\tb δ ≥ 1 😀"), "a\tb δ ≥ 1 😀");
+  EXPECT_EQ(printable("\x1b[2J"), "\\x1b[2J");
+  EXPECT_EQ(printable(std::string("a\0b", 3)), "a\\x00b");
+  EXPECT_EQ(printable("x\x7f"), "x\\x7f");
+  EXPECT_EQ(printable("\xc2\x85"), "\\xc2\\x85");          // U+0085, a C1 control
+  EXPECT_EQ(printable("\xc2\xa0"), "\xc2\xa0");              // U+00A0 is text
+  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");          // overlong '/'
+  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+  EXPECT_EQ(printable("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // above U+10FFFF
+  EXPECT_EQ(printable("\xe2\x89"), "\\xe2\\x89");          // cut short
+  EXPECT_EQ(printable("\xff"), "\\xff");
+  EXPECT_EQ(printable("one\ntwo"), "one\\x0atwo");
+  EXPECT_EQ(printable("one\ntwo", /*keep_newlines=*/true), "one\ntwo");
+}
+
+// A note that is not UTF-8 (a plugin's bytes) is saved with U+FFFD in their place: saving threw, losing the finding.
+TEST(Corpus, ANoteThatIsNotUtf8IsSaved) {
+  const fs::path d = temp_dir("utf8");
+  Case c = sample_case();
+  c.note = "plugin said \xff\xfe";
+  const std::string path = (d / "case.json").string();
+  ASSERT_NO_THROW(save_case(path, c));
+  EXPECT_EQ(load_case(path).note, "plugin said \xef\xbf\xbd\xef\xbf\xbd");
+  fs::remove_all(d);
+}
+
 TEST(Corpus, SaveIntoMissingDirectoryIsAnError) {
   EXPECT_THROW(save_case("/nonexistent-dir-attncheck/x.json", sample_case()), Error);
 }

@@ -6,6 +6,35 @@
 
 namespace attncheck {
 
+std::string printable(const std::string& s, bool keep_newlines) {
+  const auto byte = [&](std::size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0u; };
+  const auto cont = [&](std::size_t i, unsigned lo = 0x80, unsigned hi = 0xbf) { return byte(i) >= lo && byte(i) <= hi; };
+  std::string out;
+  for (std::size_t i = 0; i < s.size();) {
+    const unsigned c = byte(i);
+    // The length of a well-formed, printable UTF-8 sequence at i (RFC 3629's table), 0 when there is none.
+    std::size_t n = 0;
+    if ((c >= 0x20 && c < 0x7f) || c == '\t' || (c == '\n' && keep_newlines)) n = 1;
+    else if (c == 0xc2) n = cont(i + 1, 0xa0) ? 2 : 0;  // U+0080..U+009F are the C1 controls
+    else if (c >= 0xc3 && c <= 0xdf) n = cont(i + 1) ? 2 : 0;
+    else if (c >= 0xe0 && c <= 0xef)
+      n = cont(i + 1, c == 0xe0 ? 0xa0 : 0x80, c == 0xed ? 0x9f : 0xbf) && cont(i + 2) ? 3 : 0;
+    else if (c >= 0xf0 && c <= 0xf4)
+      n = cont(i + 1, c == 0xf0 ? 0x90 : 0x80, c == 0xf4 ? 0x8f : 0xbf) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+    if (n > 0) {
+      out.append(s, i, n);
+      i += n;
+      continue;
+    }
+    static const char* const kHex = "0123456789abcdef";
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+    ++i;
+  }
+  return out;
+}
+
 double Problem::default_scale(int head_dim) {
   return static_cast<double>(static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim))));
 }

@@ -26,6 +26,12 @@ struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Text safe for a terminal and for a JSON writer: printable ASCII, tab and well-formed UTF-8 (U+00A0 and above) are
+// kept, newlines only with keep_newlines; every other byte (C0 and C1 controls, DEL, bytes that are not UTF-8) is
+// written as \xNN. Names and messages that come from files, plugins or the command line pass through it before a
+// terminal shows them (an escape sequence in a case file's kernel name reached the terminal raw).
+std::string printable(const std::string& s, bool keep_newlines = false);
+
 // A kernel declining a problem at run time (a plugin's supports() or ATTNCHECK_ERR_UNSUPPORTED): the check is
 // skipped, exactly as when the kernel's capabilities exclude the problem up front. Not a finding.
 struct Unsupported : Error {

@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    std::cerr << "attncheck: error: " << e.what() << " (see attncheck --help)\n";
+    std::cerr << "attncheck: error: " << attncheck::printable(e.what()) << " (see attncheck --help)\n";
     return cli::kExitUsage;
   }
   try {
@@ -53,11 +53,11 @@ int main(int argc, char** argv) {
     return status;
   } catch (const attncheck::Error& e) {
     std::cout.flush();
-    std::cerr << "attncheck: error: " << e.what() << "\n";
+    std::cerr << "attncheck: error: " << attncheck::printable(e.what()) << "\n";
     return cli::kExitUsage;
   } catch (const std::exception& e) {
     std::cout.flush();
-    std::cerr << "attncheck: internal error: " << e.what() << "\n";
+    std::cerr << "attncheck: internal error: " << attncheck::printable(e.what()) << "\n";
     return cli::kExitUsage;
   }
 }

@@ -27,7 +27,9 @@ struct ControlPage {
   char message[kMessageBytes];
 };
 
-std::string terminated(const char* buf) { return std::string(buf, strnlen(buf, kMessageBytes - 1)); }
+// The plugin's message as text: control bytes and bytes that are not UTF-8 as \xNN (it reaches the terminal and
+// the case files).
+std::string terminated(const char* buf) { return printable(std::string(buf, strnlen(buf, kMessageBytes - 1))); }
 
 // Owns the shared control page.
 struct SharedControl {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 
@@ -95,6 +96,20 @@ TEST(PluginCli, ACrashingPluginIsAFailureNotACrash) {
   const int st = pclose(p);
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << out;
   EXPECT_NE(out.find("expected fail, got fail"), std::string::npos) << out;
+}
+
+// A plugin's message is text by the time anyone sees it: its escape sequence and its byte that is not UTF-8 are
+// \xNN on the terminal and in the case file (the byte made saving the finding throw: the finding was lost).
+TEST(PluginCli, AnErrorMessageIsSavedAsText) {
+  const CliRun r = attncheck("", std::string("check --plugin ") + ATTNCHECK_FAULTY_PLUGIN +
+                                  " -k plugin:error --suite quick --property accurate --no-shrink");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("too small\\x1b[2J\\xff"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << "a raw escape reached the terminal";
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("replay: attncheck replay (\\S+)"))) << r.output;
+  std::ifstream saved(m[1].str());
+  ASSERT_TRUE(saved) << m[1].str();
 }
 
 TEST(PluginCli, ANonPluginLibraryIsAUsageError) {

@@ -168,7 +168,7 @@ TEST(PluginIsolation, EveryFaultIsReportedAndTheHarnessSurvives) {
 
   PluginFault err = run("plugin:error");
   EXPECT_EQ(err.kind(), FaultKind::kError);
-  EXPECT_NE(err.detail().find("ATTNCHECK_ERR_INTERNAL: workspace of 7 bytes too small"), std::string::npos) << err.what();
+  EXPECT_NE(err.detail().find("ATTNCHECK_ERR_INTERNAL: workspace of 7 bytes too small\\x1b[2J\\xff"), std::string::npos) << err.what();
 
   PluginFault oob = run("plugin:oob_write");
   EXPECT_EQ(oob.kind(), FaultKind::kOutOfBounds);

@@ -56,7 +56,7 @@ static int hang_fwd(void* self, const attncheck_forward_args* a, char* msg, size
 }
 static int error_fwd(void* self, const attncheck_forward_args* a, char* msg, size_t n) {
   (void)self, (void)a;
-  snprintf(msg, n, "workspace of %d bytes too small", 7);
+  snprintf(msg, n, "workspace of %d bytes too small\x1b[2J\xff", 7); /* a control sequence, a byte not UTF-8 */
   return ATTNCHECK_ERR_INTERNAL;
 }
 static int unsupported_fwd(void* self, const attncheck_forward_args* a, char* msg, size_t n) {
