@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -267,6 +268,14 @@ TEST_F(Cli, ReportIntoADeviceIsWrittenInPlace) {
     EXPECT_EQ(same.status, 2) << same.out << same.err;
     EXPECT_NE(same.err.find("--json and --junit name one file"), std::string::npos) << same.err;
   }
+  {  // relative, neither there yet: "./rel.json" and "rel.json" are one file (weakly_canonical told them apart)
+    const fs::path cwd = fs::current_path();
+    fs::current_path(dir_);
+    const CmdResult rel = run(quick + " --json ./rel.json --junit rel.json");
+    fs::current_path(cwd);
+    EXPECT_EQ(rel.status, 2) << rel.out << rel.err;
+    EXPECT_NE(rel.err.find("--json and --junit name one file"), std::string::npos) << rel.err;
+  }
   fs::create_symlink(both, both_link);
   const CmdResult via = run(quick + " --json " + both.string() + " --junit " + both_link.string());
   EXPECT_EQ(via.status, 2) << via.out << via.err;
@@ -380,6 +389,7 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   EXPECT_EQ(env.status, 2) << env.out << env.err;
   EXPECT_NE(env.err.find("ATTNCHECK_FUZZ_PROPERTIES: unknown property 'nope'"), std::string::npos) << env.err;
   EXPECT_EQ(env.err.find("not a libFuzzer build"), std::string::npos) << env.err;
+  EXPECT_EQ(env.err.find("error: ", env.err.find("error: ") + 1), std::string::npos) << "'error:' said twice: " << env.err;
   const std::string not_dir = file("corpus-file", "x");
   const CmdResult bad_corpus = run("fuzz --time 1 --fuzzer " + sh_quote(script("ok.sh", "exit 0")) + " --seeds " + seeds +
                                    " --corpus " + not_dir + " --findings " + (dir_ / "f6").string());
@@ -431,6 +441,36 @@ TEST_F(Cli, FailureIsSavedAndReplays) {
   EXPECT_FALSE(saved["instance"].is_null());
   const CmdResult again = run("replay -q " + path);
   EXPECT_EQ(again.status, 0) << again.out << again.err;
+  EXPECT_EQ(std::count(again.out.begin(), again.out.end(), '\n'), 1) << "-q: only the verdict line\n" << again.out;
+  // A finding that cannot be written (here a directory where its file goes) is said on stderr and in the reports,
+  // and the run exits 2: it was one line on stdout and exit 1, the case lost.
+  fs::remove(path);
+  fs::create_directories(fs::path(path) / "in-the-way");
+  const fs::path report = dir_ / "unsaved.json";
+  const CmdResult lost = run("check -q -k paper --suite bias --family tied_max --findings " + findings.string() +
+                             " --json " + report.string());
+  EXPECT_EQ(lost.status, 2) << lost.out << lost.err;
+  EXPECT_NE(lost.err.find("could not save the finding"), std::string::npos) << lost.err;
+  bool named = false;
+  const json lost_report = json::parse(slurp(report));  // named: a range-for over a temporary's member dangles
+  for (const auto& o : lost_report["outcomes"]) named |= o["finding_error"].is_string();
+  EXPECT_TRUE(named) << "the JSON report does not say which finding was lost";
+}
+
+// A finding from a time budget pins the instances its check drew, not the seconds: a replay on a slower machine
+// stopped sooner, over another T, and could give another verdict.
+TEST_F(Cli, TimedFindingPinsItsInstances) {
+  const fs::path findings = dir_ / "timed";
+  const CmdResult r = run("check -q -k paper --suite bias --family tied_max --seconds 1000 --findings " + findings.string());
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  int cases = 0;
+  for (const auto& e : fs::directory_iterator(findings)) {
+    const json saved = json::parse(slurp(e.path()));
+    EXPECT_EQ(saved["budget"]["seconds"], 0.0) << e.path();
+    EXPECT_GE(saved["budget"]["instances"].get<int>(), kMinBiasInstances) << e.path();
+    ++cases;
+  }
+  EXPECT_GT(cases, 0);
 }
 
 // --seed changes every family's seed (and so the instances); the same seed gives the same run.
@@ -439,7 +479,8 @@ TEST_F(Cli, SeedMixesIntoEveryFamily) {
     const CmdResult r = run("check -q -k oracle --suite quick --json " + (dir_ / "r.json").string() + " " + extra);
     EXPECT_EQ(r.status, 0) << r.out << r.err;
     std::vector<std::uint64_t> out;
-    for (const auto& o : json::parse(slurp(dir_ / "r.json"))["outcomes"]) out.push_back(o["family"]["seed"]);
+    const json report = json::parse(slurp(dir_ / "r.json"));  // named: a range-for over a temporary's member dangles
+    for (const auto& o : report["outcomes"]) out.push_back(o["family"]["seed"]);
     return out;
   };
   const auto plain = seeds(""), five = seeds("--seed 5"), five_again = seeds("--seed 5");

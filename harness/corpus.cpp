@@ -364,6 +364,12 @@ Case case_from_outcome(const Outcome& o, const Budget& b, const std::string& fou
   c.property = o.property;
   c.family = o.family;
   c.budget = b;
+  if (b.seconds > 0 && o.instances_run > 0) {
+    // A time budget is not replayable: a replay on a slower or busier machine draws fewer instances (a per-instance
+    // failure not reached, a bias test over a smaller T). Pin what the failing check actually ran.
+    c.budget.seconds = 0;
+    c.budget.instances = o.instances_run;
+  }
   c.instance_index = o.instance_index;
   c.instance = make_instance(o.family, o.instance_index);
   c.expected = o.status;
@@ -379,8 +385,16 @@ std::string instance_difference(const Instance& a, const Instance& b) {
   const Problem& q = b.problem;
   if (p.batch != q.batch || p.heads_q != q.heads_q || p.heads_kv != q.heads_kv || p.n_q != q.n_q || p.n_k != q.n_k ||
       p.head_dim != q.head_dim || !same_bits(p.scale, q.scale) || p.causal != q.causal || p.has_mask != q.has_mask ||
-      p.has_bias != q.has_bias || p.input_format != q.input_format)
-    return "problem is \"" + q.describe() + "\", the file pins \"" + p.describe() + "\"";
+      p.has_bias != q.has_bias || p.input_format != q.input_format) {
+    std::string scale;  // describe() rounds the scale: a difference in its last bits is named with the exact values
+    if (!same_bits(p.scale, q.scale)) {
+      char now[64], pinned[64];
+      std::snprintf(now, sizeof now, "%a", q.scale);
+      std::snprintf(pinned, sizeof pinned, "%a", p.scale);
+      scale = std::string(" (scale is ") + now + ", the file pins " + pinned + ")";
+    }
+    return "problem is \"" + q.describe() + "\", the file pins \"" + p.describe() + "\"" + scale;
+  }
   if (a.seed != b.seed) return "instance seed is " + json_fields::to_hex(b.seed, 16) + ", the file pins " + json_fields::to_hex(a.seed, 16);
   for (auto [name, x, y, f] : {std::tuple{"q", &a.q, &b.q, p.input_format}, std::tuple{"k", &a.k, &b.k, p.input_format},
                                std::tuple{"v", &a.v, &b.v, p.input_format}, std::tuple{"bias", &a.bias, &b.bias, Format::kF32}}) {

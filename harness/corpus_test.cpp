@@ -103,6 +103,9 @@ TEST(Corpus, InstanceDifferenceSeesSignOfZeroAndOneBit) {
   b = a;
   b.seed ^= 1;
   EXPECT_NE(instance_difference(a, b).find("seed"), std::string::npos);
+  b = a;
+  b.problem.scale = static_cast<double>(std::nextafter(static_cast<float>(a.problem.scale), 1.0f));
+  EXPECT_NE(instance_difference(a, b).find("(scale is 0x"), std::string::npos) << instance_difference(a, b);
 }
 
 TEST(Corpus, CaseSaveLoadRoundTrip) {
@@ -324,6 +327,26 @@ class NullKernel : public Kernel {
     return {std::vector<double>(in.problem.q_size(), 0.0), std::vector<double>(in.problem.rows(), 0.0)};
   }
 };
+
+TEST(Corpus, TimeBudgetIsPinnedToTheInstancesRun) {
+  // A finding from `check --seconds` must replay the same verdict on any machine: the case pins the instances the
+  // failing check drew, not the wall-clock budget (a slower replay drew fewer and passed).
+  Outcome o;
+  o.kernel = "paper";
+  o.property = all_properties().front().name;
+  o.family = default_family(generators().front().name);
+  o.status = Status::kFail;
+  o.instances_run = 37;
+  Budget b;
+  b.instances = 100000;
+  b.seconds = 2.5;
+  const Case timed = case_from_outcome(o, b, "check");
+  EXPECT_EQ(timed.budget.seconds, 0.0);
+  EXPECT_EQ(timed.budget.instances, 37);
+  b.seconds = 0;  // a count budget is kept as given
+  const Case counted = case_from_outcome(o, b, "check");
+  EXPECT_EQ(counted.budget.instances, 100000);
+}
 
 TEST(Corpus, ReplayDetectsGeneratorDrift) {
   Registry r;

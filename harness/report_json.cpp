@@ -4,7 +4,8 @@
 //          "summary":{"pass":n,"fail":n,"skip":n,"degenerate":n},
 //          "outcomes":[{"kernel","property","family","family_label","family_description","status","message","stats",
 //                       "instance_index","instances_run","seconds","shrink_seconds","shrink_steps",
-//                       "finding","replay"}]}    finding/replay are null when no case was written.
+//                       "finding","replay","finding_error"}]}    finding/replay are null when no case was
+//                       written; finding_error says why a failure's case could not be written (else null).
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -72,7 +73,8 @@ json run_to_json(const RunReport& r) {
                         {"shrink_seconds", o.shrink_seconds},
                         {"shrink_steps", o.shrink_steps},
                         {"finding", e.finding.empty() ? json(nullptr) : json(e.finding)},
-                        {"replay", e.finding.empty() ? json(nullptr) : json(replay_command(e.finding, e.replay_extra))}});
+                        {"replay", e.finding.empty() ? json(nullptr) : json(replay_command(e.finding, e.replay_extra))},
+                        {"finding_error", e.finding_error.empty() ? json(nullptr) : json(e.finding_error)}});
   }
   return {{"format", "attncheck-run"},
           {"version", kRunReportVersion},

@@ -25,6 +25,8 @@ struct RunEntry {
   std::string checked;  // the suite's family as checked, before any shrinking (Family::describe): the JUnit
                         // testcase name, the same whether the check passes or fails ("" = the outcome's family)
   std::string finding;  // path of the saved case ("" when none was written)
+  std::string finding_error;  // why a failure's case could not be written ("" when it was, or none was due):
+                              // the run then exits 2, and every report says so
   std::string replay_extra;  // what its replay needs besides the file, as shell words (" --plugin P"), or ""
 };
 

@@ -156,9 +156,16 @@ bool one_regular_file(const std::string& a, const std::string& b) {
   const bool ea = ::stat(a.c_str(), &sa) == 0, eb = ::stat(b.c_str(), &sb) == 0;
   if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && S_ISREG(sa.st_mode);
   if (ea || eb) return false;
-  std::error_code e1, e2;
-  const auto ca = std::filesystem::weakly_canonical(a, e1), cb = std::filesystem::weakly_canonical(b, e2);
-  return !e1 && !e2 && ca == cb;
+  // Neither exists: compare where they would be created. absolute() first: weakly_canonical leaves a relative path
+  // whose first component does not exist relative ("r.out"), but resolves "./r.out" to /cwd/r.out. A dangling link
+  // is not followed: the report's rename replaces the link itself.
+  const auto where = [](const std::string& p) {
+    std::error_code ec;
+    const std::filesystem::path abs = std::filesystem::absolute(p, ec);
+    return ec ? std::filesystem::path() : std::filesystem::weakly_canonical(abs, ec);
+  };
+  const auto ca = where(a), cb = where(b);
+  return !ca.empty() && ca == cb;
 }
 
 int run_check(const CheckOptions& opt) {
@@ -187,6 +194,7 @@ int run_check(const CheckOptions& opt) {
 
   Progress progress(kernels.size() * entries.size(), opt.quiet);
   std::size_t done = 0;
+  int unsaved = 0;  // failures whose case could not be written
   for (const Kernel* k : kernels) {
     for (const SuiteEntry& e : entries) {
       const Property& p = get_property(e.property);
@@ -197,24 +205,26 @@ int run_check(const CheckOptions& opt) {
       entry.outcome = check_one(p, *k, e.family, report.budget, !opt.no_shrink);
       const Outcome& o = entry.outcome;
       if (o.status == Status::kFail) {
-        std::string save_error;
         if (o.message.rfind("error: ", 0) != 0) {
           try {  // the finding goes to disk first: a crash after this point loses nothing
             entry.finding = write_finding(opt.findings, case_from_outcome(o, report.budget, "check"));
           } catch (const std::exception& ex) {
-            save_error = ex.what();
+            entry.finding_error = ex.what();
+            ++unsaved;
           }
         }
         progress.clear();
-        std::cout << "\nFAIL " << o.kernel << " / " << o.property << " / " << o.family.generator << "\n";
+        std::cout << "\nFAIL " << printable(o.kernel) << " / " << o.property << " / " << o.family.generator << "\n";
         if (o.report.empty())  // a check that threw: the message is all there is
-          std::cout << "  " << o.message << "\n  family: " << o.family.describe() << "\n  stats: " << o.stats.dump() << "\n";
+          std::cout << "  " << printable(o.message) << "\n  family: " << o.family.describe()
+                    << "\n  stats: " << printable(o.stats.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) << "\n";
         else
-          std::cout << o.report << (o.report.back() == '\n' ? "" : "\n");
+          std::cout << printable(o.report, /*keep_newlines=*/true) << (o.report.back() == '\n' ? "" : "\n");
         entry.replay_extra = plugin_replay_args();  // the JSON and JUnit reports print the same command
         if (!entry.finding.empty()) std::cout << "replay: " << replay_command(entry.finding, entry.replay_extra) << "\n";
-        if (!save_error.empty()) std::cout << "(could not save the finding: " << save_error << ")\n";
         std::cout << std::flush;
+        if (!entry.finding_error.empty())  // said where errors go, and again at the end: the case is lost
+          std::cerr << "attncheck: error: could not save the finding: " << printable(entry.finding_error) << "\n";
       }
       report.entries.push_back(std::move(entry));
     }
@@ -227,6 +237,11 @@ int run_check(const CheckOptions& opt) {
   if (!opt.json_path.empty())
     write_text_file(opt.json_path, run_to_json(report).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (!opt.junit_path.empty()) write_text_file(opt.junit_path, run_to_junit(report));
+  if (unsaved > 0) {  // a finding that exists only on a terminal is lost: not a plain "a property failed"
+    std::cerr << "attncheck: error: " << unsaved << " finding(s) could not be saved in " << printable(opt.findings)
+              << " (the reports above name them)\n";
+    return kExitUsage;
+  }
   if (report.count(Status::kFail)) return kExitFail;
   if (report.count(Status::kPass) == 0) {  // every check skipped or discarded: a green run that tested nothing
     // The summary table says only "skip": the reasons (distinct ones, in order, at most 5) are said here.
@@ -271,7 +286,7 @@ void add_check(CLI::App& app, Runner& run) {
   add_plugin_option(*sub);  // --plugin PATH (harness/plugin/plugin_cli.h)
   sub->footer(
       "Exit status: 0 every check passed, 1 a property failed, 2 usage or input error (or nothing was tested: every\n"
-      "check skipped or degenerate).\n"
+      "check skipped or degenerate; or a failure's case could not be saved).\n"
       "RapidCheck: RC_PARAMS in the environment (seed/reproduce tokens) is passed through unchanged.");
   sub->callback([&run, opt, seed, json, junit] {
     opt->seed_given = seed->count() > 0;

@@ -120,8 +120,11 @@ bool is_libfuzzer_build(const std::string& path) {
   int status = 0;
   ::waitpid(c.pid, &status, 0);
   ::close(c.out);
-  if (const std::size_t at = out.find("attncheck-fuzz: error: "); at != std::string::npos)
-    throw Error(out.substr(at, out.find('\n', at) - at));
+  const std::string their_error = "attncheck-fuzz: error: ";
+  if (const std::size_t at = out.find(their_error); at != std::string::npos) {  // said once: "attncheck: error: ..."
+    const std::size_t from = at + their_error.size();
+    throw Error("the fuzz target " + path + " refuses its settings: " + out.substr(from, out.find('\n', from) - from));
+  }
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char ch) { return std::tolower(ch); });
   return out.find("libfuzzer") != std::string::npos;
 }
