@@ -230,14 +230,19 @@ TEST_F(Cli, EveryMalformedClassExitsTwoNamingTheProblem) {
   expect_bad_file(file("twice.json", twice), "the key 'kernel' appears twice");
 }
 
-// A directory replays its cases; fuzz summaries beside them are passed over by name; an empty one is an error.
+// A directory replays its cases; fuzz summaries and run reports beside them are passed over by name (a
+// `check --json` report kept with the findings made the replay exit 2); an empty one is an error.
 TEST_F(Cli, ReplayTakesDirectoriesAndPassesOverFuzzSummaries) {
   fs::create_directories(dir_ / "found");
   std::ofstream(dir_ / "found" / "a.json") << good_case().dump(1);
   std::ofstream(dir_ / "found" / "fuzz-oracle-summary.json") << "{\"findings\": []}\n";
+  const CmdResult report = run("check -q -k oracle --suite quick --property finite --findings " +
+                               (dir_ / "found").string() + " --json " + (dir_ / "found" / "run.json").string());
+  ASSERT_EQ(report.status, 0) << report.out << report.err;
   const CmdResult r = run("replay -q " + (dir_ / "found").string());
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("ok     " + (dir_ / "found" / "a.json").string()), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("run.json: a run report (attncheck check --json), not a case"), std::string::npos) << r.out;
   const CmdResult g = run("replay -q " + (dir_ / "found" / "a.json").string() + " " +
                           (dir_ / "found" / "fuzz-oracle-summary.json").string());
   EXPECT_EQ(g.status, 0) << g.out << g.err;
@@ -339,6 +344,29 @@ TEST_F(Cli, ReplayGoesOnPastALinkLoopAndEscapesBinaryBytes) {
   const CmdResult f = run("replay " + fifo.string());
   EXPECT_EQ(f.status, 2) << f.out << f.err;
   EXPECT_NE(f.err.find("fifo.json: not a regular file"), std::string::npos) << f.err;
+  // In a directory, a FIFO named *.json is refused too, not passed over; an empty directory is one bad argument,
+  // not the end of the replay (it threw before any file ran).
+  const fs::path with_fifo = dir_ / "with-fifo", empty = dir_ / "empty";
+  fs::create_directories(with_fifo);
+  fs::create_directories(empty);
+  ASSERT_EQ(::mkfifo((with_fifo / "pipe.json").c_str(), 0600), 0);
+  std::ofstream(with_fifo / "good.json") << good_case().dump(1);
+  const CmdResult dirs = run("replay -q " + empty.string() + " " + with_fifo.string());
+  EXPECT_EQ(dirs.status, 2) << dirs.out << dirs.err;
+  EXPECT_NE(dirs.out.find("3 cases: 1 match, 0 differ, 2 could not be replayed"), std::string::npos) << dirs.out;
+  EXPECT_NE(dirs.err.find("empty: a directory with no case files"), std::string::npos) << dirs.err;
+  EXPECT_NE(dirs.err.find("pipe.json: not a regular file"), std::string::npos) << dirs.err;
+  // Names from a file reach the terminal only as text: an escape sequence or a NUL in the kernel is refused, shown
+  // as \xNN.
+  for (const std::string& kernel : {std::string("pa\x1b[2Jper"), std::string("pa\0per", 6)}) {
+    json c = good_case();
+    c["kernel"] = kernel;
+    const CmdResult k = run("replay -q " + file("ctl.json", c.dump(1)));
+    EXPECT_EQ(k.status, 2) << k.out << k.err;
+    EXPECT_NE(k.err.find("kernel: \"pa\\x"), std::string::npos) << k.err;
+    EXPECT_NE(k.err.find("is not printable text"), std::string::npos) << k.err;
+    EXPECT_EQ(k.err.find('\x1b'), std::string::npos) << "a raw escape reached stderr";
+  }
 }
 
 // `attncheck fuzz` with stand-in fuzzers (shell scripts that answer -help=1 as libFuzzer does): a crash's artifact is

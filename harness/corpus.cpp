@@ -145,6 +145,7 @@ Case case_from_json(const json& j, const std::string& origin) {
   const At top{origin, ""};
   json_fields::object(j, top);
   const std::string tag = json_fields::string_at(json_fields::field(j, "format", top), top / "format");
+  if (tag == "attncheck-run") throw NotACase(origin + ": a run report (attncheck check --json), not a case");
   if (tag != kCaseTag) (top / "format").fail("is \"" + tag + "\", expected \"" + kCaseTag + "\" (not a case file?)");
   const auto version = json_fields::int_at(json_fields::field(j, "version", top), top / "version", INT32_MIN, INT32_MAX);
   if (version != kCorpusVersion)
@@ -268,7 +269,11 @@ Case load_case(const std::string& path) {
   // replayed the case on another kernel. Refused, naming the key.
   std::vector<std::set<std::string>> keys_seen;  // one set per open object
   std::string duplicate;
-  const json::parser_callback_t no_duplicates = [&](int, json::parse_event_t event, json& parsed) {
+  // A case file nests four levels; deep nesting is hostile, and nlohmann copies values recursively (a stats
+  // object 90,000 levels deep crashed replay on the stack). Refused while parsing, before any copy.
+  constexpr int kMaxDepth = 64;
+  const json::parser_callback_t no_duplicates = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (depth > kMaxDepth) throw Error(path + ": nested deeper than " + std::to_string(kMaxDepth) + " levels");
     if (event == json::parse_event_t::object_start) keys_seen.emplace_back();
     else if (event == json::parse_event_t::object_end && !keys_seen.empty()) keys_seen.pop_back();
     else if (event == json::parse_event_t::key && !keys_seen.empty() && duplicate.empty() &&

@@ -36,6 +36,12 @@ struct Case {
   std::string note;
 };
 
+// load_case's error for a run report (`check --json`, format "attncheck-run"): attncheck's own file, not a case;
+// replay passes it over, named, as it does fuzz summaries (a report kept beside the findings made replay exit 2).
+struct NotACase : Error {
+  using Error::Error;
+};
+
 nlohmann::json case_to_json(const Case& c);
 Case case_from_json(const nlohmann::json& j, const std::string& origin);  // origin names the file in errors
 void save_case(const std::string& path, const Case& c);

@@ -211,10 +211,23 @@ TEST_F(Malformed, EmptyAndTruncated) {
   expect_rejected(write(dir_ / "array.json", "[1, 2]"), "expected an object");
 }
 
+TEST_F(Malformed, DeepNesting) {
+  // 100,000 nested arrays in stats: nlohmann copies recursively, so this crashed replay on the stack.
+  std::string text = good_.dump();
+  const std::string stats = "\"stats\":{";
+  const std::size_t at = text.find(stats);
+  ASSERT_NE(at, std::string::npos);
+  constexpr int kDeep = 100000;
+  text.insert(at + stats.size(), "\"deep\":" + std::string(kDeep, '[') + std::string(kDeep, ']') + ",");
+  expect_rejected(write(dir_ / "deep.json", text), "nested deeper than 64 levels");
+}
+
 TEST_F(Malformed, WrongTagAndVersion) {
   json j = good_;
-  j["format"] = "attncheck-run";
+  j["format"] = "attncheck-other";
   expect_rejected(file("tag.json", j), "format");
+  j["format"] = "attncheck-run";  // a run report: its own error, which replay passes over
+  EXPECT_THROW(load_case(file("run.json", j)), NotACase);
   j = good_;
   j["version"] = 2;
   expect_rejected(file("v2.json", j), "unknown version 2");

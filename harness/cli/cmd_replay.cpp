@@ -1,6 +1,7 @@
 // cmd_replay.cpp — `attncheck replay FILE|DIR...`: load each saved case (fully validated), check that its family
 // still generates the pinned bits, re-run its property with its budget, print verdict and report. A directory
-// stands for its *.json cases, in name order; fuzz summaries (fuzz-*-summary.json, which `attncheck fuzz` writes
+// stands for its *.json entries, in name order (an entry that is not a regular file is refused, not passed over);
+// fuzz summaries (fuzz-*-summary.json, which `attncheck fuzz` writes
 // beside its findings) are passed over, named, wherever they come from.
 // Exit 0 when every verdict matches the file's expected verdict, 1 when one differs, 2 when a file is bad
 // (unreadable, malformed, generator drift); every file is still tried and reported.
@@ -27,42 +28,52 @@ bool is_fuzz_summary(const std::filesystem::path& p) {
   return name.rfind("fuzz-", 0) == 0 && name.size() > 13 && name.compare(name.size() - 13, 13, "-summary.json") == 0;
 }
 
-// The case files named: a directory gives its *.json files (name order), fuzz summaries are left out. A path whose
-// status cannot be read (a link loop, a dangling link) stays in the list, so that load_case reports it as a file that
-// could not be replayed and the others still run (the throwing status calls ended the whole replay here).
-std::vector<std::string> case_files(const std::vector<std::string>& args) {
+// The case files named, in order; a path that cannot be replayed as named carries why (`error`), so that it is
+// reported as a file that could not be replayed and the others still run. A directory gives its *.json entries
+// (name order, not recursive), fuzz summaries left out; an entry that is not a regular file (a FIFO, a link to a
+// directory) is kept and refused by load_case, not passed over in silence. A path whose status cannot be read (a
+// link loop, a dangling link) is kept as well: load_case reports it.
+struct Named {
+  std::string path;
+  std::string error;  // "" = replay it
+};
+
+std::vector<Named> case_files(const std::vector<std::string>& args) {
   namespace fs = std::filesystem;
-  std::vector<std::string> out;
+  std::vector<Named> out;
   for (const std::string& a : args) {
     std::error_code dir_ec;
     if (!fs::is_directory(a, dir_ec)) {
-      if (is_fuzz_summary(a)) std::cout << "skip   " << a << ": a fuzz summary, not a case\n";
-      else out.push_back(a);
+      if (is_fuzz_summary(a)) std::cout << "skip   " << printable(a) << ": a fuzz summary, not a case\n";
+      else out.push_back({a, ""});
       continue;
     }
     std::vector<std::string> in_dir;
     std::error_code ec;
-    for (const auto& e : fs::directory_iterator(a, ec)) {
-      std::error_code status_ec;
-      const bool regular = e.is_regular_file(status_ec);
-      if ((regular || status_ec) && e.path().extension() == ".json" && !is_fuzz_summary(e.path()))
-        in_dir.push_back(e.path().string());
-    }
-    if (ec) throw Error(a + ": cannot list the directory: " + ec.message());
-    if (in_dir.empty()) throw Error(a + ": a directory with no case files (*.json)");
+    for (const auto& e : fs::directory_iterator(a, ec))
+      if (e.path().extension() == ".json" && !is_fuzz_summary(e.path())) in_dir.push_back(e.path().string());
+    if (ec) out.push_back({a, a + ": cannot list the directory: " + ec.message()});
+    else if (in_dir.empty()) out.push_back({a, a + ": a directory with no case files (*.json)"});
     std::sort(in_dir.begin(), in_dir.end());
-    out.insert(out.end(), in_dir.begin(), in_dir.end());
+    for (std::string& f : in_dir) out.push_back({std::move(f), ""});
   }
   return out;
 }
 
 int run_replay(const ReplayOptions& opt) {
-  int bad = 0, differ = 0;
-  const std::vector<std::string> files = case_files(opt.files);
-  if (files.empty()) throw Error("no case file to replay (only fuzz summaries)");
-  for (const std::string& path : files) {
+  int bad = 0, differ = 0, skipped = 0;
+  const std::vector<Named> files = case_files(opt.files);
+  for (const auto& [path, error] : files) {
     try {
-      const Case c = load_case(path);  // its errors name the file and the field
+      if (!error.empty()) throw Error(error);
+      Case c;
+      try {
+        c = load_case(path);  // its errors name the file and the field
+      } catch (const NotACase& e) {
+        std::cout << "skip   " << printable(e.what()) << "\n";
+        ++skipped;
+        continue;
+      }
       Outcome o;
       try {
         o = replay_case(c, default_registry());
@@ -76,24 +87,28 @@ int run_replay(const ReplayOptions& opt) {
       }
       const bool same = o.status == c.expected;
       differ += !same;
-      std::cout << (same ? "ok    " : "DIFFER") << " " << path << ": " << c.kernel << " / " << c.property << " / "
-                << c.family.describe() << ": expected " << status_name(c.expected) << ", got " << status_name(o.status)
-                << "\n";
-      if (!opt.quiet && !o.report.empty()) {  // the report repeats the message and the statistic
-        std::cout << o.report << (o.report.back() == '\n' ? "" : "\n");
+      std::cout << (same ? "ok    " : "DIFFER") << " " << printable(path) << ": " << printable(c.kernel) << " / "
+                << printable(c.property) << " / " << printable(c.family.describe()) << ": expected "
+                << status_name(c.expected) << ", got " << status_name(o.status) << "\n";
+      if (opt.quiet) {  // the verdict line; a verdict that differs keeps its one-line reason
+        if (!same && !o.message.empty()) std::cout << "  " << printable(o.message) << "\n";
+      } else if (!o.report.empty()) {  // the report repeats the message and the statistic
+        std::cout << printable(o.report, /*keep_newlines=*/true) << (o.report.back() == '\n' ? "" : "\n");
       } else {
-        if (!o.message.empty()) std::cout << "  " << o.message << "\n";
-        if (!opt.quiet && !o.stats.is_null() && !o.stats.empty()) std::cout << "  stats: " << o.stats.dump() << "\n";
+        if (!o.message.empty()) std::cout << "  " << printable(o.message) << "\n";
+        if (!o.stats.is_null() && !o.stats.empty()) std::cout << "  stats: " << printable(o.stats.dump()) << "\n";
       }
     } catch (const std::exception& e) {  // Error for a bad file; anything else must not end the other replays
       ++bad;
       std::cout.flush();
-      std::cerr << "attncheck: error: " << e.what() << "\n";
+      std::cerr << "attncheck: error: " << printable(e.what()) << "\n";
     }
   }
-  if (files.size() > 1)
-    std::cout << files.size() << " cases: " << files.size() - bad - differ << " match, " << differ
-              << " differ, " << bad << " could not be replayed\n";
+  const int replayed = static_cast<int>(files.size()) - skipped;
+  if (replayed == 0) throw Error("no case file to replay (only fuzz summaries and run reports)");
+  if (replayed > 1)
+    std::cout << replayed << " cases: " << replayed - bad - differ << " match, " << differ << " differ, " << bad
+              << " could not be replayed\n";
   return bad ? kExitUsage : differ ? kExitFail : kExitPass;
 }
 
@@ -106,7 +121,7 @@ void add_replay(CLI::App& app, Runner& run) {
   sub->footer(
       "Exit status: 0 every replayed verdict is the expected one (a finding that still fails: 0), 1 a verdict\n"
       "differs (e.g. a fixed kernel now passes its finding: update the case), 2 a file could not be replayed.");
-  sub->add_flag("-q,--quiet", opt->quiet, "Only the verdict lines");
+  sub->add_flag("-q,--quiet", opt->quiet, "Only the verdict lines (and the one-line reason of a verdict that differs)");
   add_plugin_option(*sub);  // cases found on plugin kernels need their library loaded again
   sub->callback([&run, opt] { run = [opt] { return run_replay(*opt); }; });
 }
