@@ -21,11 +21,14 @@ std::string gpu_matches_one(const Kernel& k, const Instance& in, nlohmann::json&
 
 struct BiasStatistic {
   bool fails = false;
-  int instances = 0;
+  int instances = 0;        // the most usable instances of any tensor (the T of the statistic)
+  int drawn = 0;            // instances drawn (a time budget may stop before b.instances)
   int tensors_measured = 0;  // tensors with at least kMinBiasInstances usable instances
   std::uint64_t exemplar = 0;  // an instance erring in the direction of the headline tensor's mean
   double z_crit = 0;       // after the Šidák adjustment
   std::string message;     // the failing tensors, one clause each
+  std::string not_finite;  // "" or the first output that is NaN/infinite where the exact value is finite (a failure)
+  std::uint64_t not_finite_instance = 0;
   nlohmann::json stats;    // per tensor: mean_ulp, z, T, sd, away_mean_ulp; headline tensor, mean_ulp, z
 };
 // The statistic of props_bias.cpp without calibration (the family's tiles applied). Error if b.instances is below

@@ -43,6 +43,11 @@ constexpr const char* kTensors[] = {"O", "delta", "dQ", "dK", "dV"};
 struct Acc {
   std::vector<double> means, away;
   std::vector<int> index;  // the instance each mean came from
+  // Outputs that are NaN or infinite where the exact value is finite and inside the output format's range: no
+  // rounding gives them, and leaving them out of the mean (as below) let a kernel of NaNs through as "degenerate".
+  std::size_t not_finite = 0;
+  int first_bad_instance = -1;
+  std::string first_bad;  // "instance 3, element 17: nan where the exact value is 0.4312"
 };
 
 double mean_of(const std::vector<double>& x) {
@@ -52,12 +57,23 @@ double mean_of(const std::vector<double>& x) {
 }
 
 // Add one instance's mean signed error (and away-from-zero mean) of `got` vs `exact`, each element in units
-// of unit[element] (an ulp); elements with unit 0 or non-finite values are left out.
+// of unit[element] (an ulp); elements with unit 0 or non-finite values are left out, and a non-finite output where
+// the format holds the exact value is counted in acc.not_finite (the check fails on it).
 void add_instance(Acc& acc, int instance, const std::vector<double>& got, const std::vector<double>& exact,
-                  const std::vector<double>& unit) {
+                  const std::vector<double>& unit, Format f) {
   double s = 0, a = 0;
   std::size_t n = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!std::isfinite(got[i]) && std::isfinite(exact[i]) && std::fabs(exact[i]) <= format_info(f).max_finite) {
+      if (acc.not_finite++ == 0) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "instance %d, element %zu: %g where the exact value is %.6g", instance, i,
+                      got[i], exact[i]);
+        acc.first_bad = buf;
+        acc.first_bad_instance = instance;
+      }
+      continue;
+    }
     if (!(unit[i] > 0) || !std::isfinite(got[i]) || !std::isfinite(exact[i]) || !std::isfinite(unit[i])) continue;
     const double e = (got[i] - exact[i]) / unit[i];
     s += e;
@@ -207,22 +223,30 @@ BiasStatistic bias_statistic_of(const Kernel& k, const Family& f, const Budget& 
       const Instance& in = *item.in;
       const ForwardOutput& fw = fws[j];
       const ReferenceForward& rf = *item.rf;
-      add_instance(acc[0], idx, fw.o, rf.o, elementwise_ulps(rf.o, of));
+      add_instance(acc[0], idx, fw.o, rf.o, elementwise_ulps(rf.o, of), of);
       if (!bwd) continue;
       const ReferenceBackward& rb = *item.rb;
       const BackwardOutput kb = kt.backward(in, fw);
-      add_instance(acc[1], idx, kb.delta, rb.delta, rms_ulps(rb.delta, std::size_t(p.n_q), of));
-      add_instance(acc[2], idx, kb.dq, rb.dq, rms_ulps(rb.dq, std::size_t(p.n_q) * p.head_dim, of));
-      add_instance(acc[3], idx, kb.dk, rb.dk, rms_ulps(rb.dk, std::size_t(p.n_k) * p.head_dim, of));
-      add_instance(acc[4], idx, kb.dv, rb.dv, rms_ulps(rb.dv, std::size_t(p.n_k) * p.head_dim, of));
+      add_instance(acc[1], idx, kb.delta, rb.delta, rms_ulps(rb.delta, std::size_t(p.n_q), of), of);
+      add_instance(acc[2], idx, kb.dq, rb.dq, rms_ulps(rb.dq, std::size_t(p.n_q) * p.head_dim, of), of);
+      add_instance(acc[3], idx, kb.dk, rb.dk, rms_ulps(rb.dk, std::size_t(p.n_k) * p.head_dim, of), of);
+      add_instance(acc[4], idx, kb.dv, rb.dv, rms_ulps(rb.dv, std::size_t(p.n_k) * p.head_dim, of), of);
     }
     first += count;
+    out.drawn = first;
   }
   const int m = bwd ? 5 : 1;
   out.z_crit = sidak_z(b.z_crit, m);
   out.stats = nlohmann::json::object();
   out.stats["tensors"] = nlohmann::json::object();
   double worst_score = -1;
+  for (int t = 0; t < m; ++t)
+    if (acc[t].not_finite > 0 && out.not_finite.empty()) {
+      out.not_finite = std::to_string(acc[t].not_finite) + " " + kTensors[t] + " output(s) NaN or infinite where " +
+                       "the exact value is finite (first: " + acc[t].first_bad + ")";
+      out.not_finite_instance = static_cast<std::uint64_t>(acc[t].first_bad_instance);
+      out.stats["not_finite"] = {{"tensor", kTensors[t]}, {"count", acc[t].not_finite}};
+    }
   for (int t = 0; t < m; ++t) {
     if (acc[t].means.size() < static_cast<std::size_t>(kMinBiasInstances)) continue;  // too few usable instances
     ++out.tensors_measured;
@@ -293,6 +317,13 @@ Outcome check_unbiased(const Kernel& k, const Family& f, const Budget& b) {
   o.instances_run = s.instances;
   o.instance_index = s.exemplar;
   o.seconds = seconds_since(t0);
+  if (!s.not_finite.empty()) {  // before any statistic: the mean leaves these outputs out, so it cannot judge them
+    o.status = Status::kFail;
+    o.message = "not finite: " + s.not_finite;
+    o.instance_index = s.not_finite_instance;
+    o.instances_run = s.drawn;
+    return o;
+  }
   if (s.tensors_measured == 0) {  // every instance's exact tensors were 0 or not finite: nothing to average
     o.status = Status::kDegenerate;
     o.message = "degenerate family: no tensor has " + std::to_string(kMinBiasInstances) +

@@ -53,6 +53,7 @@ std::string failure_kind(const std::string& message) {
 
 bool same_failure(const Property& p, const Outcome& orig, const Outcome& cand) {
   if (!p.across_instances) return failure_kind(orig.message) == failure_kind(cand.message);
+  if (orig.message.rfind("not finite: ", 0) == 0) return cand.message.rfind("not finite: ", 0) == 0;
   const std::string tensor = orig.stats.value("tensor", std::string());
   if (tensor.empty() || !cand.stats.contains("tensors") || !cand.stats["tensors"].contains(tensor)) return false;
   const auto& t = cand.stats["tensors"][tensor];

@@ -44,6 +44,31 @@ TEST(Statistics, OneUlpUpIsABiasOfOneUlp) {
   EXPECT_TRUE(o.stats.contains("calibration"));
 }
 
+// A NaN where the exact value is finite is no rounding: the check fails on it, naming where. The mean left such
+// outputs out, so a kernel of NaNs was "degenerate" (nothing tested) and one NaN among good outputs passed unseen.
+TEST(Statistics, ANonFiniteOutputFailsTheCheck) {
+  const Family f = default_family("tied_max");
+  const std::uint64_t fifth = make_instance(f, 5).seed;
+  auto one = make_kernel("one-nan", [fifth](const Instance& in) {
+    ForwardOutput o = rounded_reference(in);
+    if (in.seed == fifth) o.o[3] = std::nan("");
+    return o;
+  });
+  Budget b;
+  b.instances = kMinBiasInstances;
+  const Outcome o = get_property("unbiased").check(*one, f, b);
+  EXPECT_EQ(o.status, Status::kFail) << o.message;
+  EXPECT_EQ(o.message.rfind("not finite: 1 O output(s)", 0), 0u) << o.message;
+  EXPECT_NE(o.message.find("instance 5, element 3"), std::string::npos) << o.message;
+  EXPECT_EQ(o.instance_index, 5u);
+  auto all = make_kernel("all-nan", [](const Instance& in) {
+    ForwardOutput o = rounded_reference(in);
+    for (double& x : o.o) x = std::nan("");
+    return o;
+  });
+  EXPECT_EQ(get_property("unbiased").check(*all, f, b).status, Status::kFail);
+}
+
 TEST(Statistics, SymmetricNoisePassesAndSmallBiasIsBelowEpsilon) {
   // ±1 ulp with equal probability, from the instance seed: unbiased.
   auto noisy = make_kernel("noisy", [](const Instance& in) {

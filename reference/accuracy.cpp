@@ -114,6 +114,9 @@ AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector
       over = true, worst_excess = err - allowance, over_at = i;
   }
   r.ratio = std::fmax(std::fmax(ratio[0], ratio[1]), std::fmax(ratio[2], ratio[3]));
+  // A bad non-finite entry is an error no allowance covers: the ratio says so (it read 0 for a kernel of NaNs,
+  // whose finite entries are none, and a report's "err/bound=0" beside a failure misled).
+  if (!bad.empty()) r.ratio = 1e30;
   r.worst = !bad.empty() ? bad_at : over ? over_at : worst_err_at;
   if (bad.empty() && !over && !message_on_pass) {
     r.ok = true;

@@ -61,7 +61,8 @@ struct AccuracyCheck {
   double bound = 0;       // factor · plain_err + floor
   double ratio = 0;       // max over finite entries of |kernel − exact| / that entry's allowance (the bound, or
                           // with a format the larger of it and one ulp); <= 1 iff those entries pass; 1e30 for
-                          // an error against a zero allowance (JSON has no infinity)
+                          // an error against a zero allowance, and for a bad non-finite entry (JSON has no
+                          // infinity)
   std::size_t worst = 0;  // the deciding index: the first bad non-finite entry, else the entry furthest past
                           // its allowance (failing), else the largest kernel error (passing)
   std::string message;    // one line: verdict, the worst index with its three values, the numbers above

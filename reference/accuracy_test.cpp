@@ -77,6 +77,8 @@ TEST(accuracy, nan_where_exact_is_finite_fails_and_is_reported) {
   EXPECT_EQ(r.worst, 1u);
   EXPECT_NE(r.message.find("NaN"), std::string::npos) << r.message;
   EXPECT_NE(r.message.find("index 1"), std::string::npos) << r.message;
+  // The ratio says how far out it is: past any allowance (it read 0 when no entry was finite).
+  EXPECT_EQ(accuracy_rule(V{std::nan(""), std::nan("")}, V{1, 2}, V{1, 2}).ratio, 1e30);
   // The first bad entry is the one reported, even with a larger finite error elsewhere.
   const AccuracyCheck two = accuracy_rule(V{100, 2, std::nan("")}, V{1, 2, 3}, exact);
   EXPECT_EQ(two.worst, 2u);
