@@ -55,6 +55,29 @@ class Cli : public ::testing::Test {
     return r;
   }
 
+  // run(), with the standard output a pipe whose reader has gone (`attncheck ... | head` after head exits): the read
+  // end is closed before attncheck starts, so its first write meets no reader, every time.
+  CmdResult run_reader_gone(const std::string& args) {
+    int fds[2];
+    if (::pipe(fds) != 0) return {};
+    ::close(fds[0]);
+    const std::string cmd = std::string(ATTNCHECK_EXE) + " " + args + " 2>" + (dir_ / "err").string() + " </dev/null";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(fds[1], 1);
+      ::close(fds[1]);
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    int raw = 0;
+    ::waitpid(pid, &raw, 0);
+    CmdResult r;
+    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+    r.err = slurp(dir_ / "err");
+    return r;
+  }
+
   // A case whose expected verdict is what oracle really gives on a per-instance property: replays with 0.
   json good_case() {
     const Property* prop = nullptr;
@@ -452,6 +475,36 @@ TEST_F(Cli, SmallCheckRunWritesReports) {
 
 // The paper kernel's bias: check exits 1, saves each failure before printing its replay line, and the saved
 // case replays with the same verdict (exit 0).
+// `attncheck check | head`: the reader goes away. The run was killed by SIGPIPE (exit 141) with most findings unsaved
+// and no --json report; now it saves every finding, writes the report and exits 2 for the output it could not write.
+TEST_F(Cli, AReaderThatGoesAwayLosesNothing) {
+  const std::string args = "check -q -k paper --suite bias --family tied_max --findings ";
+  const CmdResult whole = run(args + (dir_ / "whole").string());
+  ASSERT_EQ(whole.status, 1) << whole.out << whole.err;
+  const fs::path findings = dir_ / "cut", report = dir_ / "cut.json";
+  const CmdResult cut = run_reader_gone(args + findings.string() + " --json " + report.string());
+  EXPECT_EQ(cut.status, 2) << cut.err;
+  EXPECT_NE(cut.err.find("cannot write to standard output"), std::string::npos) << cut.err;
+  auto count = [](const fs::path& d) {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(d)) n += e.path().extension() == ".json";
+    return n;
+  };
+  EXPECT_EQ(count(findings), count(dir_ / "whole"));
+  EXPECT_TRUE(fs::exists(report));
+  EXPECT_EQ(run_reader_gone("list").status, 2);
+}
+
+// A findings path with an escape sequence in it reaches the terminal as text (the replay line printed it raw).
+TEST_F(Cli, AFindingsPathIsPrintedAsText) {
+  const CmdResult r = run("check -q -k paper --property constant_v --family constant_v --no-shrink --findings '" +
+                          (dir_ / "red\x1b[31m").string() + "'");
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("replay: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("red\\x1b[31m"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << "a raw escape reached the terminal";
+}
+
 TEST_F(Cli, FailureIsSavedAndReplays) {
   const fs::path findings = dir_ / "findings";
   const CmdResult r = run("check -q -k paper --suite bias --family tied_max --findings " + findings.string());

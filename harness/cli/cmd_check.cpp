@@ -221,7 +221,8 @@ int run_check(const CheckOptions& opt) {
         else
           std::cout << printable(o.report, /*keep_newlines=*/true) << (o.report.back() == '\n' ? "" : "\n");
         entry.replay_extra = plugin_replay_args();  // the JSON and JUnit reports print the same command
-        if (!entry.finding.empty()) std::cout << "replay: " << replay_command(entry.finding, entry.replay_extra) << "\n";
+        if (!entry.finding.empty())  // the reports keep the command exact; the terminal gets it as text
+          std::cout << "replay: " << printable(replay_command(entry.finding, entry.replay_extra)) << "\n";
         std::cout << std::flush;
         if (!entry.finding_error.empty())  // said where errors go, and again at the end: the case is lost
           std::cerr << "attncheck: error: could not save the finding: " << printable(entry.finding_error) << "\n";

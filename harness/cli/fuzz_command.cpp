@@ -83,6 +83,7 @@ Child spawn(const std::vector<std::string>& args, const std::vector<std::string>
   if (c.pid < 0) throw Error("fuzz: cannot fork");
   if (c.pid == 0) {
     ::setpgid(0, 0);  // its own process group: the forked libFuzzer workers are stopped with it
+    ::signal(SIGPIPE, SIG_DFL);  // attncheck ignores it (main.cpp); an ignored signal would pass through execv
     ::dup2(fds[1], 1);
     ::dup2(fds[1], 2);
     ::close(fds[0]);

@@ -1,6 +1,7 @@
 // main.cpp — the attncheck executable: `attncheck list | check | replay | fuzz` (see commands.h).
 // Every attncheck::Error, CLI11 parse error or unexpected exception becomes one line on stderr and exit 2;
 // nothing escapes as a crash or a stack trace. Run: ./build/harness/attncheck --help
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -10,6 +11,10 @@
 #include "harness/problem.h"
 
 int main(int argc, char** argv) {
+  // A reader that goes away (`attncheck check | head`) must not kill the run: SIGPIPE ended it before the rest of
+  // the findings and the --json report were written. Ignored, a write to the closed pipe fails instead; the run goes
+  // on, saves and writes everything, and exits 2 for the standard output it could not write (below).
+  std::signal(SIGPIPE, SIG_IGN);
   namespace cli = attncheck::cli;
   CLI::App app{"attncheck: property-based numerical tests for flash-attention kernels"};
   app.require_subcommand(1, 1);
