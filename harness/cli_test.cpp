@@ -431,6 +431,17 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   EXPECT_EQ(stale.status, 0) << stale.out << stale.err;
   EXPECT_NE(stale.out.find("0 raw finding(s)"), std::string::npos) << stale.out;
 
+  // A raw finding that cannot be read may be a real one: exit 2, named (it was exit 0, "no finding"). One whose
+  // verdict is not a failure is not a finding (it was exit 1).
+  const CmdResult torn = fuzz(script("torn.sh", "echo '{' > \"$ATTNCHECK_FUZZ_FINDINGS/torn.json\""), "f7");
+  EXPECT_EQ(torn.status, 2) << torn.out << torn.err;
+  EXPECT_NE(torn.err.find("torn.json"), std::string::npos) << torn.err;
+  EXPECT_NE(torn.err.find("1 raw finding(s) could not be read"), std::string::npos) << torn.err;
+  const std::string passing = file("passing.json", good_case().dump(1));  // expected: pass
+  const CmdResult pass = fuzz(script("pass.sh", "cp " + passing + " \"$ATTNCHECK_FUZZ_FINDINGS/p.json\""), "f8");
+  EXPECT_EQ(pass.status, 0) << pass.out << pass.err;
+  EXPECT_NE(pass.err.find("its verdict is pass, not a failure"), std::string::npos) << pass.err;
+
   // The target checks its ATTNCHECK_FUZZ_* settings before it answers -help=1: its own error is what the user sees
   // (it was "not a libFuzzer build"). A --corpus that is a file is a clear error (it was an "internal error").
   const std::string picky = file("picky.sh", "#!/bin/sh\necho \"attncheck-fuzz: error: ATTNCHECK_FUZZ_PROPERTIES: "
@@ -447,6 +458,10 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   EXPECT_EQ(bad_corpus.status, 2) << bad_corpus.out << bad_corpus.err;
   EXPECT_NE(bad_corpus.err.find("--corpus " + not_dir), std::string::npos) << bad_corpus.err;
   EXPECT_EQ(bad_corpus.err.find("internal error"), std::string::npos) << bad_corpus.err;
+  const CmdResult empty_corpus = run("fuzz --time 1 --fuzzer " + sh_quote(script("ok.sh", "exit 0")) + " --seeds " + seeds +
+                                     " --corpus '' --findings " + (dir_ / "f9").string());
+  EXPECT_EQ(empty_corpus.status, 2) << empty_corpus.out << empty_corpus.err;  // it fell back to the default silently
+  EXPECT_NE(empty_corpus.err.find("--corpus: an empty path"), std::string::npos) << empty_corpus.err;
 
   const fs::path pwned = fs::current_path() / "PWNED-by-attncheck-cli-test";  // where the shell would run `touch`
   fs::remove(pwned);

@@ -58,7 +58,7 @@ struct FuzzOptions {
   double seconds = 60;
   int workers = 1;
   std::string corpus, findings = "corpus/findings", fuzzer, seeds = "corpus/seeds/kernel";
-  bool seeds_given = false;
+  bool seeds_given = false, corpus_given = false;
   std::uint64_t seed = 1;
   int bias_t = 32;
   bool no_feedback = false;
@@ -165,6 +165,7 @@ struct Group {
 int run_fuzz(const FuzzOptions& o) {
   if (o.seconds <= 0) throw Error("--time must be positive");
   if (o.workers < 1) throw Error("--workers must be >= 1");
+  if (o.corpus_given && o.corpus.empty()) throw Error("--corpus: an empty path");  // it fell back to the default
   (void)default_shrink_options();  // a bad ATTNCHECK_SHRINK_SECONDS is exit 2 now, not after the campaign
   Registry& reg = default_registry();
   const Kernel& kernel = reg.get(o.kernel);  // an unknown kernel is a usage error before any fuzzing
@@ -277,12 +278,19 @@ int run_fuzz(const FuzzOptions& o) {
 
   // Group the raw findings and minimise the first of each group.
   std::map<std::pair<std::string, std::string>, Group> groups;
+  std::vector<std::string> unreadable;  // raw findings that could not be read: the run then exits 2, naming them
   for (const auto& [path, t] : first_seen) {
     Case c;
     try {
       c = load_case(path);
     } catch (const Error& e) {
-      std::cerr << "attncheck fuzz: skipping unreadable raw finding: " << e.what() << "\n";
+      std::cerr << "attncheck fuzz: error: cannot read the raw finding " << printable(e.what()) << "\n";
+      unreadable.push_back(path);
+      continue;
+    }
+    if (c.expected != Status::kFail) {  // the target writes failures only: anything else is not a finding
+      std::cerr << "attncheck fuzz: skipping " << path << ": its verdict is " << status_name(c.expected)
+                << ", not a failure\n";
       continue;
     }
     if (c.kernel != o.kernel) {
@@ -391,8 +399,13 @@ int run_fuzz(const FuzzOptions& o) {
   const fs::path md_path = fs::path(o.findings) / ("fuzz-" + safe + "-summary.md");
   const fs::path js_path = fs::path(o.findings) / ("fuzz-" + safe + "-summary.json");
   write_text_file(md_path.string(), md.str());
-  write_text_file(js_path.string(), report.dump(2) + "\n");
-  std::cout << md.str() << "summary: " << md_path.string() << " and " << js_path.string() << "\n";
+  report["unreadable_raw_findings"] = unreadable;
+  write_text_file(js_path.string(), report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  std::cout << printable(md.str(), /*keep_newlines=*/true) << "summary: " << printable(md_path.string()) << " and "
+            << printable(js_path.string()) << "\n";
+  if (!unreadable.empty())  // a finding that cannot be read may be a real one, lost: not "no finding"
+    throw Error(std::to_string(unreadable.size()) + " raw finding(s) could not be read (listed above and in " +
+                js_path.string() + ")");
   if (!groups.empty() || !artifacts.empty()) return kExitFail;
   if (!fuzzer_ok)  // no input to show for it: the target did not start, or the fuzzer was killed
     throw Error("the fuzzer ended with " + fuzzer_status + " and left no finding; see " + log.string());
@@ -409,7 +422,7 @@ void add_fuzz(CLI::App& app, Runner& run) {
   sub->add_option("-j,--workers", opt->workers, "Parallel libFuzzer workers (-fork=N), 1 to 256")
       ->capture_default_str()
       ->check(number_in(1, 256));
-  sub->add_option("--corpus", opt->corpus, "Working corpus directory (default build-fuzz/corpus/<kernel>)");
+  auto* corpus = sub->add_option("--corpus", opt->corpus, "Working corpus directory (default build-fuzz/corpus/<kernel>)");
   sub->add_option("--findings", opt->findings, "Where minimised findings and the summary go")->capture_default_str();
   auto* seeds = sub->add_option("--seeds", opt->seeds, "Read-only seed corpus")->capture_default_str();
   sub->add_option("--fuzzer", opt->fuzzer, "The libFuzzer build of attncheck_fuzz_kernel");
@@ -420,10 +433,11 @@ void add_fuzz(CLI::App& app, Runner& run) {
   sub->add_flag("--no-feedback", opt->no_feedback, "Switch the error-guided extra counters off");
   sub->footer(
       "Exit status: 0 no finding, 1 findings (minimised, saved, summarised in FINDINGS/fuzz-<kernel>-summary.md\n"
-      "and .json), 2 usage error, no libFuzzer build, a bad ATTNCHECK_FUZZ_* setting, or a fuzzer that ended\n"
-      "without a finding to show for it.");
-  sub->callback([&run, opt, seeds] {
+      "and .json), 2 usage error, no libFuzzer build, a bad ATTNCHECK_FUZZ_* setting, a fuzzer that ended\n"
+      "without a finding to show for it, or a raw finding that could not be read.");
+  sub->callback([&run, opt, seeds, corpus] {
     opt->seeds_given = seeds->count() > 0;
+    opt->corpus_given = corpus->count() > 0;
     run = [opt] { return run_fuzz(*opt); };
   });
 }
