@@ -144,6 +144,7 @@ TEST_F(Cli, HelpAndUsageErrors) {
   EXPECT_NE(run("check -k no-such-kernel").err.find("unknown kernel"), std::string::npos);
   // Options that name nothing sensible are refused before any check runs (UX review, session 11).
   const std::string f = file("a-file", "x");
+  const std::string saved_case = file("saved-case.json", good_case().dump(1));
   for (auto [args, needle] : std::initializer_list<std::pair<std::string, std::string>>{
            {"chek", "unknown command 'chek'"},
            {"check --seed -1", "--seed '-1': not an unsigned 64-bit"},
@@ -151,6 +152,11 @@ TEST_F(Cli, HelpAndUsageErrors) {
            {"check --seconds nan", "--seconds: not a finite number"},
            {"check --instances abc", "--instances: 'abc' is not an integer"},
            {"check --instances 1.5", "'1.5' is not an integer"},
+           {"check --instances 0x20", "'0x20' is not an integer"},  // hex and " 24" were taken
+           {"check --instances ' 24'", "' 24' is not an integer"},
+           {"list ''", "not in {kernels,properties"},
+           {"check -k paper --json -", "--json -: "},
+           {"check -k paper --junit " + saved_case, "a saved case (attncheck-case)"},  // it replaced the case
            {"check --seconds 2e7", "--seconds: 2e7 is outside 0 to 10000000"},
            {"fuzz --seed 1.5", "--seed: '1.5' is not an integer"},
            {"fuzz --seed 4294967296", "4294967296 is outside 1 to 4294967295"},

@@ -331,6 +331,17 @@ void require_writable_dir(const std::string& dir, const std::string& option) {
 
 void require_writable_file(const std::string& path, const std::string& option) {
   if (path.empty()) throw Error(option + ": an empty path");
+  if (path == "-")  // it made a file named "-"
+    throw Error(option + " -: standard output carries the terminal report; name a file (or /dev/stdout)");
+  // A report written over a saved case loses the case (a tab-completed corpus/regression/... path did).
+  if (std::filesystem::is_regular_file(path) && std::filesystem::file_size(path) <= (std::uintmax_t(64) << 20)) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    const json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.value("format", json()) == kCaseTag)
+      throw Error(option + " " + path + ": a saved case (attncheck-case); a report would replace it");
+  }
   const std::filesystem::path p(path);
   if (std::filesystem::is_directory(p)) throw Error(option + " " + path + ": is a directory");
   if (written_in_place(path)) {

@@ -85,8 +85,8 @@ std::vector<const Kernel*> pick_kernels(const CheckOptions& opt) {
     return out;
   }
   for (const char* name : kBuiltinKernels) out.push_back(&r.get(name));
-  for (const Kernel* k : r.all())
-    if (k->name().rfind("cuda:", 0) == 0) out.push_back(k);
+  for (const Kernel* k : r.all())  // a GPU's kernels, and the kernels of every --plugin (they were loaded, then
+    if (k->name().rfind("cuda:", 0) == 0 || k->name().rfind("plugin:", 0) == 0) out.push_back(k);  // left out)
   return out;
 }
 
@@ -266,8 +266,8 @@ void add_check(CLI::App& app, Runner& run) {
   auto opt = std::make_shared<CheckOptions>();
   CLI::App* sub = app.add_subcommand("check", "Run a property suite on kernels; save, print and summarise failures");
   sub->add_option("-k,--kernel", opt->kernels,
-                  "Kernel to check (repeatable; default: fa2 fa2-fixed paper paper-fixed oracle stochastic and any "
-                  "cuda:* kernel). Parameters: -k 'paper-fixed[beta=4,tol=0.002]'");
+                  "Kernel to check (repeatable; default: fa2 fa2-fixed paper paper-fixed oracle stochastic, any "
+                  "cuda:* kernel and every plugin:* kernel of --plugin). Parameters: -k 'paper-fixed[beta=4,tol=0.002]'");
   sub->add_option("--suite", opt->suite, "Suite: default, bias, gpu (GPU kernels against their CPU twins) or quick")->capture_default_str();
   sub->add_option("--family", opt->families, "Only families of this generator (repeatable)");
   sub->add_option("--property", opt->properties, "Only this property (repeatable)");

@@ -1,8 +1,8 @@
 // cmd_replay.cpp — `attncheck replay FILE|DIR...`: load each saved case (fully validated), check that its family
 // still generates the pinned bits, re-run its property with its budget, print verdict and report. A directory
 // stands for its *.json entries, in name order (an entry that is not a regular file is refused, not passed over);
-// fuzz summaries (fuzz-*-summary.json, which `attncheck fuzz` writes
-// beside its findings) are passed over, named, wherever they come from.
+// fuzz summaries (fuzz-*-summary.json, which `attncheck fuzz` writes beside its findings) and run reports
+// (`check --json`) are passed over, named, wherever they come from.
 // Exit 0 when every verdict matches the file's expected verdict, 1 when one differs, 2 when a file is bad
 // (unreadable, malformed, generator drift); every file is still tried and reported.
 #include <algorithm>

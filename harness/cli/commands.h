@@ -6,6 +6,8 @@
 // input error (bad option, unknown kernel, bad case file).
 #pragma once
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <iomanip>
@@ -42,6 +44,13 @@ CLI::Validator number_in(T lo, T hi) {
   return CLI::Validator(
       [lo, hi, range](std::string& text) -> std::string {
         T value{};
+        // Integers in decimal only, as --seed and the case files read them: CLI11's own conversion also takes
+        // "0x20", "0b101" and " 24", which no other number here accepts.
+        const bool decimal = !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) {
+          return std::isdigit(c) || c == '-' || c == '+';
+        });
+        if constexpr (std::is_integral_v<T>)
+          if (!decimal) return "'" + text + "' is not an integer";
         if (!CLI::detail::lexical_cast(text, value))
           return "'" + text + "' is not " + (std::is_integral_v<T> ? "an integer" : "a number");
         if constexpr (std::is_floating_point_v<T>)

@@ -39,6 +39,15 @@ CliRun attncheck(const std::string& env, const std::string& args) {
 
 const std::string kExample = std::string("--plugin ") + ATTNCHECK_EXAMPLE_PLUGIN + " -k plugin:example --suite quick";
 
+// Without -k, the plugin's kernels are checked beside the built-in ones (they were loaded, then left out).
+TEST(PluginCli, APluginsKernelsAreInTheDefaultSet) {
+  const CliRun r = attncheck("ATTNCHECK_EXAMPLE_DEFECT=none", std::string("check --plugin ") + ATTNCHECK_EXAMPLE_PLUGIN +
+                                                                  " --suite quick --property finite");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\nplugin:example "), std::string::npos) << r.output;  // its row of the summary table
+  EXPECT_NE(r.output.find("\noracle "), std::string::npos) << r.output;
+}
+
 TEST(PluginCli, ExamplePassesWithItsDefectOff) {
   const CliRun r = attncheck("ATTNCHECK_EXAMPLE_DEFECT=none", "check " + kExample);
   EXPECT_EQ(r.exit_code, 0) << r.output;

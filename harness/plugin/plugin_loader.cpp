@@ -268,24 +268,32 @@ std::pair<std::string, std::string> split_spec(const std::string& spec) {
 
 PluginOptions PluginOptions::from_env() {
   PluginOptions o;
-  if (const char* s = std::getenv("ATTNCHECK_PLUGIN_ISOLATION")) {
+  // Set and empty is unset, as for ATTNCHECK_SHRINK_SECONDS (an empty timeout was an error, an empty shrink time not).
+  const auto get = [](const char* name) -> const char* {
+    const char* s = std::getenv(name);
+    return s && *s ? s : nullptr;
+  };
+  if (const char* s = get("ATTNCHECK_PLUGIN_ISOLATION")) {
     const std::string v = s;
     if (v == "0" || v == "off" || v == "false") o.limits.isolate = false;
-    else if (!(v == "1" || v == "on" || v == "true")) throw Error("ATTNCHECK_PLUGIN_ISOLATION='" + v + "': use 0 or 1");
+    else if (!(v == "1" || v == "on" || v == "true"))
+      throw Error("ATTNCHECK_PLUGIN_ISOLATION='" + v + "': use 1, on or true (isolated), 0, off or false (in process)");
   }
-  if (const char* s = std::getenv("ATTNCHECK_PLUGIN_TIMEOUT")) {
+  if (const char* s = get("ATTNCHECK_PLUGIN_TIMEOUT")) {
     char* end = nullptr;
     const double t = std::strtod(s, &end);
     // At most 30 days: the limit becomes a millisecond count, which overflowed near 1e16 s (every call then "timed
-    // out" at once).
-    if (!*s || *end || !(t > 0) || !(t <= 2592000))
-      throw Error(std::string("ATTNCHECK_PLUGIN_TIMEOUT='") + s + "': use a positive number of seconds, at most 2592000 (30 days)");
+    // out" at once). At least 1 ms: each call forks first, and below the count's resolution every call timed out
+    // (1e-300 was taken, and every check became a timeout finding blamed on the kernel).
+    if (*end || !(t >= 0.001) || !(t <= 2592000))
+      throw Error(std::string("ATTNCHECK_PLUGIN_TIMEOUT='") + s +
+                  "': use a number of seconds from 0.001 to 2592000 (30 days)");
     o.limits.time_limit_s = t;
   }
-  if (const char* s = std::getenv("ATTNCHECK_PLUGIN_PAD")) {
+  if (const char* s = get("ATTNCHECK_PLUGIN_PAD")) {
     char* end = nullptr;
     const long n = std::strtol(s, &end, 10);
-    if (!*s || *end || n < 0 || n > 4096) throw Error(std::string("ATTNCHECK_PLUGIN_PAD='") + s + "': use 0..4096");
+    if (*end || n < 0 || n > 4096) throw Error(std::string("ATTNCHECK_PLUGIN_PAD='") + s + "': use 0..4096");
     o.pad = static_cast<int>(n);
   }
   return o;

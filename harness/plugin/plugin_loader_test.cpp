@@ -70,7 +70,7 @@ const Instance& small_instance() {
 // The environment's limits are read strictly: a time limit past 30 days overflowed the millisecond count (1e16 s
 // made every call "time out" at once), so it is refused with the variable's name, as junk and negatives are.
 TEST(PluginLoader, EnvironmentLimitsAreReadStrictly) {
-  for (const char* bad : {"1e16", "2592001", "0", "-1", "nan", "inf", "10s"}) {
+  for (const char* bad : {"1e16", "2592001", "0", "-1", "nan", "inf", "10s", "1e-300", "0.0009"}) {
     ::setenv("ATTNCHECK_PLUGIN_TIMEOUT", bad, 1);
     try {
       (void)PluginOptions::from_env();
@@ -81,6 +81,10 @@ TEST(PluginLoader, EnvironmentLimitsAreReadStrictly) {
   }
   ::setenv("ATTNCHECK_PLUGIN_TIMEOUT", "2592000", 1);
   EXPECT_EQ(PluginOptions::from_env().limits.time_limit_s, 2592000.0);
+  ::setenv("ATTNCHECK_PLUGIN_TIMEOUT", "0.001", 1);
+  EXPECT_EQ(PluginOptions::from_env().limits.time_limit_s, 0.001);
+  ::setenv("ATTNCHECK_PLUGIN_TIMEOUT", "", 1);  // set and empty: the default
+  EXPECT_EQ(PluginOptions::from_env().limits.time_limit_s, PluginOptions().limits.time_limit_s);
   ::unsetenv("ATTNCHECK_PLUGIN_TIMEOUT");
 }
 
