@@ -1,11 +1,16 @@
 // report_json.cpp — the versioned JSON report of a check run (run_report.h), plus shared report helpers.
 // Layout: {"format":"attncheck-run","version":1,
-//          "run":{"kernels":[...],"suite":"default","seed":N|null,"budget":{...},"started_at":"...","wall_seconds":x},
+//          "run":{"kernels":[...],"suite":"default","seed":N|"0x<16 hex>"|null (seed_to_json),"budget":{...},
+//                 "started_at":"...","wall_seconds":x},
 //          "summary":{"pass":n,"fail":n,"skip":n,"degenerate":n},
-//          "outcomes":[{"kernel","property","family","family_label","family_description","status","message","stats",
-//                       "instance_index","instances_run","seconds","shrink_seconds","shrink_steps",
-//                       "finding","replay","finding_error"}]}    finding/replay are null when no case was
-//                       written; finding_error says why a failure's case could not be written (else null).
+//          "outcomes":[{"kernel","property","family","family_label","family_description","family_checked",
+//                       "status","message","stats","instance_index","instances_run","seconds","shrink_seconds",
+//                       "shrink_steps","finding","replay","finding_error"}]}
+// family and family_description are the outcome's family (a failure's: shrunk); family_checked describes the
+// suite's family as checked, before any shrinking (two suite entries of one generator differ there). instance_index
+// is the failing instance, or for `unbiased` the exemplar (an instance erring in the direction of the mean).
+// finding/replay are null when no case was written; finding_error says why a failure's case could not be written
+// (else null).
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -64,6 +69,7 @@ json run_to_json(const RunReport& r) {
                         {"family", family_to_json(o.family)},
                         {"family_label", e.label.empty() ? o.family.generator : e.label},
                         {"family_description", o.family.describe()},
+                        {"family_checked", e.checked.empty() ? o.family.describe() : e.checked},
                         {"status", status_name(o.status)},
                         {"message", o.message},
                         {"stats", o.stats.is_null() ? json::object() : o.stats},
@@ -81,7 +87,7 @@ json run_to_json(const RunReport& r) {
           {"run",
            {{"kernels", r.kernels},
             {"suite", r.suite},
-            {"seed", r.seed_given ? json(r.seed) : json(nullptr)},
+            {"seed", r.seed_given ? seed_to_json(r.seed) : json(nullptr)},
             {"budget",
              {{"instances", r.budget.instances},
               {"seconds", r.budget.seconds},

@@ -82,6 +82,23 @@ TEST(ReportJson, ParsesBackWithEveryField) {
   EXPECT_EQ(family_to_json(family_from_json(o["family"])), o["family"]);
   EXPECT_TRUE(j["outcomes"][1]["finding"].is_null());
   EXPECT_EQ(j["outcomes"][2]["status"], "degenerate");
+  EXPECT_EQ(o["family_checked"], r.entries[0].outcome.family.describe());  // no shrinking here: the same
+}
+
+// A failure's family is the shrunk one; family_checked keeps the suite's family as checked (two suite entries of
+// one generator, such as finite / large_logits at 2^60 and 2^64, were told apart only by their order). A seed past
+// 2^53 is a hex string, exact in readers that hold numbers as doubles.
+TEST(ReportJson, KeepsTheFamilyAsCheckedAndLargeSeedsExact) {
+  RunReport r = sample_report();
+  Family shrunk = r.entries[0].outcome.family;
+  shrunk.problem.n_q = 1;
+  r.entries[0].checked = r.entries[0].outcome.family.describe();
+  r.entries[0].outcome.family = shrunk;
+  r.seed = 0xf31461f1cbcdae51ull;
+  const json j = run_to_json(r);
+  EXPECT_EQ(j["outcomes"][0]["family_checked"], r.entries[0].checked);
+  EXPECT_EQ(j["outcomes"][0]["family_description"], shrunk.describe());
+  EXPECT_EQ(j["run"]["seed"], "0xf31461f1cbcdae51");
 }
 
 // ---- a minimal XML well-formedness checker ---------------------------------------------------------------

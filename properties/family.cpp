@@ -7,6 +7,7 @@
 #include "properties/family.h"
 
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 #include <type_traits>
 #include <utility>
@@ -179,8 +180,15 @@ nlohmann::json family_to_json(const Family& f) {
   j["tile_k"] = f.tile_k;
   j["params"] = nlohmann::json::object();
   for (const auto& [k, v] : f.params) j["params"][k] = v;
-  j["seed"] = f.seed;
+  j["seed"] = seed_to_json(f.seed);
   return j;
+}
+
+nlohmann::json seed_to_json(std::uint64_t seed) {
+  if (seed <= (std::uint64_t(1) << 53)) return seed;  // exact in a double: kept a number (committed cases, names)
+  char hex[19];
+  std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(seed));
+  return hex;
 }
 
 namespace {
@@ -235,7 +243,15 @@ Family family_from_json(const nlohmann::json& j) {
     if (!v.is_number()) throw Error("family: field 'params." + k + "' must be a number");
     f.params[k] = v.get<double>();
   }
-  f.seed = field<std::uint64_t>(j, "seed", "");
+  if (j.contains("seed") && j.at("seed").is_string()) {  // seed_to_json's form past 2^53
+    const std::string s = j.at("seed").get<std::string>();
+    const bool hex = s.size() > 2 && s.size() <= 18 && s.compare(0, 2, "0x") == 0 &&
+                     s.find_first_not_of("0123456789abcdefABCDEF", 2) == std::string::npos;
+    if (!hex) throw Error("family: field 'seed' = \"" + s + "\" is neither an integer nor \"0x\" and 1 to 16 hex digits");
+    f.seed = std::stoull(s.substr(2), nullptr, 16);
+  } else {
+    f.seed = field<std::uint64_t>(j, "seed", "");
+  }
   return f;
 }
 

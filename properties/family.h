@@ -51,5 +51,8 @@ std::shared_ptr<const Instance> make_instance_shared(const Family& f, std::uint6
 
 nlohmann::json family_to_json(const Family& f);
 Family family_from_json(const nlohmann::json& j);  // throws Error naming the bad field
+// A 64-bit seed in JSON: a number up to 2^53, else "0x" and 16 hex digits. JSON readers that hold numbers as
+// doubles (jq, JavaScript) rounded a --seed-mixed family seed, and an edited case then replayed as generator drift.
+nlohmann::json seed_to_json(std::uint64_t seed);
 
 }  // namespace attncheck

@@ -65,6 +65,25 @@ TEST(Family, JsonRoundTripsAndRejectsBadInput) {
   EXPECT_THROW(family_from_json(nlohmann::json::array()), Error);
 }
 
+// Seeds past 2^53 are written as hex strings: jq and JavaScript hold JSON numbers as doubles and rounded them (an
+// edited case then replayed as "generator drift"). Up to 2^53 they stay numbers (committed cases keep their bytes).
+TEST(Family, LargeSeedsAreHexStrings) {
+  Family f = default_family("normal");
+  f.seed = 0xf31461f1cbcdae51ull;
+  const nlohmann::json j = family_to_json(f);
+  EXPECT_EQ(j["seed"], "0xf31461f1cbcdae51");
+  EXPECT_EQ(family_from_json(j).seed, f.seed);
+  f.seed = std::uint64_t(1) << 53;
+  EXPECT_TRUE(family_to_json(f)["seed"].is_number());
+  nlohmann::json k = j;
+  k["seed"] = "0xFF";
+  EXPECT_EQ(family_from_json(k).seed, 255u);
+  for (const char* bad : {"0x", "0xg1", "255", "0x00000000000000001", "-0x1", " 0x1"}) {
+    k["seed"] = bad;
+    EXPECT_THROW(family_from_json(k), Error) << bad;
+  }
+}
+
 // Every row's maximum is shared by exactly the tied keys (2..ties of them), bit-identical key rows, at least
 // gap/2 (scaled) above every other key.
 void expect_exact_ties(const std::string& generator) {
