@@ -271,7 +271,7 @@ void add_check(CLI::App& app, Runner& run) {
   sub->add_option("--suite", opt->suite, "Suite: default, bias, gpu (GPU kernels against their CPU twins) or quick")->capture_default_str();
   sub->add_option("--family", opt->families, "Only families of this generator (repeatable)");
   sub->add_option("--property", opt->properties, "Only this property (repeatable)");
-  sub->add_option("--instances", opt->instances, "Instances per check (bias: T, the sample size)")
+  sub->add_option("--instances", opt->instances, "Instances per check (bias: T, the sample size; default 64)")
       ->check(number_in(1, 1 << 30));
   sub->add_option("--seconds", opt->seconds,
                   "Time budget per check in seconds (0 = none); shrinking a failure has its own, 20 s by default "
