@@ -47,6 +47,14 @@ RunReport sample_report() {
   return r;
 }
 
+// The sample with its first entry (a failure) shrunk: n_q 1, the suite's family kept in `checked`.
+RunReport sample_report_with_a_shrunk_failure() {
+  RunReport r = sample_report();
+  r.entries[0].checked = r.entries[0].outcome.family.describe();
+  r.entries[0].outcome.family.problem.n_q = 1;
+  return r;
+}
+
 // A printed command pastes into a shell as it is: plain words stay, anything else is single-quoted (' as '\'').
 TEST(ReportJson, ShellWordQuotesWhatAShellWouldSplit) {
   EXPECT_EQ(shell_word("corpus/findings/paper-unbiased-1.json"), "corpus/findings/paper-unbiased-1.json");
@@ -89,11 +97,8 @@ TEST(ReportJson, ParsesBackWithEveryField) {
 // one generator, such as finite / large_logits at 2^60 and 2^64, were told apart only by their order). A seed past
 // 2^53 is a hex string, exact in readers that hold numbers as doubles.
 TEST(ReportJson, KeepsTheFamilyAsCheckedAndLargeSeedsExact) {
-  RunReport r = sample_report();
-  Family shrunk = r.entries[0].outcome.family;
-  shrunk.problem.n_q = 1;
-  r.entries[0].checked = r.entries[0].outcome.family.describe();
-  r.entries[0].outcome.family = shrunk;
+  RunReport r = sample_report_with_a_shrunk_failure();
+  const Family& shrunk = r.entries[0].outcome.family;
   r.seed = 0xf31461f1cbcdae51ull;
   const json j = run_to_json(r);
   EXPECT_EQ(j["outcomes"][0]["family_checked"], r.entries[0].checked);
@@ -245,12 +250,8 @@ TEST(ReportJunit, BytesThatAreNotUtf8BecomeTheReplacementCharacter) {
 // A check keeps its JUnit name when it starts failing: the family as checked, not the shrunk one (a dashboard's
 // history of "unbiased / tied_max [...]" was cut in two by the shrunk family's name).
 TEST(ReportJunit, TestcaseIsNamedByTheFamilyAsChecked) {
-  RunReport r = sample_report();
-  Family shrunk = r.entries[0].outcome.family;
-  shrunk.problem.n_q = 1;
-  r.entries[0].checked = r.entries[0].outcome.family.describe();
-  r.entries[0].outcome.family = shrunk;
-  ASSERT_NE(shrunk.describe(), r.entries[0].checked);
+  const RunReport r = sample_report_with_a_shrunk_failure();
+  ASSERT_NE(r.entries[0].outcome.family.describe(), r.entries[0].checked);
   const Element root = XmlChecker(run_to_junit(r)).parse();
   EXPECT_EQ(root.children[0].children[0].attrs.at("name"), "unbiased / " + r.entries[0].checked);
   EXPECT_EQ(root.children[0].children[1].attrs.at("name"), "accurate / " + r.entries[1].outcome.family.describe());
