@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "harness/json_fields.h"
+#include "harness/run_report.h"
 #include "properties/report.h"
 
 namespace attncheck {
@@ -145,7 +146,7 @@ Case case_from_json(const json& j, const std::string& origin) {
   const At top{origin, ""};
   json_fields::object(j, top);
   const std::string tag = json_fields::string_at(json_fields::field(j, "format", top), top / "format");
-  if (tag == "attncheck-run") throw NotACase(origin + ": a run report (attncheck check --json), not a case");
+  if (tag == kRunReportTag) throw NotACase(origin + ": a run report (attncheck check --json), not a case");
   if (tag != kCaseTag) (top / "format").fail("is \"" + tag + "\", expected \"" + kCaseTag + "\" (not a case file?)");
   const auto version = json_fields::int_at(json_fields::field(j, "version", top), top / "version", INT32_MIN, INT32_MAX);
   if (version != kCorpusVersion)

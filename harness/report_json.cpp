@@ -82,7 +82,7 @@ json run_to_json(const RunReport& r) {
                         {"replay", e.finding.empty() ? json(nullptr) : json(replay_command(e.finding, e.replay_extra))},
                         {"finding_error", e.finding_error.empty() ? json(nullptr) : json(e.finding_error)}});
   }
-  return {{"format", "attncheck-run"},
+  return {{"format", kRunReportTag},
           {"version", kRunReportVersion},
           {"run",
            {{"kernels", r.kernels},

@@ -18,6 +18,7 @@
 namespace attncheck {
 
 constexpr int kRunReportVersion = 1;
+constexpr const char* kRunReportTag = "attncheck-run";  // its "format" (load_case tells it from a case)
 
 struct RunEntry {
   Outcome outcome;

@@ -214,7 +214,7 @@ int run_check(const CheckOptions& opt) {
           }
         }
         progress.clear();
-        std::cout << "\nFAIL " << printable(o.kernel) << " / " << o.property << " / " << o.family.generator << "\n";
+        std::cout << "\nFAIL " << o.kernel << " / " << o.property << " / " << o.family.generator << "\n";
         if (o.report.empty())  // a check that threw: the message is all there is
           std::cout << "  " << printable(o.message) << "\n  family: " << o.family.describe()
                     << "\n  stats: " << printable(o.stats.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) << "\n";

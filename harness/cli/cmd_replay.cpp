@@ -87,9 +87,10 @@ int run_replay(const ReplayOptions& opt) {
       }
       const bool same = o.status == c.expected;
       differ += !same;
-      std::cout << (same ? "ok    " : "DIFFER") << " " << printable(path) << ": " << printable(c.kernel) << " / "
-                << printable(c.property) << " / " << printable(c.family.describe()) << ": expected "
-                << status_name(c.expected) << ", got " << status_name(o.status) << "\n";
+      // The path is the user's; kernel, property and family are text already (load_case refuses anything else).
+      std::cout << (same ? "ok    " : "DIFFER") << " " << printable(path) << ": " << c.kernel << " / " << c.property
+                << " / " << c.family.describe() << ": expected " << status_name(c.expected) << ", got "
+                << status_name(o.status) << "\n";
       if (opt.quiet) {  // the verdict line; a verdict that differs keeps its one-line reason
         if (!same && !o.message.empty()) std::cout << "  " << printable(o.message) << "\n";
       } else if (!o.report.empty()) {  // the report repeats the message and the statistic

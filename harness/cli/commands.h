@@ -46,11 +46,11 @@ CLI::Validator number_in(T lo, T hi) {
         T value{};
         // Integers in decimal only, as --seed and the case files read them: CLI11's own conversion also takes
         // "0x20", "0b101" and " 24", which no other number here accepts.
-        const bool decimal = !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) {
-          return std::isdigit(c) || c == '-' || c == '+';
-        });
         if constexpr (std::is_integral_v<T>)
-          if (!decimal) return "'" + text + "' is not an integer";
+          if (text.empty() || !std::all_of(text.begin(), text.end(), [](unsigned char c) {
+                return std::isdigit(c) || c == '-' || c == '+';
+              }))
+            return "'" + text + "' is not an integer";
         if (!CLI::detail::lexical_cast(text, value))
           return "'" + text + "' is not " + (std::is_integral_v<T> ? "an integer" : "a number");
         if constexpr (std::is_floating_point_v<T>)
