@@ -264,6 +264,8 @@ TEST_F(Cli, EveryMalformedClassExitsTwoNamingTheProblem) {
 TEST_F(Cli, ReplayTakesDirectoriesAndPassesOverFuzzSummaries) {
   fs::create_directories(dir_ / "found");
   std::ofstream(dir_ / "found" / "a.json") << good_case().dump(1);
+  std::ofstream(dir_ / "found" / "b.JSON") << good_case().dump(1);  // renamed by hand: still a case
+  std::ofstream(dir_ / "found" / "notes.txt") << "not a case\n";
   std::ofstream(dir_ / "found" / "fuzz-oracle-summary.json") << "{\"findings\": []}\n";
   const CmdResult report = run("check -q -k oracle --suite quick --property finite --findings " +
                                (dir_ / "found").string() + " --json " + (dir_ / "found" / "run.json").string());
@@ -271,6 +273,8 @@ TEST_F(Cli, ReplayTakesDirectoriesAndPassesOverFuzzSummaries) {
   const CmdResult r = run("replay -q " + (dir_ / "found").string());
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("ok     " + (dir_ / "found" / "a.json").string()), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ok     " + (dir_ / "found" / "b.JSON").string()), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("notes.txt"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("run.json: a run report (attncheck check --json), not a case"), std::string::npos) << r.out;
   const CmdResult g = run("replay -q " + (dir_ / "found" / "a.json").string() + " " +
                           (dir_ / "found" / "fuzz-oracle-summary.json").string());

@@ -6,6 +6,7 @@
 // Exit 0 when every verdict matches the file's expected verdict, 1 when one differs, 2 when a file is bad
 // (unreadable, malformed, generator drift); every file is still tried and reported.
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -28,9 +29,16 @@ bool is_fuzz_summary(const std::filesystem::path& p) {
   return name.rfind("fuzz-", 0) == 0 && name.size() > 13 && name.compare(name.size() - 13, 13, "-summary.json") == 0;
 }
 
+// A case file name: *.json in any case (a case renamed by hand to X.JSON is still one).
+bool has_json_extension(const std::filesystem::path& p) {
+  std::string ext = p.extension().string();
+  for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return ext == ".json";
+}
+
 // The case files named, in order; a path that cannot be replayed as named carries why (`error`), so that it is
 // reported as a file that could not be replayed and the others still run. A directory gives its *.json entries
-// (name order, not recursive), fuzz summaries left out; an entry that is not a regular file (a FIFO, a link to a
+// (.json in any case; name order, not recursive), fuzz summaries left out; an entry that is not a regular file (a FIFO, a link to a
 // directory) is kept and refused by load_case, not passed over in silence. A path whose status cannot be read (a
 // link loop, a dangling link) is kept as well: load_case reports it.
 struct Named {
@@ -51,7 +59,7 @@ std::vector<Named> case_files(const std::vector<std::string>& args) {
     std::vector<std::string> in_dir;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(a, ec))
-      if (e.path().extension() == ".json" && !is_fuzz_summary(e.path())) in_dir.push_back(e.path().string());
+      if (has_json_extension(e.path()) && !is_fuzz_summary(e.path())) in_dir.push_back(e.path().string());
     if (ec) out.push_back({a, a + ": cannot list the directory: " + ec.message()});
     else if (in_dir.empty()) out.push_back({a, a + ": a directory with no case files (*.json)"});
     std::sort(in_dir.begin(), in_dir.end());
