@@ -400,6 +400,12 @@ TEST_F(Cli, ReplayGoesOnPastALinkLoopAndEscapesBinaryBytes) {
     EXPECT_NE(k.err.find("is not printable text"), std::string::npos) << k.err;
     EXPECT_EQ(k.err.find('\x1b'), std::string::npos) << "a raw escape reached stderr";
   }
+  // The generator's name goes through the registry's own error: a NUL there cut "unknown generator" short.
+  json g = good_case();
+  g["family"]["generator"] = std::string("low\0rank", 8);
+  const CmdResult gen = run("replay -q " + file("gen.json", g.dump(1)));
+  EXPECT_EQ(gen.status, 2) << gen.out << gen.err;
+  EXPECT_NE(gen.err.find("unknown generator 'low\\x00rank' (known: "), std::string::npos) << gen.err;
 }
 
 // `attncheck fuzz` with stand-in fuzzers (shell scripts that answer -help=1 as libFuzzer does): a crash's artifact is

@@ -125,7 +125,7 @@ const Entry& entry(const std::string& name) {
     if (e.info.name == name) return e;
   std::string known;
   for (const auto& e : entries()) known += (known.empty() ? "" : ", ") + e.info.name;
-  throw Error("unknown generator '" + name + "' (known: " + known + ")");
+  throw Error("unknown generator '" + printable(name) + "' (known: " + known + ")");  // a NUL cut it short
 }
 
 }  // namespace
