@@ -9,6 +9,9 @@
 // increasing order, dK and dV over query tiles in increasing order (the same for either loop nesting, so the
 // paper's query-outer loop and FA2's key-outer loop give identical results). GQA: each query head's dK, dV are
 // rounded to grad_out_fmt, then summed over the group in fp32 and rounded once (FA2's dk_expanded + sum).
+// The max policy does not enter: P comes from LSE. The CUDA backward (kernels/cuda/flash_bwd.cu) carries the same
+// step labels and names; it skips causal fa2's tiles with no visible pair, which this model visits (+0 partials
+// into sums that start at +0: same bits while Q, K and dO there are finite).
 // Run the tests: ctest -R "FlashModel|PaperTransliteration"
 #include <algorithm>
 #include <cmath>
@@ -164,7 +167,8 @@ BackwardOutput backward_pass(const NumericsSpec& spec, Fm fm, const Instance& in
       }
     }
   }
-  // step 10 (GQA): the group sum rounded once; with group == 1 this is the per-head value unchanged.
+  // step 10 (GQA): the group sum rounded once; with group == 1 it is round(0 + x) = x, except that −0 becomes +0
+  // (flash_bwd.cu writes dK, dV directly then, through group_of_one: the same).
   for (std::size_t e = 0; e < p.kv_size(); ++e) {
     out.dk[e] = round_float(dk_group[e], f.grad_out);
     out.dv[e] = round_float(dv_group[e], f.grad_out);

@@ -16,7 +16,8 @@ namespace attncheck::cuda::bwd {
 constexpr int kTile = 64;  // = tile_q = tile_k of the built-in specs
 constexpr float kLog2e = 1.44269504088896340736f;  // float(M_LOG2E): FA2's backward multiplies LSE by it
 
-// x rounded to format F (fp32: itself; bf16: one cvt). For arithmetic results only (see the file comment).
+// x rounded to format F (fp32: itself; bf16: one cvt). For arithmetic results only (flash_bwd.cu's file comment:
+// every NaN there is canonical).
 template <Format F>
 __device__ __forceinline__ float rnd(float x) {
   static_assert(F == Format::kF32 || F == Format::kBF16, "device formats are fp32 and bf16");
@@ -54,6 +55,8 @@ struct Step9 {
     return __fmul_rn(t1, t2);
   }
 };
+static_assert(Fa2::tile_q == kTile && Fa2::tile_k == kTile && Paper::tile_q == kTile && Paper::tile_k == kTile,
+              "the backward's tiles are the specs' tiles");
 static_assert(Fa2::ds_fmt == Format::kBF16 && Paper::ds_fmt == Format::kBF16, "the dS workspace holds bf16");
 static_assert(Fa2::pv_in_fmt == Format::kBF16 && Paper::pv_in_fmt == Format::kBF16, "P enters the mma as bf16");
 

@@ -58,20 +58,21 @@ ForwardOutput twin(const Instance& in, float beta, float tol) {
             }
             s[j] = visible(j) ? x : (exists(j) ? Spec::mask_value : -kInf);
           }
-          // step 2: max, the fixed policy, m_new; step 6 (first half): α.
+          // step 2: max (NaN scores do not enter it, as with the kernel's fmaxf), the fixed policy, m_new;
+          // step 6 (first half): α.
           float r = -kInf;
           for (int j = 0; j < tk; ++j) r = std::max(r, s[j]);
           if (Spec::fixed) {
             const float thr = round_float(r - tol, Spec::s_fmt);
-            int c = 0;
-            for (int j = 0; j < tk; ++j) c += exists(j) && s[j] >= thr;
-            if (c > 1 && std::isfinite(r)) r = r > 0.f ? round_float(beta * r, Spec::max_fmt) : (r < 0.f ? 0.f : r);
+            int count = 0;
+            for (int j = 0; j < tk; ++j) count += exists(j) && s[j] >= thr;
+            if (count > 1 && std::isfinite(r)) r = r > 0.f ? round_float(beta * r, Spec::max_fmt) : (r < 0.f ? 0.f : r);
           }
           const float m_new = round_float(std::max(m_run, r), Spec::max_fmt);
           float alpha;
           if (Spec::exp2_folded) {
-            const float m_cur = m_new == -kInf ? 0.f : m_new;
-            alpha = round_float(std::exp2((m_run - m_cur) * scale_log2e), Spec::rescale_fmt);
+            const float m_sub = m_new == -kInf ? 0.f : m_new;  // FA2's Check_inf
+            alpha = round_float(std::exp2((m_run - m_sub) * scale_log2e), Spec::rescale_fmt);
           } else {
             alpha = round_float(std::exp(round_float(m_run - m_new, Spec::s_fmt)), Spec::rescale_fmt);
           }

@@ -12,14 +12,15 @@
 //                      without GQA also the group step (written to dK, dV directly).
 //   bwd_dq_kernel      step 9 for dQ: a GEMM over the workspace's dS, 4 warps × 16·kMT query rows per block, key
 //                      tiles in increasing order, double-buffered; the partial per key tile (a chain of four k16
-//                      mmas from 0, as before) rounded and added as above; step 10: dQ·scale (fa2) -> grad_out_fmt.
+//                      mmas from 0, as in the dK/dV kernel) rounded and added as above; step 10: dQ·scale (fa2) -> grad_out_fmt.
 //   bwd_group_kernel   step 10 (GQA only): dK, dV of the group's query heads summed in fp32 in head order, rounded.
 // dS is computed once (the first version recomputed P and dS in the dQ kernel: 7 matmuls per tile pair, now 5); the
-// dQ step reads exactly the bf16 values it used to compute. The tile sets are the spec's: a key tile visits the
-// query tiles from the first one with a row that can see it (causal), each 64-row query tile the key tiles before
-// its last visible key; a warp skips the tiles its own 64-tile skips, so every row's tile set is unchanged (a
-// skipped tile would add +0 partials, which can turn −0 into +0, and 0·inf into NaN). No atomics: same input, same
-// bits, and the same bits as the first version on every split (bwd_regress.cu, commit 81e72db). Rounding: explicit
+// dQ step reads exactly the bf16 values it used to compute. Tile sets (causal): a key tile visits the query tiles
+// from the first one with a row that can see it, each 64-row query tile the key tiles before its last visible key;
+// a warp skips the tiles its own 64-tile skips. The CPU model visits every tile; a tile with no visible pair adds
+// +0 partials to sums that start at +0, so the bits are the same while Q, K and dO there are finite (0·inf = NaN;
+// the CUDA twin skips as the kernel does). No atomics: same input, same
+// bits, and the same bits as the first version on every split (bwd_regress, in commit 81e72db, since removed). Rounding: explicit
 // __fadd_rn/__fmul_rn/__fmaf_rn, file built with -fmad=false (see flash_fwd.cu); bf16 rounding of arithmetic
 // results in the loops uses cvt.rn.bf16(x2).f32, equal to round_bf16 on every non-NaN float (flash_fwd.cu); every
 // NaN there comes out of arithmetic and is canonical already.
@@ -157,7 +158,7 @@ __global__ void __launch_bounds__(kKW * 32) bwd_dkdv_kernel(const BwdParams p) {
       }
     }
     // p (rounded to pv_in_fmt = bf16) and dS (ds_fmt = bf16) as A fragments over k = the 64 queries:
-    // fragment [js][r] holds C slice n = 2·js + r / 2, row half r % 2 (c_to_a of the first kernel).
+    // fragment [js][r] holds C slice n = 2·js + r / 2, row half r % 2.
     std::uint32_t pa[1][4][4], dsa[1][4][4];
     auto elementwise = [&](auto mask_tag) {
 #pragma unroll
@@ -268,7 +269,7 @@ __global__ void __launch_bounds__(128) bwd_dq_kernel(const BwdParams p) {
     for (int u = 0; u < kQT; ++u) {
       if (jt >= qt_tiles[u]) continue;  // never written (causal) and never read
       // Key rows past n_k are zero-filled, not read: a dK/dV warp wholly past n_k writes none (its K rows are
-      // zero-filled here too, so the products are +0·0 as in the first kernel, where dS was 0 there).
+      // zero-filled here too, so the products are +0·0: dS is 0 there).
       const std::uint16_t* src = ds_in + (std::size_t(qt0 + u) * n_kt + jt) * (kTile * kTile);
       load_rows<kTile, kTile, 128>(sS + (buf * kQT + u) * kTile * kTile, src, p.n_k - jt * kTile);
     }
@@ -394,8 +395,8 @@ void launch_slice(const BwdParams& p, cudaStream_t stream) {
   const std::size_t rows = std::size_t(p.batch) * p.heads_q * p.n_q;
   bwd_delta_kernel<kD, Spec><<<unsigned((rows + 127) / 128), 128, 0, stream>>>(p);
   ATTN_CUDA_CHECK(cudaGetLastError());
-  // Default: 4 warps × 16 keys, dQ 4 warps × 32 rows, the fastest split on an H200 (bwd_regress timings,
-  // TENSOR_CORES.md) for both numerics and head dims (8 × 16 keys ties at fa2 d128, loses elsewhere).
+  // Default: 4 warps × 16 keys, dQ 4 warps × 32 rows, the fastest split on an H200 (TENSOR_CORES.md,
+  // Backward) for both numerics and head dims (8 × 16 keys ties at fa2 d128, loses elsewhere).
   switch (p.tiling) {
     case BwdTiling::kKeys128Rows128:
     case BwdTiling::kKeys128Rows64: launch_dkdv<kD, Spec, 8, 1>(p, stream); break;

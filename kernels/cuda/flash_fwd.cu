@@ -13,9 +13,10 @@
 // Q sits in registers or is re-read from shared memory per k16 step (kQRegs). The per-row numerics do not depend
 // on the split. A keep-mask or bias (FwdParams) runs the default split compiled with their reads (kMasks).
 // fa2 numerics skip key tiles that no row of a 64-row group (tile_q) can see (causal), as FlashAttention-2
-// does with 64-row blocks: each warp skips exactly the tiles the 64-row block holding its rows would skip, so the
-// tile set of every row stays the spec's. The paper's numerics visit every tile, as its PyTorch code (and the
-// CPU model) does. Out-of-range keys (j >= n_k, tails) do not exist for any step. Tiles that need no
+// does with 64-row blocks: each warp skips exactly the tiles the 64-row block holding its rows would skip (the
+// wgmma splits skip per block only). The CPU model visits every tile; a skipped tile adds 0·v to acc, so the bits
+// are the same while V there is finite (0·inf = NaN; cuda_twin.cpp skips as the kernel does). The paper's numerics
+// visit every tile, as its PyTorch code (and the CPU model) does. Out-of-range keys (j >= n_k, tails) do not exist for any step. Tiles that need no
 // per-element mask for a warp's rows run a copy of the steps compiled without the checks.
 // Rounding: every fp32 operation is an explicit __fadd_rn/__fmul_rn/__fmaf_rn (the file is also built with
 // -fmad=false), so nothing is contracted behind the spec's back. Rounding to bf16 inside the tile loop uses
@@ -129,8 +130,8 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   const int row0 = m_block * kBlockM;
   const int wrow0 = row0 + warp * 16 * kMT;  // this warp's first row
   const int diag = p.n_k - p.n_q;  // query i sees key j iff j <= i + diag (bottom-right causal)
-  // fa2 skips key tiles no row of a tile_q group can see (FA2's n_block_max): with mask −inf such a tile is an
-  // exact no-op of steps 2-6. The paper's code visits every tile: its finite mask value ties every key of an
+  // fa2 skips key tiles no row of a tile_q group can see (FA2's n_block_max): with mask −inf such a tile is a
+  // no-op of steps 2-6 for finite V (0·v). The paper's code visits every tile: its finite mask value ties every key of an
   // all-masked tile, so the fixed policy shifts the max to 0 there, and the model does the same.
   auto tiles_for = [&](int last_row) {
     const int n_end = (p.causal && !Spec::paper) ? min(p.n_k, last_row + diag + 1) : p.n_k;
@@ -198,9 +199,10 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   // Per thread: rows q = 2·mt + ri, ri = 0 (g) and ri = 1 (g + 8) of m16 tile mt.
   constexpr int kRows = 2 * kMT;
   auto row = [&](int q) { return wrow0 + (q / 2) * 16 + (q % 2) * 8 + g; };
+  // m_run, l_run: the CPU model's m, l. They start at mask_value: −inf (fa2), −max(bf16) (paper: PyTorch's sentinel).
   float m_run[kRows], l_run[kRows];
 #pragma unroll
-  for (int q = 0; q < kRows; ++q) m_run[q] = Spec::mask_value, l_run[q] = 0.f;  // PyTorch starts at its sentinel
+  for (int q = 0; q < kRows; ++q) m_run[q] = Spec::mask_value, l_run[q] = 0.f;
   float acc[kMT][kDT][4];
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)
@@ -291,8 +293,9 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
 
   // steps 2-4 on s (the scores become p̄).
   auto softmax = [&](auto mask_tag) {
-    // step 2: r = the tile's row max (exact); the fixed policy shifts it when c > 1 scores lie within the
-    //         tolerance of r; m_new = round(max(m_old, r'), max_fmt). Reductions over the quad by shuffles.
+    // step 2: r = the tile's row max (exact; fmaxf: a NaN score does not enter it); the fixed policy shifts it when
+    //         count > 1 scores lie within the tolerance of r; m_new = round(max(m_old, r'), max_fmt). Reductions
+    //         over the quad by shuffles.
     float r[kRows];
     if constexpr (!Spec::fixed && Spec::s_fmt == Format::kBF16) {
       // The paper's scores are bf16 already: both rows' maxima in one packed tournament (as the fixed form's top two).
@@ -340,14 +343,14 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
         const float thr = round_float(__fsub_rn(m1, p.tolerance), Spec::s_fmt);
         bool several = m2 >= thr;
         if (decltype(mask_tag)::value && thr == -INFINITY) {  // quad-uniform branch: shuffle within the quad
-          int c = 0;
+          int count = 0;
 #pragma unroll
           for (int n = 0; n < kNT; ++n)
 #pragma unroll
-            for (int i = 2 * ri; i < 2 * ri + 2; ++i) c += exists(mask_tag, n, i) && !isnan(s[mt][n][i]);
+            for (int i = 2 * ri; i < 2 * ri + 2; ++i) count += exists(mask_tag, n, i) && !isnan(s[mt][n][i]);
           const unsigned quad = 0xfu << (lane & ~3);
-          c += __shfl_xor_sync(quad, c, 1);
-          several = c + __shfl_xor_sync(quad, c, 2) > 1;
+          count += __shfl_xor_sync(quad, count, 1);
+          several = count + __shfl_xor_sync(quad, count, 2) > 1;
         }
         shift[q] = several && isfinite(m1);
         any_shift = any_shift || shift[q];
@@ -369,8 +372,8 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
       m_new[q] = round_float(fmaxf(m_run[q], r[q]), Spec::max_fmt);
       // step 6 (first half): α = exp(m_old − m_new) by exp_mode, rounded to rescale_fmt.
       if constexpr (Spec::exp2_folded) {
-        const float m_cur = m_new[q] == -INFINITY ? 0.f : m_new[q];  // FA2: no (−inf) − (−inf)
-        alpha[q] = round_float(exp2f(__fmul_rn(__fsub_rn(m_run[q], m_cur), p.scale_log2e)), Spec::rescale_fmt);
+        const float m_sub = m_new[q] == -INFINITY ? 0.f : m_new[q];  // FA2's Check_inf: no (−inf) − (−inf)
+        alpha[q] = round_float(exp2f(__fmul_rn(__fsub_rn(m_run[q], m_sub), p.scale_log2e)), Spec::rescale_fmt);
       } else {
         const float d = round_float(__fsub_rn(m_run[q], m_new[q]), Spec::s_fmt);
         alpha[q] = round_float(expf(d), Spec::rescale_fmt);
@@ -476,9 +479,11 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
       add_block(one_tag, dp, blk);
     }
   };
-  // The wgmma form of step 5, for the warpgroup's 64 rows and the output columns 64·h .. 64·h + 63 (the h-th
+  // The wgmma form of step 5, for the warpgroup's 64 rows and the output columns 64·half .. 64·half + 63 (that
   // 64-column block of V's storage), into bo; not waited for.
-  auto pv_wgmma_half = [&](float (&bo)[32], int h) { wgmma_pv_half<false>(bo, pf[0], smem_addr(sV) + buf, h); };
+  auto pv_wgmma_half = [&](float (&bo)[32], int half) {
+    wgmma_pv_half<false>(bo, pf[0], smem_addr(sV) + buf, half);
+  };
   // Steps 1 (mma.sync; the wgmma form is issued outside the per-warp mask branch) to 4 of the tile in flight.
   auto scores_and_softmax = [&](auto mask_tag) {
     if constexpr (!kWgmma) qk_mma();
@@ -516,7 +521,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
     } else {
       // ptxas serialises every wgmma of a kernel where one sits on a path it cannot prove warpgroup-uniform,
       // so nothing here branches per warp around a wgmma or its accumulators: fa2's causal tile skip is not
-      // taken (for its numerics a tile no row of the warp sees is an exact no-op of steps 2-6, as said at
+      // taken (for its numerics a tile no row of the warp sees is a no-op of steps 2-6 for finite V, as said at
       // tiles_for), nor the α = 1 shortcut (round(1·acc) = acc: same bits).
       qk_wgmma();
       if constexpr (kRing) {
@@ -541,16 +546,16 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
     } else {
       make_pf();
 #pragma unroll
-      for (int h = 0; h < kD / 64; ++h) {  // in 64-column halves at d 128: 32 live accumulators, not 64
+      for (int half = 0; half < kD / 64; ++half) {  // in 64-column halves at d 128: 32 live accumulators, not 64
         float bo[32];
-        pv_wgmma_half(bo, h);
+        pv_wgmma_half(bo, half);
         wgmma_wait<0>();
 #pragma unroll
         for (int dp = 0; dp < 4; ++dp) {
           float blk[kMT][2][4];
 #pragma unroll
           for (int e = 0; e < 8; ++e) blk[0][e / 4][e % 4] = bo[8 * dp + e];
-          add_block(std::false_type{}, 4 * h + dp, blk);
+          add_block(std::false_type{}, 4 * half + dp, blk);
         }
       }
       if constexpr (kRing) mbar_arrive(empty_bar(stage));  // this thread's mmas are done reading tile nb

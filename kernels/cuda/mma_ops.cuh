@@ -5,8 +5,8 @@
 //     Fragment layout (g = lane/4, t = lane%4): A regs a0 (row g, k 2t..2t+1), a1 (row g+8, k 2t..),
 //     a2 (row g, k 2t+8..), a3 (row g+8, k 2t+8..); B regs b0 (k 2t..2t+1, col g), b1 (k 2t+8.., col g);
 //     C/D c0,c1 (row g, cols 2t, 2t+1), c2,c3 (row g+8, cols 2t, 2t+1).
-//   ldsm_x4 / ldsm_x4_t: four 8x8 bf16 matrices from shared memory (ldmatrix), plain or transposed
-//     (the _at forms take a shared-space address).
+//   ldsm_x4_at / ldsm_x4_t_at: four 8x8 bf16 matrices from shared memory (ldmatrix), plain or transposed, at a
+//     shared-space address.
 //   cp_async_16: a 16-byte global->shared copy; src_bytes = 0 zero-fills (used for rows past n_q / n_k).
 // How the tensor cores round inside one mma is measured by mma_probe.cu and written up in TENSOR_CORES.md.
 #pragma once
@@ -38,19 +38,7 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-
-__device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-
-// The same from a shared-space address (smem_addr), so constant offsets fold into the instruction.
+// Four 8x8 bf16 matrices from a shared-space address (smem_addr), so constant offsets fold into the instruction.
 __device__ __forceinline__ void ldsm_x4_at(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
