@@ -11,7 +11,8 @@
 //           If !scale_in_exp: s_j = round(s_j · scale, s_fmt) (the paper multiplies S by scale in bf16).
 //           Bias (if any) is added in fp32 after scaling; masked keys get mask_value.
 //   step 2: r = max_j s_j over the tile (in s_fmt, exact); the max policy may shift it (see MaxPolicySpec),
-//           m_new = round(max(m_old, r'), max_fmt).
+//           m_new = round(max(m_old, r'), max_fmt). Both maxima leave NaN out (fmaxf's rule; a NaN score comes
+//           only from an inf − inf inside an overflowing dot product).
 //   step 3: p̄_j = exp(s_j − m_new), by exp_mode, rounded to p_fmt; masked keys give 0.
 //   step 4: block row sum Σ_j p̄_j accumulated in fp32, rounded to block_sum_fmt.
 //   step 5: block output Σ_j round(p̄_j, pv_in_fmt) · v_j accumulated in fp32 (key order), rounded to block_out_fmt.

@@ -4,6 +4,10 @@
 // and accumulator acc[d]; step 7 normalises after the last key tile. Rows are independent softmaxes, so this
 // is the per-query-tile order's arithmetic exactly (tile_q changes nothing in the forward). Scratch buffers are
 // sized once per call; nothing is allocated inside the loops. See flash_model.h for the contract.
+// The CUDA kernel (kernels/cuda/flash_fwd.cu) carries the same `// step N:` labels; its m_run, l_run are m, l
+// here. Where it differs: the GPU's exp2f/expf/logf (up to 2 fp32 ulps, cuda_twin.h), the tensor cores' sums in
+// steps 1 and 5 (TENSOR_CORES.md), step 4's lane order, and causal fa2's skipped key tiles, which this model visits
+// (same bits while V there is finite). kernels/cuda/cuda_twin.cpp is the kernel's order on the CPU.
 // Run the tests: ctest -R "FlashModel|PaperTransliteration"
 #include <algorithm>
 #include <cmath>
@@ -48,9 +52,9 @@ float apply_max_policy(const NumericsSpec& spec, const Consts& c, const float* s
                        ModelTrace* trace) {
   if (spec.max_policy.kind != MaxPolicy::kPaperShift || !std::isfinite(r)) return r;
   // The public code counts `attn_weights >= block_row_maxes - 1e-3` on bf16 tensors: threshold in s_fmt.
-  const float threshold = round_float(r - c.tol, spec.s_fmt);
+  const float thr = round_float(r - c.tol, spec.s_fmt);
   int count = 0;
-  for (int j = 0; j < n; ++j) count += s[j] >= threshold;
+  for (int j = 0; j < n; ++j) count += s[j] >= thr;
   if (count <= 1) return r;
   if (trace) ++trace->policy_tie_tiles;
   float shifted = r;
@@ -119,20 +123,22 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
             const float* st = &s[k0];
             const char* vt = &vis[k0];
             if (trace) ++trace->row_tiles;
-            // step 2: tile max (exact in s_fmt), the max policy, the new running max.
-            float tile_max = st[0];
-            for (int j = 1; j < keys; ++j) tile_max = std::max(tile_max, st[j]);
+            // step 2: r = the tile max (exact in s_fmt), the max policy, the new running max. A NaN score (only
+            // an inf − inf inside an overflowing dot product makes one) does not enter r, at any key: the max
+            // starts from −inf and std::max(r, NaN) = r, as flash_fwd.cu's fmaxf and the CUDA twin do.
+            float r = kNegInf;
+            for (int j = 0; j < keys; ++j) r = std::max(r, st[j]);
             if (trace) {
               int ties = 0;
-              for (int j = 0; j < keys; ++j) ties += vt[j] && st[j] == tile_max;
+              for (int j = 0; j < keys; ++j) ties += vt[j] && st[j] == r;
               trace->exact_tie_tiles += ties > 1;
             }
-            const float r_shifted = apply_max_policy(spec, c, st, keys, tile_max, trace);
+            const float r_shifted = apply_max_policy(spec, c, st, keys, r, trace);  // the spec's r'
             const float m_old = m;
             const float m_new = round_float(std::max(m_old, r_shifted), f.max);
             // FA2 (Check_inf): a running max of −inf is used as 0 in subtractions, so no (−inf) − (−inf).
             const float m_sub = (f.folded && m_new == kNegInf) ? 0.0f : m_new;
-            const float m_scaled = m_sub * c.scale_log2;
+            const float m_scaled = m_sub * c.scale_log2e;
             // step 3: p̄ = exp(s − m) by exp_mode, rounded to p_fmt; masked keys give 0.
             for (int j = 0; j < keys; ++j)
               pbar[j] = vt[j] ? model_detail::exp_shifted_to(f, c, st[j], m_sub, m_scaled, f.p) : 0.0f;
@@ -162,7 +168,7 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
             model_detail::add_weighted_rows(pvp, v_slice + std::size_t(k0) * dw, keys, dw, block_out.data());
             // step 6: rescale the running state by α = exp(m_old − m_new) and add the block's share.
             const float alpha = round_float(
-                f.folded ? std::exp2((m_old - m_sub) * c.scale_log2)
+                f.folded ? std::exp2((m_old - m_sub) * c.scale_log2e)
                          : model_detail::exp_of_rounded(f, c, round_float(m_old - m_new, f.s)),
                 f.rescale);
             l = round_float(round_float(alpha * l, f.rowsum) + block_sum, f.rowsum);

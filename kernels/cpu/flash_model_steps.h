@@ -96,7 +96,7 @@ inline const float* bf16_exp_bf16_table() {
 // Spec constants in the float form the kernels use them.
 struct Consts {
   float scale;       // Problem::scale (fp32-representable)
-  float scale_log2;  // FA2's params.scale_softmax_log2 = float(softmax_scale * M_LOG2E), the product in double
+  float scale_log2e;  // FA2's params.scale_softmax_log2 = float(softmax_scale * M_LOG2E), the product in double
   float log2e;       // float(M_LOG2E), FA2's backward multiplies LSE by it
   float mask;        // the masked-score value (−inf, or the paper's −max(bf16))
   float beta;        // max policy β as the torch scalar enters an fp32 opmath multiply
@@ -109,7 +109,7 @@ struct Consts {
 inline Consts make_consts(const NumericsSpec& spec, const Problem& p) {
   Consts c;
   c.scale = static_cast<float>(p.scale);
-  c.scale_log2 = static_cast<float>(static_cast<double>(c.scale) * 1.4426950408889634);
+  c.scale_log2e = static_cast<float>(static_cast<double>(c.scale) * 1.4426950408889634);
   c.log2e = static_cast<float>(1.4426950408889634);
   c.mask = static_cast<float>(spec.mask_value);
   c.beta = static_cast<float>(spec.max_policy.beta);
@@ -214,7 +214,7 @@ ATTNCHECK_DATA_LOOP inline void dots(const float* a, const float* bt, int width,
 // (backward), computed once per row by the caller. Otherwise (paper): exp(round(s − m, s_fmt)).
 [[gnu::always_inline]] inline float exp_shifted(const FormatTable& f, const Consts& c, float s, float m,
                                                 float m_scaled) {
-  if (f.folded) return std::exp2(std::fma(s, c.scale_log2, -m_scaled));
+  if (f.folded) return std::exp2(std::fma(s, c.scale_log2e, -m_scaled));
   return exp_of_rounded(f, c, round_float(s - m, f.s));
 }
 

@@ -298,6 +298,29 @@ TEST(FlashModel, FixOnHugeTiedLogitsUnderflowsFa2RowSum) {
   EXPECT_GT(paper.lse[0], 200.0);
 }
 
+TEST(FlashModel, NaNScoreStaysOutOfTheTileMaxAtAnyKey) {
+  // q·k_0 = 2^200 + (−2^200): inf − inf = NaN in fp32; q·k_1 = 2^101, finite. Step 2's max leaves the NaN out
+  // wherever it sits (fmaxf, as flash_fwd.cu and the CUDA twin): p̄ of the NaN key is NaN, so O is NaN. The model
+  // used to start the max at key 0, where a NaN stuck: fa2 then kept m = −inf and reported an empty row (O = 0,
+  // LSE = −inf), finite garbage the GPU does not give.
+  const double big = std::ldexp(1.0, 100);
+  for (const bool nan_first : {true, false}) {
+    Instance in;
+    in.problem = test::make_problem(1, 1, 1, 1, 2, 2, false);
+    in.q = {big, big};
+    const std::vector<double> nan_key = {big, -big}, finite_key = {1, 1};
+    in.k = nan_first ? nan_key : finite_key;
+    in.k.insert(in.k.end(), (nan_first ? finite_key : nan_key).begin(), (nan_first ? finite_key : nan_key).end());
+    in.v = {1, 2, 3, 4};
+    in.validate();
+    for (const char* name : {"fa2", "fa2-fixed", "paper", "paper-fixed"}) {
+      const ForwardOutput f = model_forward(builtin_spec(name), in);
+      for (double o : f.o) EXPECT_TRUE(std::isnan(o)) << name << (nan_first ? ", NaN at key 0: " : ", NaN at key 1: ") << o;
+      EXPECT_NE(f.lse[0], -HUGE_VAL) << name << ": not an empty row";
+    }
+  }
+}
+
 TEST(FlashModel, Fa2RoundsEachStepWhereTheSpecSays) {
   // One query, two keys, d = 1, scale 1: scores 3 and 2, so m = 3, p̄_0 = exp2(fma(3, c, −3c)) = 1 exactly
   // and p̄_1 = exp2(fma(2, c, −3c)) ≈ e^−1 with c = fp32(log2e). The fp32 p̄ feeds the row sum, its bf16 cast
