@@ -243,6 +243,15 @@ Family family_from_json(const nlohmann::json& j) {
     if (!v.is_number()) throw Error("family: field 'params." + k + "' must be a number");
     f.params[k] = v.get<double>();
   }
+  // Every parameter the generator lists must be written: one left out would fall back to generators.cpp's
+  // in-code value, not to the default `attncheck list` shows (ties 0, v_sign 0 in a tie family), so a
+  // hand-written case would check another family without a word. (Mask extents, pad ... keep, stay optional.)
+  std::ostringstream missing;
+  for (const auto& [k, v] : entry(f.generator).info.defaults)
+    if (!f.params.count(k)) missing << (missing.tellp() > 0 ? ", '" : "'") << k << "' (default " << v << ")";
+  if (missing.tellp() > 0)
+    throw Error("family: params lacks " + missing.str() + ": a case names every parameter of " + f.generator +
+                " (attncheck list shows them)");
   if (j.contains("seed") && j.at("seed").is_string()) {  // seed_to_json's form past 2^53
     const std::string s = j.at("seed").get<std::string>();
     const bool hex = s.size() > 2 && s.size() <= 18 && s.compare(0, 2, "0x") == 0 &&

@@ -53,6 +53,17 @@ TEST(Family, JsonRoundTripsAndRejectsBadInput) {
   nlohmann::json j = family_to_json(default_family("normal"));
   j["generator"] = "nope";
   EXPECT_THROW(family_from_json(j), Error);
+  // A parameter left out would fall back to generators.cpp's in-code value (ties 0: a tie family without ties).
+  j = family_to_json(default_family("tied_max"));
+  j["params"].erase("ties");
+  j["params"].erase("v_sign");
+  try {
+    family_from_json(j);
+    ADD_FAILURE() << "a family without 'ties' was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("params lacks 'ties' (default 4), 'v_sign' (default 1)"), std::string::npos)
+        << e.what();
+  }
   j = family_to_json(default_family("normal"));
   j["problem"].erase("n_k");
   EXPECT_THROW(family_from_json(j), Error);
