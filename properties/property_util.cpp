@@ -85,7 +85,9 @@ double envelope_gamma(const Family& f) {
   const int tk = f.tile_k > 0 ? f.tile_k : kDefaultTileK;
   const int tiles = (f.problem.n_k + tk - 1) / tk;
   const double ru = (2.0 * tiles + 4.0) * kU;
-  return ru < 0.5 ? ru / (1.0 - ru) : 1.0;  // beyond R·u = 1/2 the bound is vacuous: cap at "anything"
+  // Beyond R·u = 1/2 Higham's γ_R no longer holds; 1 caps it (the weights' error terms become 4·M_c in O and
+  // 2 nats in LSE: a bound that bounds little, but a number).
+  return ru < 0.5 ? ru / (1.0 - ru) : 1.0;
 }
 
 namespace {
@@ -138,7 +140,7 @@ std::vector<std::vector<double>> sigma_of(const Instance& in, const std::vector<
               max_s = std::max(max_s, std::fabs(s));
               max_abs_dot = std::max(max_abs_dot, abs_c[j]);
             }
-            sigma[m][row] = 4 * kU32 * max_s + p.scale * gamma_d * max_abs_dot;
+            sigma[m][row] = 5 * kU32 * max_s + p.scale * gamma_d * max_abs_dot;  // property_util.h: why 5
           }
         }
     }

@@ -12,9 +12,11 @@
 //     R = 2·(key tiles) + 4 (per tile: block value + rescaled accumulator; plus p̄, the final sum, the division,
 //     the output), so each weight is off by at most γ = R·u / (1 − R·u) (Higham's γ_R), independently in the
 //     numerator and the denominator;
-//   * every exponent argument is off by at most σ_i = 4·2^-24·max_j|s_ij| + scale·γ_d·max_j Σ_c|q_ic k_jc|
-//     (fp32 dot products, Higham Thm 3.1, γ_d = d·2^-24/(1 − d·2^-24); then the scaling, the max and the
-//     difference s − m (or FA2's fma(s, c, −m·c)), each at most one fp32 rounding of a value below 2·max|s|).
+//   * every exponent argument is off by at most σ_i = 5·2^-24·max_j|s_ij| + scale·γ_d·max_j Σ_c|q_ic k_jc|
+//     (fp32 dot products, Higham Thm 3.1, γ_d = d·2^-24/(1 − d·2^-24)). After the dot products, in units of
+//     u32·max|s|: the scaling 1 and the difference s − m 2 (a value below 2·max|s|), 3 in all; FA2's folded
+//     fma(s, c̃, −round(m·c̃)) with c̃ = fp32(scale·log2e) costs more: c̃'s own rounding moves (s − m)·c̃ by 2,
+//     round(m·c̃) 1, the fma's rounding 2, 5 in all (the max is exact).
 // Then |O_ic − O*_ic| <= E_ic = (2γ/(1−γ) + e^{2σ_i} − 1)·M_c + ulp(|O*_ic| + that), M_c = max attended |v_jc|:
 // convexity gives the e^{2σ}−1 term (each normalised weight moves by a factor within e^{±2σ}), the γ terms come
 // from the numerator/denominator mismatch, and the last ulp is the final rounding (an ulp, not half, so a
@@ -71,7 +73,11 @@ std::vector<std::vector<double>> score_error_bounds_last_q(const Instance& in,
 std::vector<double> output_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_o);
 std::vector<double> output_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_o,
                                     const std::vector<double>& sigma);
-// The bound on |LSE_kernel − LSE_exact| per row: σ_i + γ/(1−γ) + 2^-22·|LSE|.
+// The bound on |LSE_kernel − LSE_exact| per row: σ_i + γ/(1−γ) + 2^-22·|LSE|. LSE is 1-Lipschitz in every score
+// (its gradient is the softmax, weights summing to 1), so scores off by σ_i move it by σ_i; the row sum's relative
+// error γ moves log l by −log(1 − γ) <= γ/(1 − γ); the last term is the final fp32 rounding of m·scale + log l
+// (2^-24·|LSE|, taken 4x for the binade and a second rounding); log l's own rounding and logf's ulps (a few
+// 2^-24·log n_k) lie far inside γ/(1 − γ) >= 6·2^-8.
 std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse);
 std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse,
                                  const std::vector<double>& sigma);
