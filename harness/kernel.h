@@ -35,6 +35,10 @@ struct KernelCaps {
   int max_head_dim = 0;                  // 0 = any
   std::vector<int> head_dims;            // empty = any up to max_head_dim; else only these
   bool null_control = false;             // oracle and stochastic: must pass every property
+  // stochastic: its rounding stream is drawn from the whole input, so changing masked keys re-rounds the other
+  // rows too (each within one rounding). masked_value and causal_prefix allow that one rounding to such a kernel
+  // only; every other kernel must keep those rows' bits.
+  bool rounding_seeded_by_input = false;
 
   // Why this kernel cannot run the problem, or "" when it can.
   std::string unsupported_reason(const Problem& p, bool need_backward) const;

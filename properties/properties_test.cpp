@@ -99,6 +99,16 @@ TEST(Sharpness, EachPropertyCatchesItsDefect) {
   });
   EXPECT_EQ(run("masked_value", *good, default_family("padding")), Status::kPass);
   EXPECT_EQ(run("masked_value", *leaky, default_family("padding")), Status::kFail);
+  // A faint leak: a masked key moves an unmasked row's O by one ulp. Bitwise for a deterministic kernel (the one
+  // rounding of slack is `stochastic`'s alone), so it fails; it passed while every kernel had that slack.
+  auto faint = make_kernel("faint", [](const Instance& in) {
+    ForwardOutput o = rounded_reference(in);
+    double all_v = 0;
+    for (double v : in.v) all_v += v;  // masked keys included
+    if (std::fmod(std::fabs(all_v) * 64, 2) >= 1) o.o[0] += ulp(o.o[0], Format::kBF16);
+    return o;
+  });
+  EXPECT_EQ(run("masked_value", *faint, default_family("padding")), Status::kFail);
   // Causal leak: the causal flag is ignored.
   auto acausal = make_kernel("acausal", [](const Instance& in) {
     Instance all = in;

@@ -16,14 +16,15 @@ namespace attncheck {
 
 namespace {
 
-// The unchanged exact value rounded twice: bitwise equal for a kernel whose rounding is a function of the row,
-// at most one ulp apart (of format f at the larger magnitude) for one whose rounding stream is drawn from the
-// whole input (the null control `stochastic`, kernel.h): two faithful roundings of one exact value are
-// neighbours. NaN matches only NaN (unchanged; `finite` judges NaN itself); ±inf must match.
-bool within_one_rounding(double a, double b, Format f) {
+// The unchanged exact value rounded twice: bitwise equal (±0 alike) for a kernel whose rounding is a function of
+// the row, at most one ulp apart (of format f at the larger magnitude) for one whose rounding stream is drawn from
+// the whole input (`one_rounding`: KernelCaps::rounding_seeded_by_input, the null control `stochastic`): two
+// faithful roundings of one exact value are neighbours. NaN matches only NaN (unchanged; `finite` judges NaN
+// itself); ±inf must match.
+bool unchanged_value(double a, double b, Format f, bool one_rounding) {
   if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
   if (!std::isfinite(a) || !std::isfinite(b)) return a == b;
-  return std::fabs(a - b) <= ulp(std::max(std::fabs(a), std::fabs(b)), f);
+  return std::fabs(a - b) <= (one_rounding ? ulp(std::max(std::fabs(a), std::fabs(b)), f) : 0.0);
 }
 
 // A very different value of the same format: −2^16·v (−1 for v = 0), or −v where that overflows: always finite.
@@ -169,13 +170,13 @@ std::string check_logit_shift(const Kernel& k, const Instance& in0, const Family
 // rounding of the first run (bitwise for a kernel that rounds per row); "" or the first changed element, named,
 // followed by `after`.
 std::string compare_forward(const Problem& p, const ForwardOutput& a, const ForwardOutput& b,
-                            const std::vector<char>& kept, Format of, const std::string& after) {
+                            const std::vector<char>& kept, Format of, bool one_rounding, const std::string& after) {
   for (std::size_t r = 0; r < p.rows(); ++r) {
     if (!kept[r]) continue;
-    if (!within_one_rounding(a.lse[r], b.lse[r], Format::kF32))
+    if (!unchanged_value(a.lse[r], b.lse[r], Format::kF32, one_rounding))
       return "LSE" + where_row(p, r) + " changed from " + fmt_num(a.lse[r]) + " to " + fmt_num(b.lse[r]) + after;
     for (std::size_t x = r * p.head_dim; x < (r + 1) * p.head_dim; ++x)
-      if (!within_one_rounding(a.o[x], b.o[x], of))
+      if (!unchanged_value(a.o[x], b.o[x], of, one_rounding))
         // (append, not "O" + string: g++ 12 warns -Wrestrict there, a false positive: GCC bug 105329)
         return std::string("O").append(where(p, x)) + " changed from " + fmt_num(a.o[x]) + " to " +
                fmt_num(b.o[x]) + after;
@@ -190,7 +191,7 @@ std::string compare_forward(const Problem& p, const ForwardOutput& a, const Forw
 // A row whose q_i, dO_i, O_i, LSE_i and visible keys' k_j, v_j are all unchanged (`kept`, row_at order: the rows
 // a check compares) therefore keeps δ_i and dQ_i bit for bit: the masked terms it adds are exact zeros (0 times a
 // changed k_j, which the transforms keep finite: other_value(), amplified(); x + 0 = x; only the sign of a zero sum
-// may flip, and within_one_rounding takes ±0 as equal). dK_j and dV_j keep every
+// may flip, and unchanged_value takes ±0 as equal). dK_j and dV_j keep every
 // term iff every row that sees key j is kept: any other row has a new LSE_i, δ_i (it sees a changed key) or q_i,
 // dO_i (it was changed), which moves its P_ij and dS_ij, while rows that do not see j add exact zeros. So the keys
 // compared are those seen only by kept rows: that takes in a changed key that no row sees (dK = dV = 0 in both
@@ -211,7 +212,7 @@ std::vector<char> keys_seen_only_by(const Instance& in, const std::vector<char>&
 // δ and dQ of the kept rows, dK and dV of the keys only they see (above); "" or the first changed element, named,
 // followed by `after`.
 std::string compare_backward(const Instance& in, const BackwardOutput& a, const BackwardOutput& b,
-                             const std::vector<char>& kept, Format of, const std::string& after,
+                             const std::vector<char>& kept, Format of, bool one_rounding, const std::string& after,
                              nlohmann::json& stats) {
   const Problem& p = in.problem;
   auto changed = [&](const std::string& name, double x, double y) {
@@ -221,18 +222,18 @@ std::string compare_backward(const Instance& in, const BackwardOutput& a, const 
   for (std::size_t r = 0; r < p.rows(); ++r) {
     if (!kept[r]) continue;
     ++rows;
-    if (!within_one_rounding(a.delta[r], b.delta[r], Format::kF32))
+    if (!unchanged_value(a.delta[r], b.delta[r], Format::kF32, one_rounding))
       return changed("delta" + where_row(p, r), a.delta[r], b.delta[r]);
     for (std::size_t x = r * p.head_dim; x < (r + 1) * p.head_dim; ++x)
-      if (!within_one_rounding(a.dq[x], b.dq[x], of)) return changed("dQ" + where(p, x), a.dq[x], b.dq[x]);
+      if (!unchanged_value(a.dq[x], b.dq[x], of, one_rounding)) return changed("dQ" + where(p, x), a.dq[x], b.dq[x]);
   }
   const std::vector<char> only = keys_seen_only_by(in, kept);
   for (std::size_t kr = 0; kr < only.size(); ++kr) {
     if (!only[kr]) continue;
     ++keys;
     for (std::size_t x = kr * p.head_dim; x < (kr + 1) * p.head_dim; ++x) {
-      if (!within_one_rounding(a.dk[x], b.dk[x], of)) return changed("dK" + where(p, x, true), a.dk[x], b.dk[x]);
-      if (!within_one_rounding(a.dv[x], b.dv[x], of)) return changed("dV" + where(p, x, true), a.dv[x], b.dv[x]);
+      if (!unchanged_value(a.dk[x], b.dk[x], of, one_rounding)) return changed("dK" + where(p, x, true), a.dk[x], b.dk[x]);
+      if (!unchanged_value(a.dv[x], b.dv[x], of, one_rounding)) return changed("dV" + where(p, x, true), a.dv[x], b.dv[x]);
     }
   }
   stats["bwd_rows_compared"] = rows;
@@ -244,8 +245,8 @@ std::string compare_backward(const Instance& in, const BackwardOutput& a, const 
 // rescale factor), and x + 0 = x exactly, so a kernel that rounds deterministically per row reproduces every
 // bit. The changed keys are those masked for the row with the most masked keys; compared are the rows that see
 // none of them. Changed V values are amplified (about −2^16·v) so that any leak of a masked key's weight
-// shows up far beyond the one-rounding allowance (within_one_rounding). With a backward pass, also δ and dQ of
-// the compared rows and dK, dV of the keys only they see (compare_backward: with a padding mask that is every
+// shows up (bitwise, or far beyond the one rounding `stochastic` is allowed: unchanged_value). With a backward
+// pass, also δ and dQ of the compared rows and dK, dV of the keys only they see (compare_backward: with a padding mask that is every
 // key, the changed ones included; where other rows see some changed key, fewer or none).
 std::string check_masked_value(const Kernel& k, const Instance& in, const Family&, nlohmann::json& stats) {
   const Problem& p = in.problem;
@@ -282,12 +283,13 @@ std::string check_masked_value(const Kernel& k, const Instance& in, const Family
   if (std::find(kept.begin(), kept.end(), 1) == kept.end()) return "skip:no masked key";
   const ForwardOutput a = k.forward(in), bo = k.forward(t);
   const Format of = k.caps().output_format;
+  const bool one_rounding = k.caps().rounding_seeded_by_input;
   const std::string after = " when only masked keys' K, V changed";
-  if (std::string why = compare_forward(p, a, bo, kept, of, after); !why.empty()) return why;
+  if (std::string why = compare_forward(p, a, bo, kept, of, one_rounding, after); !why.empty()) return why;
   stats["rows_compared"] = std::count(kept.begin(), kept.end(), 1);
   if (!k.caps().backward) return "";
   const BackwardOutput ga = k.backward(in, a), gb = k.backward(t, bo);
-  return compare_backward(in, ga, gb, kept, of, after, stats);
+  return compare_backward(in, ga, gb, kept, of, one_rounding, after, stats);
 }
 
 // Causal prefix (bottom-right alignment: query i sees keys j <= i + n_k − n_q). For a cut row c, rows i <= c
@@ -327,16 +329,17 @@ std::string check_causal_prefix(const Kernel& k, const Instance& in, const Famil
   }
   const ForwardOutput a = k.forward(in), bo = k.forward(t);
   const Format of = k.caps().output_format;
+  const bool one_rounding = k.caps().rounding_seeded_by_input;
   const std::string after = " (cut row " + std::to_string(cut) + ") when only later queries, dO rows and keys changed";
   std::vector<char> kept(p.rows(), 0);  // rows 0..cut of every (b, h), row_at order
   for (int b = 0; b < p.batch; ++b)
     for (int h = 0; h < p.heads_q; ++h)
       for (int i = 0; i <= cut; ++i) kept[p.row_at(b, h, i)] = 1;
-  if (std::string why = compare_forward(p, a, bo, kept, of, after); !why.empty()) return why;
+  if (std::string why = compare_forward(p, a, bo, kept, of, one_rounding, after); !why.empty()) return why;
   stats["cut"] = cut;
   if (!k.caps().backward) return "";
   const BackwardOutput ga = k.backward(in, a), gb = k.backward(t, bo);
-  return compare_backward(in, ga, gb, kept, of, after, stats);
+  return compare_backward(in, ga, gb, kept, of, one_rounding, after, stats);
 }
 
 Property invariance(const std::string& name, const std::string& sentence, InstanceCheck fn) {

@@ -54,6 +54,7 @@ class FunctionKernel : public Kernel {
     KernelCaps c;
     c.backward = c.causal = c.mask = c.bias = c.gqa = true;
     c.null_control = null_control_;
+    c.rounding_seeded_by_input = name_ == "stochastic";  // null_controls.h: its stream hashes the whole input
     return c;
   }
   ForwardOutput forward(const Instance& in) const override { return fwd_(in); }
