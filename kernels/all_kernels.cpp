@@ -11,6 +11,9 @@ Registry& default_registry() {
   std::call_once(once, [] {
     register_builtin_kernels(Registry::global());
     register_cuda_kernels(Registry::global());
+    // A case found with a plugin names its kernel only (the library is a path on the finder's machine).
+    Registry::global().note_absent("plugin:", "they come from a library: pass --plugin LIB[:OPTIONS] (the finding's "
+                                              "printed replay line names it)");
   });
   return Registry::global();
 }
