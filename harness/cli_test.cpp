@@ -541,7 +541,8 @@ TEST_F(Cli, FailureIsSavedAndReplays) {
   const fs::path findings = dir_ / "findings";
   const CmdResult r = run("check -q -k paper --suite bias --family tied_max --findings " + findings.string());
   EXPECT_EQ(r.status, 1) << r.out << r.err;
-  const std::string marker = "replay: attncheck replay ";
+  // The replay line names the program as it was invoked (here a full path), so it runs as pasted.
+  const std::string marker = std::string("replay: ") + ATTNCHECK_EXE + " replay ";
   const std::size_t at = r.out.find(marker);
   ASSERT_NE(at, std::string::npos) << r.out;
   const std::string path = r.out.substr(at + marker.size(), r.out.find('\n', at) - at - marker.size());

@@ -39,8 +39,19 @@ std::string shell_word(const std::string& s) {
   return q + "'";
 }
 
+namespace {
+std::string& replay_program() {
+  static std::string program = "attncheck";
+  return program;
+}
+}  // namespace
+
+void set_replay_program(const std::string& argv0) {
+  if (argv0.find('/') != std::string::npos) replay_program() = shell_word(argv0);
+}
+
 std::string replay_command(const std::string& finding_path, const std::string& extra) {
-  return "attncheck replay " + shell_word(finding_path) + extra;
+  return replay_program() + " replay " + shell_word(finding_path) + extra;
 }
 
 std::string key_number(const Outcome& o) {

@@ -47,9 +47,12 @@ struct RunReport {
 // s as one word of a POSIX shell: unchanged when it holds only characters no shell treats specially, else in
 // single quotes (a ' as '\''), so a printed command can be pasted as it is (a findings path with a space broke it).
 std::string shell_word(const std::string& s);
-// The replay command of a saved case (terminal, JSON and JUnit say the same): the path as a shell word, then
-// `extra` (RunEntry::replay_extra).
+// The replay command of a saved case (terminal, JSON and JUnit say the same): the program, the path as a shell
+// word, then `extra` (RunEntry::replay_extra). The program is "attncheck" unless set_replay_program named another.
 std::string replay_command(const std::string& finding_path, const std::string& extra = "");
+// The program as it was invoked (main's argv[0]) when that is a path (build/harness/attncheck): the printed line
+// then runs as pasted from the same directory; a bare name (found on PATH) stays "attncheck".
+void set_replay_program(const std::string& argv0);
 // The statistic that best summarises an outcome in one short cell ("z=9.1", "err/bound=3.2", ...), or "".
 std::string key_number(const Outcome& o);
 

@@ -9,12 +9,14 @@
 
 #include "harness/cli/commands.h"
 #include "harness/problem.h"
+#include "harness/run_report.h"
 
 int main(int argc, char** argv) {
   // A reader that goes away (`attncheck check | head`) must not kill the run: SIGPIPE ended it before the rest of
   // the findings and the --json report were written. Ignored, a write to the closed pipe fails instead; the run goes
   // on, saves and writes everything, and exits 2 for the standard output it could not write (below).
   std::signal(SIGPIPE, SIG_IGN);
+  if (argc > 0) attncheck::set_replay_program(argv[0]);  // printed replay lines name the program as invoked
   namespace cli = attncheck::cli;
   CLI::App app{"attncheck: property-based numerical tests for flash-attention kernels"};
   app.require_subcommand(1, 1);
