@@ -237,6 +237,8 @@ TEST_F(Cli, EveryMalformedClassExitsTwoNamingTheProblem) {
                   "NaN");
   expect_bad_file(variant("kernel.json", [](json& j) { j["kernel"] = "no-such-kernel"; }), "unknown kernel");
   expect_bad_file(variant("plugin.json", [](json& j) { j["kernel"] = "plugin:example"; }), "pass --plugin LIB");
+  expect_bad_file(variant("index.json", [](json& j) { j["instance_index"] = j["budget"]["instances"]; }),
+                  "instance_index: 3 is not below budget.instances 3");
   expect_bad_file(variant("property.json", [](json& j) { j["property"] = "no-such-property"; }), "no-such-property");
   // A family shape other than the pinned instance's is refused before any instance is generated (a forged n_k of
   // 10^9 took 15 GB before: UX review, session 11).

@@ -174,6 +174,11 @@ Case case_from_json(const json& j, const std::string& origin) {
   }
   c.budget = budget_from(json_fields::field(j, "budget", top), top / "budget");
   c.instance_index = json_fields::uint_at(json_fields::field(j, "instance_index", top), top / "instance_index");
+  // The check draws instances 0 .. instances − 1: an index past them names an instance the replay never runs.
+  if (c.instance_index >= static_cast<std::uint64_t>(c.budget.instances))
+    (top / "instance_index").fail(std::to_string(c.instance_index) + " is not below budget.instances " +
+                                  std::to_string(c.budget.instances) + " (the check draws instances 0 to " +
+                                  std::to_string(c.budget.instances - 1) + ")");
   const json& inst = json_fields::field(j, "instance", top);
   if (!inst.is_null()) {
     c.instance = instance_from_json(inst, origin);
