@@ -444,7 +444,10 @@ Outcome replay_with(const Case& c, const Kernel& k) {
     const std::string diff = instance_difference(*c.instance, now);
     if (!diff.empty())
       throw Error("generator drift: make_instance(" + c.family.generator + " family, " + std::to_string(c.instance_index) +
-                  ") no longer gives the pinned instance: " + diff);
+                  ") no longer gives the pinned instance: " + diff +
+                  " (the input is made from `family`; `instance` only checks it: a generator change moved it, or the "
+                  "file's instance was edited. Re-pin after a generator change; to change the input, edit the family "
+                  "or set instance to null)");
   }
   const Property& p = get_property(c.property);
   Outcome o = p.check(k, c.family, c.budget);  // the family is already minimal: no shrinking
