@@ -43,7 +43,12 @@ std::string check_accurate(const Kernel& k, const Instance& in, const Family&, n
     worst_ratio = std::max(worst_ratio, a.ratio);
     stats[std::string(name) + "_err"] = a.kernel_err;
     stats[std::string(name) + "_bound"] = a.bound;
-    if (!a.ok && failure.empty()) failure = std::string(name) + ": " + a.message;
+    if (!a.ok && failure.empty()) {  // the element named in the tensor's own layout, not by its flat index alone
+      const std::string n = name;
+      const Problem& p = in.problem;
+      const std::string at = n == "LSE" ? where_row(p, a.worst) : where(p, a.worst, n == "dK" || n == "dV");
+      failure = n + at + ": " + a.message;
+    }
   };
   if (bwd) {
     const ReferenceBackward rb = reference_backward(in);

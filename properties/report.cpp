@@ -34,6 +34,34 @@ void print_rows(std::ostringstream& s, const char* name, const std::vector<doubl
   }
 }
 
+// One gradient tensor's slice (b0, head h0 rows from `base`), kernel vs exact, the error in bf16 ulps of the slice's
+// rms (as `unbiased` measures gradients: per-element ulps of values that cancel to ~0 say nothing).
+void print_grad(std::ostringstream& s, const char* name, const std::vector<double>& got, const std::vector<double>& exact,
+                std::size_t base, int rows, int d) {
+  double ss = 0;
+  for (std::size_t x = base; x < base + std::size_t(rows) * d; ++x) ss += std::isfinite(exact[x]) ? exact[x] * exact[x] : 0;
+  const double rms = std::sqrt(ss / (double(rows) * d));
+  const double u = rms > 0 ? ulp(rms, Format::kBF16) : 0.0;
+  s << "  " << name << " kernel vs exact (signed error in bf16 ulps of the slice's rms " << fmt_num(rms) << ")"
+    << (rows > kMaxRows || d > kMaxCols ? ", cut" : "") << ":\n";
+  for (int i = 0; i < std::min(rows, kMaxRows); ++i) {
+    s << "    [" << i << "]";
+    for (int c = 0; c < std::min(d, kMaxCols); ++c) {
+      const std::size_t x = base + std::size_t(i) * d + c;
+      char buf[96];
+      std::snprintf(buf, sizeof buf, " %.6g/%.6g(%+.2f)", got[x], exact[x], u > 0 ? (got[x] - exact[x]) / u : 0.0);
+      s << buf;
+    }
+    s << "\n";
+  }
+}
+
+bool names_gradient(const std::string& m) {
+  for (const char* t : {"dQ", "dK", "dV", "delta", "δ"})
+    if (m.find(t) != std::string::npos) return true;
+  return false;
+}
+
 }  // namespace
 
 std::string failure_report(const Property& p, const Kernel& k, const Outcome& o) {
@@ -77,7 +105,10 @@ std::string failure_report(const Property& p, const Kernel& k, const Outcome& o)
   }
   const Problem& pr = in.problem;
   const Format fmt = pr.input_format;
-  s << "instance " << index << " [" << pr.describe() << "], slice b0 h0 (kv head 0):\n";
+  s << "instance " << index << " [" << pr.describe() << "], slice b0 h0 (kv head 0)";
+  if (pr.batch > 1 || pr.heads_q > 1)  // the case file holds every slice; this report shows the first
+    s << " of " << pr.batch << " batch x " << pr.heads_q << " heads (the rest: the case file's instance)";
+  s << ":\n";
   print_rows(s, "Q", in.q, pr.q_at(0, 0, 0, 0), pr.n_q, pr.head_dim, fmt);
   print_rows(s, "K", in.k, pr.kv_at(0, 0, 0, 0), pr.n_k, pr.head_dim, fmt);
   print_rows(s, "V", in.v, pr.kv_at(0, 0, 0, 0), pr.n_k, pr.head_dim, fmt);
@@ -124,6 +155,18 @@ std::string failure_report(const Property& p, const Kernel& k, const Outcome& o)
           s << buf;
         }
         s << "  LSE " << fmt_num(fw.lse[pr.row_at(0, 0, i)]) << "/" << fmt_num(rf.lse[pr.row_at(0, 0, i)]) << "\n";
+      }
+      // A failure in a gradient shows that gradient too (O alone hid a dV that was the whole failure).
+      if (names_gradient(o.message) && !in.d_o.empty() && kt.caps().unsupported_reason(pr, true).empty()) {
+        const BackwardOutput bw = kt.backward(in, fw);
+        const ReferenceBackward rb = reference_backward(in);
+        s << "  delta kernel vs exact:";
+        for (int i = 0; i < std::min(pr.n_q, kMaxRows); ++i)
+          s << " [" << i << "] " << fmt_num(bw.delta[pr.row_at(0, 0, i)]) << "/" << fmt_num(rb.delta[pr.row_at(0, 0, i)]);
+        s << "\n";
+        print_grad(s, "dQ", bw.dq, rb.dq, pr.q_at(0, 0, 0, 0), pr.n_q, pr.head_dim);
+        print_grad(s, "dK", bw.dk, rb.dk, pr.kv_at(0, 0, 0, 0), pr.n_k, pr.head_dim);
+        print_grad(s, "dV", bw.dv, rb.dv, pr.kv_at(0, 0, 0, 0), pr.n_k, pr.head_dim);
       }
     }
   } catch (const std::exception& e) {
