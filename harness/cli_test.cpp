@@ -262,6 +262,29 @@ TEST_F(Cli, EveryMalformedClassExitsTwoNamingTheProblem) {
   expect_bad_file(file("twice.json", twice), "the key 'kernel' appears twice");
 }
 
+// A case whose stats no longer say what replay finds (the statistic changed since it was written) gets a note;
+// --update-stats writes this run's statistic into the file and changes nothing else.
+TEST_F(Cli, ReplayNotesMovedStatsAndUpdatesThem) {
+  const fs::path reg = fs::path(ATTNCHECK_SOURCE_DIR) / "corpus" / "regression" / "paper-unbiased-tied_max-c0b57938.json";
+  json c = json::parse(slurp(reg));
+  c["stats"]["tensors"]["dV"]["fails"] = false;  // as written before dV was measured at the head's rms
+  const std::string path = file("moved.json", c.dump(1));
+  const CmdResult r = run("replay -q " + path);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("note: the file's stats fail on O, delta, this replay on O, dV, delta"), std::string::npos) << r.out;
+  const CmdResult u = run("replay -q --update-stats " + path);
+  EXPECT_EQ(u.status, 0) << u.out << u.err;
+  EXPECT_NE(u.out.find("stats updated in the file"), std::string::npos) << u.out;
+  const json after = json::parse(slurp(path));
+  EXPECT_TRUE(after["stats"]["tensors"]["dV"]["fails"].get<bool>());
+  json rest = after, before = c;
+  rest.erase("stats");
+  before.erase("stats");
+  EXPECT_EQ(rest, before) << "only the stats change";
+  const CmdResult again = run("replay -q " + path);
+  EXPECT_EQ(again.out.find("note:"), std::string::npos) << again.out;
+}
+
 // A directory replays its cases; fuzz summaries and run reports beside them are passed over by name (a
 // `check --json` report kept with the findings made the replay exit 2); an empty one is an error.
 TEST_F(Cli, ReplayTakesDirectoriesAndPassesOverFuzzSummaries) {

@@ -22,6 +22,7 @@ namespace {
 struct ReplayOptions {
   std::vector<std::string> files;
   bool quiet = false;
+  bool update_stats = false;
 };
 
 bool is_fuzz_summary(const std::filesystem::path& p) {
@@ -68,6 +69,25 @@ std::vector<Named> case_files(const std::vector<std::string>& args) {
   return out;
 }
 
+// The tensors a statistic fails on ("O, delta"), from stats["tensors"][name]["fails"] (props_bias.cpp).
+std::string failing_tensors(const nlohmann::json& stats) {
+  std::string out;
+  if (!stats.is_object() || !stats.contains("tensors") || !stats["tensors"].is_object()) return out;
+  for (const auto& [name, t] : stats["tensors"].items())
+    if (t.is_object() && t.value("fails", false)) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+// Same verdict, but the statistic's failing tensors are not the file's (the statistic changed since the case was
+// written: its stats, "informative", no longer say what replay finds): say so, or "".
+std::string moved_tensors(const nlohmann::json& saved, const nlohmann::json& now) {
+  if (!saved.is_object() || !saved.contains("tensors") || !now.is_object() || !now.contains("tensors")) return "";
+  const std::string was = failing_tensors(saved), is = failing_tensors(now);
+  if (was == is) return "";
+  return "the file's stats fail on " + (was.empty() ? std::string("no tensor") : was) + ", this replay on " +
+         (is.empty() ? std::string("no tensor") : is) + " (the statistic moved since the case was written)";
+}
+
 int run_replay(const ReplayOptions& opt) {
   int bad = 0, differ = 0, skipped = 0;
   const std::vector<Named> files = case_files(opt.files);
@@ -95,10 +115,18 @@ int run_replay(const ReplayOptions& opt) {
       }
       const bool same = o.status == c.expected;
       differ += !same;
+      const std::string moved = same ? moved_tensors(c.stats, o.stats) : "";
       // The path is the user's; kernel, property and family are text already (load_case refuses anything else).
       std::cout << (same ? "ok    " : "DIFFER") << " " << printable(path) << ": " << c.kernel << " / " << c.property
                 << " / " << c.family.describe() << ": expected " << status_name(c.expected) << ", got "
                 << status_name(o.status) << "\n";
+      if (opt.update_stats && same && !o.stats.is_null() && o.stats != c.stats) {
+        c.stats = o.stats;  // only the informative statistic: verdict, family and pinned bits stay as they are
+        save_case(path, c);
+        std::cout << "  stats updated in the file\n";
+      } else if (!moved.empty()) {
+        std::cout << "  note: " << moved << "; --update-stats rewrites them\n";
+      }
       if (opt.quiet) {  // the verdict line; a verdict that differs keeps its one-line reason
         if (!same && !o.message.empty()) std::cout << "  " << printable(o.message) << "\n";
       } else if (!o.report.empty()) {  // the report repeats the message and the statistic
@@ -131,6 +159,9 @@ void add_replay(CLI::App& app, Runner& run) {
       "Exit status: 0 every replayed verdict is the expected one (a finding that still fails: 0), 1 a verdict\n"
       "differs (e.g. a fixed kernel now passes its finding: update the case), 2 a file could not be replayed.");
   sub->add_flag("-q,--quiet", opt->quiet, "Only the verdict lines (and the one-line reason of a verdict that differs)");
+  sub->add_flag("--update-stats", opt->update_stats,
+                "Where the verdict is the expected one, write this run's statistic into the file's `stats` "
+                "(after a change of the statistic; nothing else in the file changes)");
   add_plugin_option(*sub);  // cases found on plugin kernels need their library loaded again
   sub->callback([&run, opt] { run = [opt] { return run_replay(*opt); }; });
 }
