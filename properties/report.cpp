@@ -74,8 +74,10 @@ std::string failure_report(const Property& p, const Kernel& k, const Outcome& o)
   auto tile = [](int t) { return t ? std::to_string(t) : std::string("kernel default"); };
   s << "tiles:    " << (f.tile_q || f.tile_k ? "q " + tile(f.tile_q) + ", k " + tile(f.tile_k) : std::string("kernel default"))
     << "\n";
-  s << "found in " << fmt_num(o.seconds) << " s; shrunk in " << o.shrink_steps << " steps, " << fmt_num(o.shrink_seconds)
-    << " s\n";
+  s << "found in " << fmt_num(o.seconds) << " s";
+  if (o.shrink_steps > 0 || o.shrink_seconds > 0)  // a replay runs the saved family as it is: nothing to say there
+    s << "; shrunk in " << o.shrink_steps << " steps, " << fmt_num(o.shrink_seconds) << " s";
+  s << "\n";
   if (p.across_instances && o.stats.contains("tensors")) {
     s << "statistic (T = " << o.stats.value("T", 0) << " instances; fail when |mean| >= " << o.stats.value("epsilon_ulp", 0.0)
       << " ulp and |z| >= " << fmt_num(o.stats.value("z_crit", 0.0)) << ", Šidák-adjusted for "
