@@ -207,7 +207,11 @@ int run_check(const CheckOptions& opt) {
       if (o.status == Status::kFail) {
         if (o.message.rfind("error: ", 0) != 0) {
           try {  // the finding goes to disk first: a crash after this point loses nothing
-            entry.finding = write_finding(opt.findings, case_from_outcome(o, report.budget, "check"));
+            Case c = case_from_outcome(o, report.budget, "check");
+            // A plugin kernel's case names the kernel only; the note keeps where it came from (the library is a
+            // path on this machine, so replay never loads it from the file: --plugin says so).
+            if (o.kernel.rfind("plugin:", 0) == 0) c.note += " [found with" + plugin_replay_args() + "]";
+            entry.finding = write_finding(opt.findings, c);
           } catch (const std::exception& ex) {
             entry.finding_error = ex.what();
             ++unsaved;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <regex>
 #include <string>
 
@@ -119,6 +120,11 @@ TEST(PluginCli, AnErrorMessageIsSavedAsText) {
   ASSERT_TRUE(std::regex_search(r.output, m, std::regex("replay: \\S*attncheck replay (\\S+)"))) << r.output;
   std::ifstream saved(m[1].str());
   ASSERT_TRUE(saved) << m[1].str();
+  // The case names the kernel only; its note says which library found it (replay needs --plugin again).
+  std::stringstream text;
+  text << saved.rdbuf();
+  EXPECT_NE(text.str().find(std::string("[found with --plugin ") + ATTNCHECK_FAULTY_PLUGIN + "]"), std::string::npos)
+      << text.str();
 }
 
 TEST(PluginCli, ANonPluginLibraryIsAUsageError) {
