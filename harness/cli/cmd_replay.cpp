@@ -39,9 +39,9 @@ bool has_json_extension(const std::filesystem::path& p) {
 
 // The case files named, in order; a path that cannot be replayed as named carries why (`error`), so that it is
 // reported as a file that could not be replayed and the others still run. A directory gives its *.json entries
-// (.json in any case; name order, not recursive), fuzz summaries left out; an entry that is not a regular file (a FIFO, a link to a
-// directory) is kept and refused by load_case, not passed over in silence. A path whose status cannot be read (a
-// link loop, a dangling link) is kept as well: load_case reports it.
+// (.json in any case; name order, not recursive), fuzz summaries left out; an entry that is not a regular file
+// (a FIFO, a link to a directory) is kept and refused by load_case, not passed over in silence. A path whose
+// status cannot be read (a link loop, a dangling link) is kept as well: load_case reports it.
 struct Named {
   std::string path;
   std::string error;  // "" = replay it
