@@ -190,7 +190,7 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
             out.lse[row] = -HUGE_VAL;  // o_row stays 0
             continue;
           }
-          const bool empty_sum = !(l != 0.0f);  // 0 or NaN
+          const bool empty_sum = l == 0.0f || std::isnan(l);  // FA2: sum == 0 || sum != sum
           if (empty_sum && trace) ++trace->zero_row_sums;
           if (f.reciprocal) {
             // FA2: inv_sum = (sum == 0 || sum != sum) ? 1 : 1 / sum.

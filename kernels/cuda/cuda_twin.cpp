@@ -111,7 +111,7 @@ ForwardOutput twin(const Instance& in, float beta, float tol) {
         bool any_visible = false;
         for (int j = 0; j < p.n_k && !any_visible; ++j) any_visible = in.visible(b, h, i, j);
         const bool empty_row = !any_visible || m_run == -kInf;
-        const bool empty_sum = !(l_run != 0.f);
+        const bool empty_sum = l_run == 0.f || std::isnan(l_run);  // FA2: sum == 0 || sum != sum
         const float inv = empty_sum ? 1.f : round_float(1.f / l_run, Spec::out_div_fmt);
         for (int c = 0; c < d; ++c) {
           const float o = Spec::reciprocal_normalise ? acc[c] * inv : acc[c] / l_run;

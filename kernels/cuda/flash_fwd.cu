@@ -591,7 +591,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
     if (i_row >= p.n_q) continue;
     const float l = l_run[q], m = m_run[q];
     const bool empty_row = !(p.n_k > 0 && (!p.causal || i_row + diag >= 0)) || !any_visible[q] || m == -INFINITY;
-    const bool empty_sum = !(l != 0.f);
+    const bool empty_sum = l == 0.f || isnan(l);  // FA2: sum == 0 || sum != sum (the CPU model's step 7)
     const float inv = empty_sum ? 1.f : round_float(__fdiv_rn(1.f, l), Spec::out_div_fmt);
     std::uint16_t* go = p.o + ((std::size_t(b) * p.heads_q + h) * p.n_q + i_row) * kD;
 #pragma unroll
