@@ -268,6 +268,7 @@ TEST_F(Cli, ReplayNotesMovedStatsAndUpdatesThem) {
   const fs::path reg = fs::path(ATTNCHECK_SOURCE_DIR) / "corpus" / "regression" / "paper-unbiased-tied_max-c0b57938.json";
   json c = json::parse(slurp(reg));
   c["stats"]["tensors"]["dV"]["fails"] = false;  // as written before dV was measured at the head's rms
+  c["x_reviewer"] = "kept";                       // a field this version does not know survives the update
   const std::string path = file("moved.json", c.dump(1));
   const CmdResult r = run("replay -q " + path);
   EXPECT_EQ(r.status, 0) << r.out << r.err;
@@ -281,8 +282,15 @@ TEST_F(Cli, ReplayNotesMovedStatsAndUpdatesThem) {
   rest.erase("stats");
   before.erase("stats");
   EXPECT_EQ(rest, before) << "only the stats change";
-  const CmdResult again = run("replay -q " + path);
+  EXPECT_EQ(after["x_reviewer"], "kept");
+  const CmdResult again = run("replay -q --update-stats " + path);  // nothing moved now: no note, no write
   EXPECT_EQ(again.out.find("note:"), std::string::npos) << again.out;
+  EXPECT_EQ(again.out.find("stats updated"), std::string::npos) << again.out;
+  // A hand-edited `fails` that is not a bool is no failure, and no reason to refuse the file.
+  json odd = after;
+  odd["stats"]["tensors"]["O"]["fails"] = 1;
+  const CmdResult o = run("replay -q " + file("odd.json", odd.dump(1)));
+  EXPECT_EQ(o.status, 0) << o.out << o.err;
 }
 
 // A directory replays its cases; fuzz summaries and run reports beside them are passed over by name (a
@@ -301,6 +309,7 @@ TEST_F(Cli, ReplayTakesDirectoriesAndPassesOverFuzzSummaries) {
   EXPECT_NE(r.out.find("ok     " + (dir_ / "found" / "a.json").string()), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("ok     " + (dir_ / "found" / "b.JSON").string()), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("notes.txt"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("notes.txt"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("run.json: a run report (attncheck check --json), not a case"), std::string::npos) << r.out;
   const CmdResult g = run("replay -q " + (dir_ / "found" / "a.json").string() + " " +
                           (dir_ / "found" / "fuzz-oracle-summary.json").string());

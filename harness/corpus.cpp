@@ -253,6 +253,16 @@ void save_case(const std::string& path, const Case& c) {
   write_text_file(path, case_to_json(c).dump(1, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
+void update_case_stats(const std::string& path, const nlohmann::json& stats) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read: " + std::strerror(errno));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  json j = json::parse(buf.str());  // load_case has read this very file: valid, bounded in size and depth
+  j["stats"] = stats;
+  write_text_file(path, j.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
+}
+
 Case load_case(const std::string& path) {
   // Case files are small (the largest committed one is ~25 KB): a FIFO would block the replay and /dev/zero would
   // fill memory, so only a regular file of at most kMaxCaseBytes is read.

@@ -46,6 +46,9 @@ nlohmann::json case_to_json(const Case& c);
 Case case_from_json(const nlohmann::json& j, const std::string& origin);  // origin names the file in errors
 void save_case(const std::string& path, const Case& c);
 Case load_case(const std::string& path);
+// Replaces the `stats` of the case file at `path` (which load_case read) and nothing else: fields this version does
+// not know are kept; the file is rewritten in save_case's layout. For `replay --update-stats`.
+void update_case_stats(const std::string& path, const nlohmann::json& stats);
 // Writes the case into dir under a stable name (kernel-property-generator-<hash>.json); returns the path.
 std::string write_finding(const std::string& dir, const Case& c);
 // Re-runs the case's property on its family (and checks the pinned instance still generates the same bits).

@@ -47,7 +47,7 @@ std::string& replay_program() {
 }  // namespace
 
 void set_replay_program(const std::string& argv0) {
-  if (argv0.find('/') != std::string::npos) replay_program() = shell_word(argv0);
+  replay_program() = argv0.find('/') != std::string::npos ? shell_word(argv0) : std::string("attncheck");
 }
 
 std::string replay_command(const std::string& finding_path, const std::string& extra) {
