@@ -85,10 +85,12 @@ double envelope_gamma(const Family& f) {
   const int tk = f.tile_k > 0 ? f.tile_k : kDefaultTileK;
   const int tiles = (f.problem.n_k + tk - 1) / tk;
   const double ru = (2.0 * tiles + 4.0) * kU;
-  // Beyond R·u = 1/2 Higham's γ_R no longer holds; 1 caps it (the weights' error terms become 4·M_c in O and
-  // 2 nats in LSE: a bound that bounds little, but a number).
-  return ru < 0.5 ? ru / (1.0 - ru) : 1.0;
+  // Higham's γ_R holds for R·u < 1; the envelope's ratio terms γ/(1 − γ) need γ < 1, i.e. R·u < 1/2. Past that
+  // (about 60 key tiles) there is no bound: +inf, which the callers read as "bounds nothing" (mismatch()).
+  return ru < 0.5 ? ru / (1.0 - ru) : HUGE_VAL;
 }
+
+double mismatch(double g) { return g < 1 ? g / (1 - g) : HUGE_VAL; }
 
 namespace {
 // σ of every row of `in` and, with `last_q` (one Q last column per copy), of copies of `in` whose Q differs only in
@@ -140,7 +142,7 @@ std::vector<std::vector<double>> sigma_of(const Instance& in, const std::vector<
               max_s = std::max(max_s, std::fabs(s));
               max_abs_dot = std::max(max_abs_dot, abs_c[j]);
             }
-            sigma[m][row] = 5 * kU32 * max_s + p.scale * gamma_d * max_abs_dot;  // property_util.h: why 5
+            sigma[m][row] = 8 * kU32 * max_s + p.scale * gamma_d * max_abs_dot;  // property_util.h: why 8
           }
         }
     }
@@ -188,7 +190,7 @@ std::vector<double> output_envelope(const Instance& in, const Family& f, const s
         for (int c = 0; c < p.head_dim; ++c) {
           const double m = m_col[c];
           const double x = std::fabs(exact_o[p.q_at(b, h, i, c)]);
-          const double dev = (2 * g / (1 - std::min(g, 0.5)) + w) * m;
+          const double dev = (2 * mismatch(g) + w) * m;
           const double bound = dev + ulp(x + dev, Format::kBF16);
           // Not finite (an exact value that is not, or a deviation past fp64's range): no bound. Always +inf
           // then, never NaN, so that callers can tell "unbounded" from a number (property_util.h).
@@ -209,7 +211,7 @@ std::vector<double> lse_envelope(const Instance& in, const Family& f, const std:
   std::vector<double> e(p.rows(), 0.0);
   for (std::size_t r = 0; r < p.rows(); ++r) {
     const double l = std::isfinite(exact_lse[r]) ? std::fabs(exact_lse[r]) : 0.0;
-    const double bound = sigma[r] + g / (1 - std::min(g, 0.5)) + 0x1.0p-22 * l;
+    const double bound = sigma[r] + mismatch(g) + 0x1.0p-22 * l;
     e[r] = std::isfinite(bound) ? bound : HUGE_VAL;  // +inf = unbounded, never NaN (as above)
   }
   return e;

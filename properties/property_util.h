@@ -12,11 +12,13 @@
 //     R = 2·(key tiles) + 4 (per tile: block value + rescaled accumulator; plus p̄, the final sum, the division,
 //     the output), so each weight is off by at most γ = R·u / (1 − R·u) (Higham's γ_R), independently in the
 //     numerator and the denominator;
-//   * every exponent argument is off by at most σ_i = 5·2^-24·max_j|s_ij| + scale·γ_d·max_j Σ_c|q_ic k_jc|
+//   * every exponent argument is off by at most σ_i = 8·2^-24·max_j|s_ij| + scale·γ_d·max_j Σ_c|q_ic k_jc|
 //     (fp32 dot products, Higham Thm 3.1, γ_d = d·2^-24/(1 − d·2^-24)). After the dot products, in units of
-//     u32·max|s|: the scaling 1 and the difference s − m 2 (a value below 2·max|s|), 3 in all; FA2's folded
-//     fma(s, c̃, −round(m·c̃)) with c̃ = fp32(scale·log2e) costs more: c̃'s own rounding moves (s − m)·c̃ by 2,
-//     round(m·c̃) 1, the fma's rounding 2, 5 in all (the max is exact).
+//     u32·max|s|, with |m| <= β·max|s| (β = 1; the fixed policy's shift m = β·r has β = 2) and so
+//     |s − m| <= (1 + β)·max|s|: the scaling 1 and the difference 1 + β, 2 + β in all; FA2's folded
+//     fma(s, c̃, −round(m·c̃)) with c̃ = fp32(scale·log2e): c̃'s own rounding moves (s − m)·c̃ by 1 + β, round(m·c̃)
+//     by β, the fma's rounding by 1 + β, 2 + 3β in all: 8 at β = 2 (the max is exact). A shift with β > 2
+//     (`fa2-fixed[beta=4]`) needs 2 + 3β; this envelope does not know the kernel and takes 8.
 // Then |O_ic − O*_ic| <= E_ic = (2γ/(1−γ) + e^{2σ_i} − 1)·M_c + ulp(|O*_ic| + that), M_c = max attended |v_jc|:
 // convexity gives the e^{2σ}−1 term (each normalised weight moves by a factor within e^{±2σ}), the γ terms come
 // from the numerator/denominator mismatch, and the last ulp is the final rounding (an ulp, not half, so a
@@ -58,7 +60,9 @@ Outcome run_per_instance(const std::string& property, const Kernel& k, const Fam
                          bool need_backward, const InstanceCheck& one);
 
 // The envelope above: γ for the family, σ_i for one row, M_c over attended keys.
-double envelope_gamma(const Family& f);
+double envelope_gamma(const Family& f);  // +inf where the envelope bounds nothing (R·u >= 1/2)
+// γ/(1 − γ), the numerator/denominator mismatch of the envelope (O takes twice it); +inf for γ >= 1.
+double mismatch(double g);
 std::vector<double> score_error_bounds(const Instance& in);  // σ_i of every row (row_at order)
 // σ of copies of `in` that differ from it only in Q's last column (copy m has (*last_q[m])[r] at row r, column
 // d−1): element for element score_error_bounds(copy m), with the shared columns' dot products formed once
@@ -76,8 +80,8 @@ std::vector<double> output_envelope(const Instance& in, const Family& f, const s
 // The bound on |LSE_kernel − LSE_exact| per row: σ_i + γ/(1−γ) + 2^-22·|LSE|. LSE is 1-Lipschitz in every score
 // (its gradient is the softmax, weights summing to 1), so scores off by σ_i move it by σ_i; the row sum's relative
 // error γ moves log l by −log(1 − γ) <= γ/(1 − γ); the last term is the final fp32 rounding of m·scale + log l
-// (2^-24·|LSE|, taken 4x for the binade and a second rounding); log l's own rounding and logf's ulps (a few
-// 2^-24·log n_k) lie far inside γ/(1 − γ) >= 6·2^-8.
+// (2^-24·|LSE|, taken 4x: room for logf's ulps and a second rounding); log l's own rounding (a few 2^-24·log n_k)
+// lies far inside γ/(1 − γ) >= 6·2^-8.
 std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse);
 std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse,
                                  const std::vector<double>& sigma);

@@ -11,7 +11,8 @@
 // (out − out_ref).abs().max() ≤ 2·(out_pt − out_ref).abs().max() + atol, with out_pt a plain PyTorch attention
 // in the kernel's precision, and (in the later tests) atol = 2·|(out_ref + 0.3) − 0.3 − out_ref|.max(): fp32
 // rounding noise at the scale of the output, i.e. about 2–4 unit roundoffs of max|out_ref|. We keep the
-// scale-free part of that: by default floor_scale = 4 (2 fp32 ulps of the largest exact entry). It covers the
+// scale-free part of that: by default floor_scale = 4 (4·2^-24·max|exact|: 2 to 4 fp32 ulps of the largest exact
+// entry, by where it sits in its binade). It covers the
 // case where the plain attention happens to be exact (e.g. an output that is a bf16 value) while the kernel,
 // summing in fp32 in another order, lands a few fp32 ulps off. It is 2^14 to 2^15 times smaller than a bf16 ulp, so
 // it excuses no bf16-level error. Tensors accumulated in fp32 over long sums (dK, dV over n_q rows) can pass
@@ -73,8 +74,9 @@ constexpr double kDefaultFloorScale = 4.0;
 // The floor scale for a tensor whose elements are fp32 sums of n terms. Two summation orders of the same n
 // terms each err by at most γ_{n−1}·Σ|t| ≈ (n−1)·2^-24·Σ|t| (Higham, Thm 4.4), so they differ by at most
 // 2(n−1)·2^-24·Σ|t|; with terms of one sign Σ|t| = |sum| ≤ max|exact|. Adding the default 4 for the final
-// stores gives 2n + 2, rounded up to 4 + 2n. (Mixed signs can exceed this, as in dQ and dK, whose dS rows sum to
-// 0; but then the plain attention's error, the rule's main term, grows alike.)
+// stores gives 2n + 2, rounded up to 4 + 2n. (Mixed signs can exceed this: dQ sums dS rows, which sum to 0, dK sums
+// dS columns, dV sums P·dO with dO of either sign; but then the plain attention's error, the rule's main term, grows
+// alike.)
 double fp32_accumulation_floor_scale(std::size_t n);
 
 // message_on_pass = false leaves `message` empty when ok (everything else is the same): for callers that read
