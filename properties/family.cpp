@@ -245,7 +245,8 @@ Family family_from_json(const nlohmann::json& j) {
   }
   // Every parameter the generator lists must be written: one left out would fall back to generators.cpp's
   // in-code value, not to the default `attncheck list` shows (ties 0, v_sign 0 in a tie family), so a
-  // hand-written case would check another family without a word. (Mask extents, pad ... keep, stay optional.)
+  // hand-written case would check another family without a word. (A parameter the generator does not list, such
+  // as `pad` in a family whose mask was switched on by hand, stays optional: its in-code value applies.)
   std::ostringstream missing;
   for (const auto& [k, v] : entry(f.generator).info.defaults)
     if (!f.params.count(k)) missing << (missing.tellp() > 0 ? ", '" : "'") << k << "' (default " << v << ")";

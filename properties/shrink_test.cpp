@@ -67,8 +67,9 @@ TEST(Shrink, PaperTieBiasShrinksToATinyTie) {
   // One '*' in the legend, one per tied maximum in the score matrix (two ties).
   EXPECT_GE(std::count(o.report.begin(), o.report.end(), '*'), 3) << "tied maxima are marked\n" << o.report;
   EXPECT_NE(o.report.find("away-from-zero"), std::string::npos);
-  // The failure names δ (and dV): the report shows the gradients beside O, kernel vs exact.
+  // The failure names δ and dV: the report shows the gradients beside O, kernel vs exact.
   ASSERT_NE(o.message.find("delta"), std::string::npos) << o.message;
+  ASSERT_NE(o.message.find("dV"), std::string::npos) << o.message;
   EXPECT_NE(o.report.find("delta kernel vs exact:"), std::string::npos) << o.report;
   EXPECT_NE(o.report.find("dV kernel vs exact (signed error in bf16 ulps of the slice's rms"), std::string::npos)
       << o.report;
