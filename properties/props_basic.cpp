@@ -75,12 +75,17 @@ std::string check_accurate(const Kernel& k, const Instance& in, const Family&, n
 // value (then the infinity of its sign is a faithful rounding: the correct one once past max + ulp/2, and a
 // stochastic rounding's possible one just past max; accuracy.h) or is itself infinite (LSE of a fully masked row:
 // that infinity). A NaN is never a rounding of anything, and an infinity of the other sign is not either.
-std::string nonfinite(const char* name, const std::vector<double>& got, const std::vector<double>& exact, Format f) {
+// The element is named in its tensor's layout (where(), where_row()): O, dQ by query row, dK, dV by key row, LSE and
+// delta by row.
+std::string nonfinite(const char* name, const std::vector<double>& got, const std::vector<double>& exact, Format f,
+                      const Problem& p) {
   for (std::size_t i = 0; i < got.size(); ++i) {
     if (std::isfinite(got[i])) continue;
     const bool beyond = !std::isfinite(exact[i]) || std::fabs(exact[i]) > format_info(f).max_finite;
     if (beyond && std::isinf(got[i]) && std::signbit(got[i]) == std::signbit(exact[i])) continue;
-    return std::string(name) + "[" + std::to_string(i) + "] = " + fmt_num(got[i]) + " but exact " + fmt_num(exact[i]);
+    const std::string n = name;
+    const std::string at = n == "LSE" || n == "delta" ? where_row(p, i) : where(p, i, n == "dK" || n == "dV");
+    return n + at + " = " + fmt_num(got[i]) + " but exact " + fmt_num(exact[i]);
   }
   return "";
 }
@@ -90,18 +95,18 @@ std::string check_finite(const Kernel& k, const Instance& in, const Family&, nlo
   const Format of = k.caps().output_format;
   if (!k.caps().backward) {
     const ReferenceForward rf = reference_forward(in);
-    if (auto w = nonfinite("O", fw.o, rf.o, of); !w.empty()) return w;
-    return nonfinite("LSE", fw.lse, rf.lse, Format::kF32);
+    if (auto w = nonfinite("O", fw.o, rf.o, of, in.problem); !w.empty()) return w;
+    return nonfinite("LSE", fw.lse, rf.lse, Format::kF32, in.problem);
   }
   const ReferenceBackward rb = reference_backward(in);
   const ReferenceForward rf = reference_forward(in);
-  if (auto w = nonfinite("O", fw.o, rf.o, of); !w.empty()) return w;
-  if (auto w = nonfinite("LSE", fw.lse, rf.lse, Format::kF32); !w.empty()) return w;
+  if (auto w = nonfinite("O", fw.o, rf.o, of, in.problem); !w.empty()) return w;
+  if (auto w = nonfinite("LSE", fw.lse, rf.lse, Format::kF32, in.problem); !w.empty()) return w;
   const BackwardOutput kb = k.backward(in, fw);
-  if (auto w = nonfinite("dQ", kb.dq, rb.dq, of); !w.empty()) return w;
-  if (auto w = nonfinite("dK", kb.dk, rb.dk, of); !w.empty()) return w;
-  if (auto w = nonfinite("dV", kb.dv, rb.dv, of); !w.empty()) return w;
-  return nonfinite("delta", kb.delta, rb.delta, Format::kF32);
+  if (auto w = nonfinite("dQ", kb.dq, rb.dq, of, in.problem); !w.empty()) return w;
+  if (auto w = nonfinite("dK", kb.dk, rb.dk, of, in.problem); !w.empty()) return w;
+  if (auto w = nonfinite("dV", kb.dv, rb.dv, of, in.problem); !w.empty()) return w;
+  return nonfinite("delta", kb.delta, rb.delta, Format::kF32, in.problem);
 }
 
 // V = c·1: every row with a visible key is a convex combination of c's, so O = c exactly. c is the instance's

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <regex>
+#include <utility>
 #include <sstream>
 
 #include "properties/property_util.h"
@@ -34,7 +36,7 @@ void print_rows(std::ostringstream& s, const char* name, const std::vector<doubl
   }
 }
 
-// One gradient tensor's slice (b0, head h0 rows from `base`), kernel vs exact, the error in bf16 ulps of the slice's
+// One gradient tensor's slice (the rows from `base`), kernel vs exact, the error in bf16 ulps of the slice's
 // rms (as `unbiased` measures gradients: per-element ulps of values that cancel to ~0 say nothing).
 void print_grad(std::ostringstream& s, const char* name, const std::vector<double>& got, const std::vector<double>& exact,
                 std::size_t base, int rows, int d) {
@@ -54,6 +56,19 @@ void print_grad(std::ostringstream& s, const char* name, const std::vector<doubl
     }
     s << "\n";
   }
+}
+
+// The (batch, query head) slice the report shows: the one holding the element the failure names, as where() and
+// where_row() write it into the message ("(b0,h1,i3,c2)", or "(b0,hk1,j2,c0)" for K-layout tensors: that kv
+// head's first query head), else (0, 0).
+std::pair<int, int> named_slice(const std::string& message, const Problem& p) {
+  static const std::regex at(R"(\(b(\d{1,9}),(hk|h)(\d{1,9}),[ij]\d+)");  // bounded: stol cannot overflow
+  std::smatch m;
+  if (!std::regex_search(message, m, at)) return {0, 0};
+  const long b = std::stol(m[1].str()), h = std::stol(m[3].str());
+  const long hq = m[2].str() == "hk" ? h * p.group() : h;
+  if (b < 0 || b >= p.batch || hq < 0 || hq >= p.heads_q) return {0, 0};
+  return {static_cast<int>(b), static_cast<int>(hq)};
 }
 
 bool names_gradient(const std::string& m) {
@@ -107,16 +122,18 @@ std::string failure_report(const Property& p, const Kernel& k, const Outcome& o)
   }
   const Problem& pr = in.problem;
   const Format fmt = pr.input_format;
-  s << "instance " << index << " [" << pr.describe() << "], slice b0 h0 (kv head 0)";
-  if (pr.batch > 1 || pr.heads_q > 1)  // the case file holds every slice; this report shows the first
+  const auto [sb, sh] = named_slice(o.message, pr);
+  const int shk = sh / pr.group();
+  s << "instance " << index << " [" << pr.describe() << "], slice b" << sb << " h" << sh << " (kv head " << shk << ")";
+  if (pr.batch > 1 || pr.heads_q > 1)  // the case file holds every slice; this report shows the failing one
     s << " of " << pr.batch << " batch x " << pr.heads_q << " heads (the rest: the case file's instance)";
   s << ":\n";
-  print_rows(s, "Q", in.q, pr.q_at(0, 0, 0, 0), pr.n_q, pr.head_dim, fmt);
-  print_rows(s, "K", in.k, pr.kv_at(0, 0, 0, 0), pr.n_k, pr.head_dim, fmt);
-  print_rows(s, "V", in.v, pr.kv_at(0, 0, 0, 0), pr.n_k, pr.head_dim, fmt);
-  print_rows(s, "dO", in.d_o, pr.q_at(0, 0, 0, 0), pr.n_q, pr.head_dim, fmt);
+  print_rows(s, "Q", in.q, pr.q_at(sb, sh, 0, 0), pr.n_q, pr.head_dim, fmt);
+  print_rows(s, "K", in.k, pr.kv_at(sb, shk, 0, 0), pr.n_k, pr.head_dim, fmt);
+  print_rows(s, "V", in.v, pr.kv_at(sb, shk, 0, 0), pr.n_k, pr.head_dim, fmt);
+  print_rows(s, "dO", in.d_o, pr.q_at(sb, sh, 0, 0), pr.n_q, pr.head_dim, fmt);
 
-  const std::vector<double> sc = reference_scores(in, 0, 0);
+  const std::vector<double> sc = reference_scores(in, sb, sh);
   s << "  exact scores S = scale·QKᵀ(+bias) ('*' = ties the row max exactly, '~' = within 2^-9 of it, "
        "'-inf' = masked):\n";
   for (int i = 0; i < std::min(pr.n_q, kMaxRows); ++i) {
@@ -149,14 +166,14 @@ std::string failure_report(const Property& p, const Kernel& k, const Outcome& o)
       for (int i = 0; i < std::min(pr.n_q, kMaxRows); ++i) {
         s << "    [" << i << "]";
         for (int c = 0; c < std::min(pr.head_dim, kMaxCols); ++c) {
-          const std::size_t x = pr.q_at(0, 0, i, c);
+          const std::size_t x = pr.q_at(sb, sh, i, c);
           const double e = rf.o[x];
           char buf[96];
           std::snprintf(buf, sizeof buf, " %.6g/%.6g(%+.2f)", fw.o[x], e,
                         e != 0 && std::isfinite(e) ? (fw.o[x] - e) / ulp(e, Format::kBF16) : 0.0);
           s << buf;
         }
-        s << "  LSE " << fmt_num(fw.lse[pr.row_at(0, 0, i)]) << "/" << fmt_num(rf.lse[pr.row_at(0, 0, i)]) << "\n";
+        s << "  LSE " << fmt_num(fw.lse[pr.row_at(sb, sh, i)]) << "/" << fmt_num(rf.lse[pr.row_at(sb, sh, i)]) << "\n";
       }
       // A failure in a gradient shows that gradient too (O alone hid a dV that was the whole failure).
       if (names_gradient(o.message) && !in.d_o.empty() && kt.caps().unsupported_reason(pr, true).empty()) {
@@ -164,11 +181,11 @@ std::string failure_report(const Property& p, const Kernel& k, const Outcome& o)
         const ReferenceBackward rb = reference_backward(in);
         s << "  delta kernel vs exact:";
         for (int i = 0; i < std::min(pr.n_q, kMaxRows); ++i)
-          s << " [" << i << "] " << fmt_num(bw.delta[pr.row_at(0, 0, i)]) << "/" << fmt_num(rb.delta[pr.row_at(0, 0, i)]);
+          s << " [" << i << "] " << fmt_num(bw.delta[pr.row_at(sb, sh, i)]) << "/" << fmt_num(rb.delta[pr.row_at(sb, sh, i)]);
         s << "\n";
-        print_grad(s, "dQ", bw.dq, rb.dq, pr.q_at(0, 0, 0, 0), pr.n_q, pr.head_dim);
-        print_grad(s, "dK", bw.dk, rb.dk, pr.kv_at(0, 0, 0, 0), pr.n_k, pr.head_dim);
-        print_grad(s, "dV", bw.dv, rb.dv, pr.kv_at(0, 0, 0, 0), pr.n_k, pr.head_dim);
+        print_grad(s, "dQ", bw.dq, rb.dq, pr.q_at(sb, sh, 0, 0), pr.n_q, pr.head_dim);
+        print_grad(s, "dK", bw.dk, rb.dk, pr.kv_at(sb, shk, 0, 0), pr.n_k, pr.head_dim);
+        print_grad(s, "dV", bw.dv, rb.dv, pr.kv_at(sb, shk, 0, 0), pr.n_k, pr.head_dim);
       }
     }
   } catch (const std::exception& e) {

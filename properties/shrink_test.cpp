@@ -52,6 +52,25 @@ TEST(Shrink, ReachesTheSmallestFailingShape) {
   EXPECT_EQ(o.report.find("replay:"), std::string::npos) << "the CLI prints the replay line";
 }
 
+TEST(Shrink, TheReportShowsTheSliceTheFailureNames) {
+  // NaN in the last query head's first O element: shrinking cannot drop that head, and the report shows its slice
+  // (it showed b0 h0, where nothing is wrong).
+  auto k = testing::make_kernel("nan_in_last_head", [](const Instance& in) {
+    ForwardOutput o = testing::rounded_reference(in);
+    if (in.problem.heads_q >= 2) o.o[in.problem.q_at(0, in.problem.heads_q - 1, 0, 0)] = NAN;
+    return o;
+  });
+  const Outcome o = check_and_shrink(get_property("finite"), *k, default_family("gqa"), Budget{});
+  ASSERT_EQ(o.status, Status::kFail);
+  const int h = o.family.problem.heads_q - 1;
+  ASSERT_GE(h, 1);
+  EXPECT_NE(o.message.find("(b0,h" + std::to_string(h) + ",i0,c0)"), std::string::npos) << o.message;
+  EXPECT_NE(o.report.find("slice b0 h" + std::to_string(h) + " (kv head " +
+                          std::to_string(h / o.family.problem.group()) + ")"),
+            std::string::npos)
+      << o.report;
+}
+
 TEST(Shrink, PaperTieBiasShrinksToATinyTie) {
   const auto t0 = std::chrono::steady_clock::now();
   const Outcome o =
