@@ -253,12 +253,20 @@ void save_case(const std::string& path, const Case& c) {
   write_text_file(path, case_to_json(c).dump(1, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
-void update_case_stats(const std::string& path, const nlohmann::json& stats) {
+namespace {
+// The whole file as text; Error naming the path when it cannot be read.
+std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot read: " + std::strerror(errno));
   std::ostringstream buf;
   buf << in.rdbuf();
-  json j = json::parse(buf.str());  // load_case has read this very file: valid, bounded in size and depth
+  if (in.bad()) throw Error(path + ": cannot read");
+  return buf.str();
+}
+}  // namespace
+
+void update_case_stats(const std::string& path, const nlohmann::json& stats) {
+  json j = json::parse(read_text(path));  // load_case has read this very file: valid, bounded in size and depth
   j["stats"] = stats;
   write_text_file(path, j.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
 }
@@ -273,12 +281,7 @@ Case load_case(const std::string& path) {
   if (!std::filesystem::is_regular_file(st)) throw Error(path + ": not a regular file");
   if (const auto size = std::filesystem::file_size(path, ec); !ec && size > kMaxCaseBytes)
     throw Error(path + ": " + std::to_string(size) + " bytes, more than a case file's limit of 64 MiB");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot read: " + std::strerror(errno));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) throw Error(path + ": cannot read");
-  const std::string text = buf.str();
+  const std::string text = read_text(path);
   if (text.empty()) throw Error(path + ": empty file (truncated?)");
   json j;
   // A key twice in one object: JSON leaves it open, nlohmann keeps the last, so an appended "kernel" silently

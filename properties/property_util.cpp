@@ -240,6 +240,11 @@ std::string where(const Problem& p, std::size_t x, bool kv) {
   return open_row_label(p, x / p.head_dim, kv) + ",c" + std::to_string(x % p.head_dim) + ")";
 }
 
+std::string where_in(const Problem& p, const std::string& tensor, std::size_t x) {
+  if (tensor == "LSE" || tensor == "delta") return where_row(p, x);
+  return where(p, x, tensor == "dK" || tensor == "dV");
+}
+
 std::string fmt_num(double x) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.9g", x);

@@ -92,5 +92,8 @@ std::string fmt_num(double x);        // shortest round-trip decimal
 std::string where(const Problem& p, std::size_t x, bool kv = false);
 // "(b,h,i)" of row r (row_at order: LSE, δ); with `kv`, "(b,hk,j)" of key row r.
 std::string where_row(const Problem& p, std::size_t r, bool kv = false);
+// Element x of the output tensor named `tensor`, in its own layout: rows for LSE and delta, key rows for dK and dV,
+// query rows for O and dQ.
+std::string where_in(const Problem& p, const std::string& tensor, std::size_t x);
 
 }  // namespace attncheck

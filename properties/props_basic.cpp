@@ -43,12 +43,8 @@ std::string check_accurate(const Kernel& k, const Instance& in, const Family&, n
     worst_ratio = std::max(worst_ratio, a.ratio);
     stats[std::string(name) + "_err"] = a.kernel_err;
     stats[std::string(name) + "_bound"] = a.bound;
-    if (!a.ok && failure.empty()) {  // the element named in the tensor's own layout, not by its flat index alone
-      const std::string n = name;
-      const Problem& p = in.problem;
-      const std::string at = n == "LSE" ? where_row(p, a.worst) : where(p, a.worst, n == "dK" || n == "dV");
-      failure = n + at + ": " + a.message;
-    }
+    // The element named in the tensor's own layout, not by its flat index alone.
+    if (!a.ok && failure.empty()) failure = name + where_in(in.problem, name, a.worst) + ": " + a.message;
   };
   if (bwd) {
     const ReferenceBackward rb = reference_backward(in);
@@ -75,17 +71,14 @@ std::string check_accurate(const Kernel& k, const Instance& in, const Family&, n
 // value (then the infinity of its sign is a faithful rounding: the correct one once past max + ulp/2, and a
 // stochastic rounding's possible one just past max; accuracy.h) or is itself infinite (LSE of a fully masked row:
 // that infinity). A NaN is never a rounding of anything, and an infinity of the other sign is not either.
-// The element is named in its tensor's layout (where(), where_row()): O, dQ by query row, dK, dV by key row, LSE and
-// delta by row.
+// The element is named in its tensor's layout (where_in).
 std::string nonfinite(const char* name, const std::vector<double>& got, const std::vector<double>& exact, Format f,
                       const Problem& p) {
   for (std::size_t i = 0; i < got.size(); ++i) {
     if (std::isfinite(got[i])) continue;
     const bool beyond = !std::isfinite(exact[i]) || std::fabs(exact[i]) > format_info(f).max_finite;
     if (beyond && std::isinf(got[i]) && std::signbit(got[i]) == std::signbit(exact[i])) continue;
-    const std::string n = name;
-    const std::string at = n == "LSE" || n == "delta" ? where_row(p, i) : where(p, i, n == "dK" || n == "dV");
-    return n + at + " = " + fmt_num(got[i]) + " but exact " + fmt_num(exact[i]);
+    return name + where_in(p, name, i) + " = " + fmt_num(got[i]) + " but exact " + fmt_num(exact[i]);
   }
   return "";
 }

@@ -325,7 +325,6 @@ Outcome check_unbiased(const Kernel& k, const Family& f, const Budget& b) {
     o.status = Status::kFail;
     o.message = "not finite: " + s.not_finite;
     o.instance_index = s.not_finite_instance;
-    o.instances_run = s.drawn;
     return o;
   }
   if (s.tensors_measured == 0) {  // every instance's exact tensors were 0 or not finite: nothing to average

@@ -246,8 +246,8 @@ std::string compare_backward(const Instance& in, const BackwardOutput& a, const 
 // bit. The changed keys are those masked for the row with the most masked keys; compared are the rows that see
 // none of them. Changed V values are amplified (about −2^16·v) so that any leak of a masked key's weight
 // shows up (bitwise, or far beyond the one rounding `stochastic` is allowed: unchanged_value). With a backward
-// pass, also δ and dQ of the compared rows and dK, dV of the keys only they see (compare_backward: with a padding mask that is every
-// key, the changed ones included; where other rows see some changed key, fewer or none).
+// pass, also δ and dQ of the compared rows and dK, dV of the keys only they see (compare_backward: with a padding
+// mask that is every key, the changed ones included; where other rows see some changed key, fewer or none).
 std::string check_masked_value(const Kernel& k, const Instance& in, const Family&, nlohmann::json& stats) {
   const Problem& p = in.problem;
   Instance t = in;

@@ -25,18 +25,18 @@ struct ReplayOptions {
   bool update_stats = false;
 };
 
+// File names are matched in any case (a case renamed by hand to X.JSON is still one).
+std::string lower(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
 bool is_fuzz_summary(const std::filesystem::path& p) {
-  std::string name = p.filename().string();
-  for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));  // as *.json: any case
+  const std::string name = lower(p.filename().string());
   return name.rfind("fuzz-", 0) == 0 && name.size() > 13 && name.compare(name.size() - 13, 13, "-summary.json") == 0;
 }
 
-// A case file name: *.json in any case (a case renamed by hand to X.JSON is still one).
-bool has_json_extension(const std::filesystem::path& p) {
-  std::string ext = p.extension().string();
-  for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return ext == ".json";
-}
+bool has_json_extension(const std::filesystem::path& p) { return lower(p.extension().string()) == ".json"; }
 
 // The case files named, in order; a path that cannot be replayed as named carries why (`error`), so that it is
 // reported as a file that could not be replayed and the others still run. A directory gives its *.json entries

@@ -46,15 +46,16 @@ class FunctionKernel : public Kernel {
  public:
   using Fwd = ForwardOutput (*)(const Instance&);
   using Bwd = BackwardOutput (*)(const Instance&);
-  FunctionKernel(std::string name, std::string summary, bool null_control, Fwd f, Bwd b)
-      : name_(std::move(name)), summary_(std::move(summary)), null_control_(null_control), fwd_(f), bwd_(b) {}
+  FunctionKernel(std::string name, std::string summary, bool null_control, Fwd f, Bwd b, bool seeded_by_input = false)
+      : name_(std::move(name)), summary_(std::move(summary)), null_control_(null_control), seeded_(seeded_by_input),
+        fwd_(f), bwd_(b) {}
   std::string name() const override { return name_; }
   std::string summary() const override { return summary_; }
   KernelCaps caps() const override {
     KernelCaps c;
     c.backward = c.causal = c.mask = c.bias = c.gqa = true;
     c.null_control = null_control_;
-    c.rounding_seeded_by_input = name_ == "stochastic";  // null_controls.h: its stream hashes the whole input
+    c.rounding_seeded_by_input = seeded_;
     return c;
   }
   ForwardOutput forward(const Instance& in) const override { return fwd_(in); }
@@ -63,7 +64,7 @@ class FunctionKernel : public Kernel {
 
  private:
   std::string name_, summary_;
-  bool null_control_;
+  bool null_control_, seeded_;
   Fwd fwd_;
   Bwd bwd_;
 };
@@ -139,7 +140,7 @@ void register_builtin_kernels(Registry& r) {
       true, &oracle_forward, &oracle_backward));
   r.add(std::make_unique<FunctionKernel>(
       "stochastic", "fp64 reference stochastically rounded (unbiased; deterministic per input and seed)", true,
-      &stochastic_forward, &stochastic_backward));
+      &stochastic_forward, &stochastic_backward, /*seeded_by_input=*/true));  // null_controls.h: the whole input
   r.add(std::make_unique<FunctionKernel>(
       "plain", "non-tiled bf16 attention as PyTorch eager computes it (baseline of FlashAttention's accuracy rule)",
       false, &plain_forward, &plain_backward));

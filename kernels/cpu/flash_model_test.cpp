@@ -309,9 +309,7 @@ TEST(FlashModel, NaNScoreStaysOutOfTheTileMaxAtAnyKey) {
     Instance in;
     in.problem = test::make_problem(1, 1, 1, 1, 2, 2, false);
     in.q = {big, big};
-    const std::vector<double> nan_key = {big, -big}, finite_key = {1, 1};
-    in.k = nan_first ? nan_key : finite_key;
-    in.k.insert(in.k.end(), (nan_first ? finite_key : nan_key).begin(), (nan_first ? finite_key : nan_key).end());
+    in.k = nan_first ? std::vector<double>{big, -big, 1, 1} : std::vector<double>{1, 1, big, -big};
     in.v = {1, 2, 3, 4};
     in.validate();
     for (const char* name : {"fa2", "fa2-fixed", "paper", "paper-fixed"}) {
