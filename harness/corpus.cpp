@@ -67,7 +67,7 @@ json budget_to_json(const Budget& b) {
 }
 
 Budget budget_from(const json& j, const At& at) {
-  json_fields::object(j, at);
+  json_fields::only_fields(j, {"instances", "seconds", "epsilon_ulp", "z_crit"}, at);
   Budget b;
   b.instances = static_cast<int>(json_fields::int_at(json_fields::field(j, "instances", at), at / "instances", 1, 1 << 30));
   b.seconds = json_fields::number_at(json_fields::field(j, "seconds", at), at / "seconds");
@@ -152,6 +152,10 @@ Case case_from_json(const json& j, const std::string& origin) {
   if (version != kCorpusVersion)
     (top / "version").fail("unknown version " + std::to_string(version) + " (this attncheck reads version " +
                            std::to_string(kCorpusVersion) + ")");
+  // Other top-level fields are a reader's annotations (kept by --update-stats): every field read here is required,
+  // so a misspelt one is missing. Inside family, budget and instance, a field not read is refused (only_fields):
+  // there an optional one (instance.d_o) or a second spelling beside the real one ("cuasal" beside "causal") was
+  // passed over, and the case checked something other than its file said.
   Case c;
   c.kernel = json_fields::string_at(json_fields::field(j, "kernel", top), top / "kernel");
   if (c.kernel.empty()) (top / "kernel").fail("must not be empty");
@@ -163,6 +167,11 @@ Case case_from_json(const json& j, const std::string& origin) {
     if (printable(*name) != *name)
       at.fail("\"" + printable(*name) + "\" is not printable text (a control character or a byte that is not UTF-8)");
   const json& fam = json_fields::object(json_fields::field(j, "family", top), top / "family");
+  // family_from_json reads the fields family_to_json writes and passes over others: those are refused here.
+  const json written = family_to_json(Family{});
+  json_fields::only_fields(fam, json_fields::keys_of(written), top / "family");
+  if (fam.contains("problem") && fam["problem"].is_object())
+    json_fields::only_fields(fam["problem"], json_fields::keys_of(written["problem"]), top / "family" / "problem");
   try {
     c.family = family_from_json(fam);
   } catch (const Error& e) {

@@ -235,6 +235,34 @@ TEST_F(Malformed, WrongTagAndVersion) {
   expect_rejected(file("vstr.json", j), "version");
 }
 
+// A field the reader does not know is refused inside family, budget and instance, naming it: a "cuasal" beside
+// "causal": false was passed over, and the case checked a non-causal family (exit 0, the expected verdict); so was
+// "dO" for the optional d_o. Top-level fields are annotations: kept (Cli.ReplayNotesMovedStatsAndUpdatesThem).
+TEST_F(Malformed, UnknownFields) {
+  const std::vector<std::pair<json::json_pointer, std::string>> where = {
+      {json::json_pointer("/family"), "family.tile_kk"},
+      {json::json_pointer("/family/problem"), "family.problem.cuasal"},
+      {json::json_pointer("/budget"), "budget.z_critt"},
+      {json::json_pointer("/instance"), "instance.dO"},
+      {json::json_pointer("/instance/problem"), "instance.problem.cuasal"},
+      {json::json_pointer("/instance/q"), "instance.q.bitz"},
+      {json::json_pointer("/instance/mask"), "instance.mask.valuez"}};
+  int n = 0;
+  for (const auto& [ptr, path] : where) {
+    json j = good_;
+    ASSERT_TRUE(j.at(ptr).is_object()) << path;
+    j.at(ptr)[path.substr(path.rfind('.') + 1)] = true;
+    expect_rejected(file("unknown" + std::to_string(n++) + ".json", j), path + ": unknown field (the fields here: ");
+  }
+  json top = good_;
+  top["reviewer"] = "kept";
+  EXPECT_NO_THROW(load_case(file("annotated.json", top)));
+  // A control byte in the key is not echoed raw.
+  json j = good_;
+  j["family"]["x\x1b[31m"] = 1;
+  expect_rejected(file("unknown_esc.json", j), "family.x\\x1b[31m: unknown field");
+}
+
 TEST_F(Malformed, MissingFields) {
   for (const char* key : {"kernel", "property", "family", "budget", "instance_index", "instance", "expected", "stats",
                           "found_by", "found_at", "note"}) {

@@ -42,7 +42,7 @@ void check_shape(const json& obj, const json& want, const At& at) {
 }
 
 std::vector<double> tensor_from(const json& obj, const json& want_shape, Format f, Allow allow, const At& at) {
-  json_fields::object(obj, at);
+  json_fields::only_fields(obj, {"shape", "format", "bits"}, at);
   check_shape(obj, want_shape, at);
   const std::string fmt = json_fields::string_at(json_fields::field(obj, "format", at), at / "format");
   if (fmt != format_name(f)) (at / "format").fail("is \"" + fmt + "\", expected \"" + format_name(f) + "\"");
@@ -64,7 +64,8 @@ std::vector<double> tensor_from(const json& obj, const json& want_shape, Format 
 }
 
 Problem problem_from(const json& j, const At& at) {
-  json_fields::object(j, at);
+  json_fields::only_fields(j, {"batch", "heads_q", "heads_kv", "n_q", "n_k", "head_dim", "scale", "scale_decimal", "causal",
+                               "has_mask", "has_bias", "input_format"}, at);
   auto dim = [&](const char* key) {
     return static_cast<int>(json_fields::int_at(json_fields::field(j, key, at), at / key, 1, 1 << 24));
   };
@@ -127,7 +128,7 @@ json instance_to_json(const Instance& in) {
 
 Instance instance_from_json(const json& j, const std::string& origin) {
   const At at{origin, "instance"};
-  json_fields::object(j, at);
+  json_fields::only_fields(j, {"problem", "seed", "q", "k", "v", "d_o", "mask", "bias"}, at);
   Instance in;
   in.problem = problem_from(json_fields::field(j, "problem", at), at / "problem");
   const Problem& p = in.problem;
@@ -142,7 +143,8 @@ Instance instance_from_json(const json& j, const std::string& origin) {
   if (j.contains("d_o")) in.d_o = tensor_from(j["d_o"], qs, f, Allow::kFinite, at / "d_o");
   if (p.has_mask) {
     const At am = at / "mask";
-    const json& m = json_fields::object(json_fields::field(j, "mask", at), am);
+    const json& m = json_fields::field(j, "mask", at);
+    json_fields::only_fields(m, {"shape", "values"}, am);
     check_shape(m, ss, am);
     const json& vals = json_fields::array(json_fields::field(m, "values", am), am / "values");
     if (vals.size() != p.scores_size())

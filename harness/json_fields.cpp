@@ -1,6 +1,7 @@
 // json_fields.cpp — typed JSON field access that names the file and field in every error (json_fields.h).
 #include "harness/json_fields.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -19,6 +20,21 @@ const nlohmann::json& field(const nlohmann::json& obj, const std::string& key, c
   auto it = o.find(key);
   if (it == o.end()) (at / key).fail("missing field");
   return *it;
+}
+
+std::vector<std::string> keys_of(const nlohmann::json& obj) {
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : obj.items()) keys.push_back(key);
+  return keys;
+}
+
+void only_fields(const nlohmann::json& obj, const std::vector<std::string>& known, const At& at) {
+  for (const auto& [key, value] : object(obj, at).items()) {
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    (at / printable(key)).fail("unknown field (the fields here: " + list + ")");
+  }
 }
 
 const nlohmann::json& object(const nlohmann::json& j, const At& at) {

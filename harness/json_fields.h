@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +26,10 @@ struct At {
 };
 
 const nlohmann::json& field(const nlohmann::json& obj, const std::string& key, const At& at);  // required
+// Fails unless `obj` is an object whose keys are all in `known`, naming the first other key and the known ones: a
+// misspelt field ("cuasal") was passed over, so a hand-edited case checked something other than what it said.
+void only_fields(const nlohmann::json& obj, const std::vector<std::string>& known, const At& at);
+std::vector<std::string> keys_of(const nlohmann::json& obj);  // an object's keys (for only_fields from a written one)
 const nlohmann::json& object(const nlohmann::json& j, const At& at);
 const nlohmann::json& array(const nlohmann::json& j, const At& at);
 std::string string_at(const nlohmann::json& j, const At& at);
