@@ -35,6 +35,7 @@ std::string KernelCaps::describe() const {
     s << " d<=" << max_head_dim;
   }
   if (null_control) s << " null-control";
+  if (rounding_seeded_by_input) s << " input-seeded-rounding";
   return s.str();
 }
 

@@ -57,7 +57,7 @@ extern "C" {
 #endif
 
 #define ATTNCHECK_PLUGIN_ABI_VERSION_MAJOR 1
-#define ATTNCHECK_PLUGIN_ABI_VERSION_MINOR 0
+#define ATTNCHECK_PLUGIN_ABI_VERSION_MINOR 1
 #define ATTNCHECK_PLUGIN_ENTRY_SYMBOL "attncheck_plugin_v1"
 
 #if defined(_WIN32)
@@ -156,6 +156,12 @@ typedef struct attncheck_backward_args {
 #define ATTNCHECK_CAP_GQA             (1ull << 3)  /* handles heads_kv < heads_q */
 #define ATTNCHECK_CAP_DEVICE_POINTERS (1ull << 4)  /* wants device (CUDA) pointers instead of host pointers */
 #define ATTNCHECK_CAP_NO_DELTA        (1ull << 5)  /* backward leaves delta unwritten; attncheck derives it */
+/* ABI 1.1: the kernel rounds stochastically from a stream seeded by the whole input (as the built-in `stochastic`
+ * does), so changing a masked key's values may move other rows by one rounding. masked_value and causal_prefix then
+ * allow that one rounding; without this bit they require those rows' bits unchanged. */
+#define ATTNCHECK_CAP_ROUNDING_SEEDED_BY_INPUT (1ull << 6)
+/* Any other bit is refused when the library loads: it would come from a newer header and ask for something this
+ * attncheck does not do. */
 
 typedef struct attncheck_kernel_desc {
   uint32_t struct_size;       /* sizeof(attncheck_kernel_desc) as compiled into the plugin */

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <set>
 
@@ -49,6 +50,7 @@ class PluginKernel : public Kernel {
     caps_.mask = d.caps & ATTNCHECK_CAP_MASK;
     caps_.bias = d.caps & ATTNCHECK_CAP_BIAS;
     caps_.gqa = d.caps & ATTNCHECK_CAP_GQA;
+    caps_.rounding_seeded_by_input = d.caps & ATTNCHECK_CAP_ROUNDING_SEEDED_BY_INPUT;
     caps_.input_formats.clear();
     for (int32_t f = ATTNCHECK_FORMAT_FP32; f <= ATTNCHECK_FORMAT_E5M2; ++f)
       if (d.input_formats & ATTNCHECK_FORMAT_BIT(f)) caps_.input_formats.push_back(from_abi_format(f));
@@ -242,6 +244,16 @@ void check_table(const attncheck_plugin* t, const std::string& path) {
     if (!valid_name(d.name)) throw Error(which + "name must be non-empty [A-Za-z0-9_.-]+");
     if (!seen.insert(d.name).second) throw Error(which + "name appears twice in the library");
     if (!d.forward) throw Error(which + "forward is NULL");
+    constexpr uint64_t kKnownCaps = ATTNCHECK_CAP_CAUSAL | ATTNCHECK_CAP_MASK | ATTNCHECK_CAP_BIAS | ATTNCHECK_CAP_GQA |
+                                    ATTNCHECK_CAP_DEVICE_POINTERS | ATTNCHECK_CAP_NO_DELTA |
+                                    ATTNCHECK_CAP_ROUNDING_SEEDED_BY_INPUT;
+    if (d.caps & ~kKnownCaps) {
+      char bits[32];
+      std::snprintf(bits, sizeof bits, "0x%llx", static_cast<unsigned long long>(d.caps & ~kKnownCaps));
+      throw Error(which + "caps has bits this attncheck does not know (" + bits + "; it speaks ABI " +
+                  std::to_string(ATTNCHECK_PLUGIN_ABI_VERSION_MAJOR) + "." + std::to_string(ATTNCHECK_PLUGIN_ABI_VERSION_MINOR) +
+                  "): a newer header's capability would be ignored here");
+    }
     const uint32_t known = ATTNCHECK_FORMAT_BIT(ATTNCHECK_FORMAT_FP32) | ATTNCHECK_FORMAT_BIT(ATTNCHECK_FORMAT_BF16) |
                            ATTNCHECK_FORMAT_BIT(ATTNCHECK_FORMAT_FP16) | ATTNCHECK_FORMAT_BIT(ATTNCHECK_FORMAT_E4M3) |
                            ATTNCHECK_FORMAT_BIT(ATTNCHECK_FORMAT_E5M2);

@@ -123,6 +123,22 @@ TEST(PluginLoader, RejectsAWrongAbiMajorVersion) {
   EXPECT_TRUE(r.all().empty());
 }
 
+// ABI 1.1's ATTNCHECK_CAP_ROUNDING_SEEDED_BY_INPUT reaches the kernel's caps (masked_value and causal_prefix then
+// allow one rounding, as for the built-in stochastic); a cap bit no header defines is refused, not ignored.
+TEST(PluginLoader, ReadsTheSeededRoundingCapAndRefusesUnknownCaps) {
+  Registry r;
+  EXPECT_EQ(load_plugin(ATTNCHECK_CAPS_PLUGIN, r, isolated()), 1);
+  ASSERT_NE(r.find("plugin:seeded"), nullptr);
+  EXPECT_TRUE(r.find("plugin:seeded")->caps().rounding_seeded_by_input);
+  EXPECT_NE(r.find("plugin:seeded")->caps().describe().find("input-seeded-rounding"), std::string::npos);
+  load_plugin(ATTNCHECK_EXAMPLE_PLUGIN, r, isolated());
+  EXPECT_FALSE(r.find("plugin:example")->caps().rounding_seeded_by_input);
+  Registry r2;
+  const std::string m = error_of([&] { load_plugin(ATTNCHECK_UNKNOWN_CAP_PLUGIN, r2, isolated()); });
+  EXPECT_NE(m.find("kernel #0 'seeded': caps has bits this attncheck does not know (0x10000000000"), std::string::npos) << m;
+  EXPECT_TRUE(r2.all().empty());
+}
+
 TEST(PluginLoader, RejectsMissingAndNonLibraryFiles) {
   Registry r;
   EXPECT_NE(error_of([&] { load_plugin("/nonexistent/libnothing.so", r); }).find("no such file"), std::string::npos);
