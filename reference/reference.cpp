@@ -4,8 +4,9 @@
 // p̄ = exp(s − m) (subtracting the row max keeps every exponent ≤ 0: no overflow, no NaN from inf/inf),
 // l = Σ p̄, O = p̄·V / l, LSE = m + log l. A row with no visible key (mask, causal with n_q > n_k, or a bias of
 // -inf everywhere) gives O = 0, LSE = -inf and contributes nothing to any gradient.
-// Backward: P = p̄ / l, dP = dO·Vᵀ, δ_i = dO_i·O_i from the exact (fp64) O, dS = P ∘ (dP − δ),
-// dQ = scale·dS·K, dK += scale·dSᵀ·Q, dV += Pᵀ·dO, summed over the query heads of a GQA group.
+// Backward: P = p̄ / l, dP = dO·Vᵀ, δ_i = dO_i·O_i from the exact (fp64) O, dS = P ∘ (dP − δ) (formed about
+// each row's largest P: score_gradient), dQ = scale·dS·K, dK += scale·dSᵀ·Q, dV += Pᵀ·dO, summed over the query
+// heads of a GQA group.
 // O is clamped to the per-column range of the visible V rows (see outputs()). Layouts: harness/problem.h.
 // Everything is fp64; nothing is rounded to a storage format.
 // Non-finite inputs: a NaN score among a row's visible keys makes that row's outputs NaN.
@@ -208,6 +209,24 @@ static const ForwardMemo& forward_memo(const Instance& in) {
   return m.value;
 }
 
+// dS = P ∘ (dP − δ) with δ_i = Σ_j P_ij dP_ij (= dO_i·O_i), formed about each row's pivot key j* (its largest
+// P): dP_ij − δ_i = (dP_ij − dP_ij*) − Σ_j' P_ij' (dP_ij' − dP_ij*), since Σ_j' P_ij' = 1. The plain form cancels
+// where one key holds nearly all the weight: dP_ij* − δ_i ≈ (1 − P_ij*)·(…) came out of two numbers of size |dP|,
+// off by u·|dP|, and dQ, dK with it, by up to ~10^3 bf16 ulps of the head's rms on `sink` (a helper's MPFR
+// probe; the unbiased property measures 0.05 ulp). Here the j* term is 0 exactly and every other term carries
+// its own small P: the error is relative to the value. Equal dP across a row (V = c·1) gives dS = 0 exactly.
+// Masked keys have P = 0, so dS = 0 there.
+static Mat score_gradient(const Mat& prob, const Mat& dp) {
+  Mat diff(dp.rows(), dp.cols());
+  for (Eigen::Index i = 0; i < dp.rows(); ++i) {
+    Eigen::Index pivot = 0;
+    prob.row(i).maxCoeff(&pivot);
+    diff.row(i) = dp.row(i).array() - dp(i, pivot);
+  }
+  const Eigen::VectorXd shifted_delta = (prob.array() * diff.array()).rowwise().sum();
+  return prob.array() * (diff.colwise() - shifted_delta).array();
+}
+
 static ReferenceBackward reference_backward_uncached(const Instance& in) {
   check(in, true);
   const Problem& p = in.problem;
@@ -237,7 +256,7 @@ static ReferenceBackward reference_backward_uncached(const Instance& in) {
       const Mat& prob = fwd ? fwd->slices_p[std::size_t(b) * p.heads_q + h] : prob_here;
       const Eigen::VectorXd delta = (d_o.array() * o.array()).rowwise().sum();
       const Mat dp = d_o * v.transpose();
-      const Mat ds = prob.array() * (dp.colwise() - delta).array();  // masked: P = 0 -> dS = 0
+      const Mat ds = score_gradient(prob, dp);
       MutMap(out.dq.data() + p.q_at(b, h, 0, 0), p.n_q, p.head_dim) = p.scale * (ds * k);
       // Each head's dK, dV is formed first and then added: a GQA sum is then exactly the rounded sum of the
       // per-head gradients (tested), not a product fused into the accumulator in some other order.
