@@ -326,6 +326,24 @@ namespace {
 // Regression (fuzzing, 2026-11-30): nonsensical parameters (tie_sign = 87, ties = −10, mask = 111,
 // do_exp = 111, ...) were silently clamped or misread, so the fuzzer reported garbage families as findings.
 // Out-of-domain parameters throw attncheck::Error naming the parameter and its domain.
+// A tie_level so large that A − gap rounds to A in fp64 (≳ 2^58 at gap 8) made every key tie with no gap, and the
+// family was accepted (a helper's probe: tie_level 5e17, 32 of 32 keys at the row max). Refused, naming both.
+TEST(Family, AGapLostBelowTheTieLevelIsRefused) {
+  for (const double level : {5e17, 1e30}) {
+    Family f = default_family("tied_max");
+    f.params["tie_level"] = level;
+    try {
+      make_instance(f, 0);
+      ADD_FAILURE() << "tie_level " << level << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("is lost below tie_level"), std::string::npos) << e.what();
+    }
+  }
+  Family f = default_family("tied_max");
+  f.params["tie_level"] = 1e15;  // A − 8·√d still below A: accepted
+  EXPECT_NO_THROW(make_instance(f, 0));
+}
+
 TEST(Family, OutOfDomainParametersThrowAClearError) {
   struct Bad {
     const char* generator;

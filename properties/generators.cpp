@@ -460,6 +460,11 @@ void validate_family(const Family& f) {
   const LeadLayout L = lead_layout(f);
   if (L.active && !(std::isfinite(L.a) && std::isfinite(L.gap_raw) && std::isfinite(L.other_lead)))
     throw Error("family " + f.generator + ": tie_level, gap or level divided by the scale overflows the input format");
+  // The other keys lead by A − gap: where the gap is below half an fp64 ulp of A (tie_level ≳ 2^58 at gap 8), A − gap
+  // is A, every key ties and the family has no gap at all (a helper's probe: tie_level 5e17, 32 of 32 keys tied).
+  if (L.active && L.ties > 0 && !(L.other_lead < L.a))
+    throw Error("family " + f.generator + ": gap " + num(f.param("gap", 8)) + " is lost below tie_level " +
+                num(std::fabs(f.param("tie_level", 2))) + " (A − gap rounds to A): the other keys would tie too");
 }
 
 }  // namespace attncheck
