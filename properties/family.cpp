@@ -71,11 +71,14 @@ const std::vector<Entry>& entries() {
     auto add = [&](const std::string& name, const std::string& summary, Params p, Problem s, int tq = 0,
                    int tk = 0) { e.push_back({{name, summary, std::move(p)}, s, tq, tk}); };
     add("normal", "control: independent bf16 noise in Q, K, V, dO", c, small);
-    add("low_rank", "Q, K, V of rank `rank` (small-integer bases and coefficients: exact)",
+    add("low_rank",
+        "Q, K (and V unless v_sign or v_binade set it) of rank `rank` (small-integer bases and coefficients: exact)",
         with(c, {{"rank", 2}}), small);
-    add("near_duplicate", "rows of Q, K, V are copies of one row perturbed by `eps` ulps in a few places",
+    add("near_duplicate",
+        "rows of Q, K, V copy one row, with d/4 + 1 drawn elements each moved up to `eps` ulps (a repeat moves further)",
         with(c, {{"eps", 1}}), small);
-    add("tied_max", "`ties` keys share exactly the top score of every row; others `gap` (scaled) below",
+    add("tied_max",
+        "ties_min (2) to `ties` keys share exactly the top score of every row; others at least `gap`/2 (scaled) below",
         with(with(c, kBiasValues), {{"ties", 4}, {"gap", 8}, {"tie_level", 2}, {"tie_sign", 1}, {"tie_spread", 1}}),
         small);
     add("tied_max_flat", "tied_max with a flat gap (other keys close below the tied maximum)",
@@ -84,10 +87,10 @@ const std::vector<Entry>& entries() {
     add("tied_max_negative", "tied_max with a negative tied maximum (the fix's m = 0 branch)",
         with(with(c, kBiasValues), {{"ties", 4}, {"gap", 8}, {"tie_level", 2}, {"tie_sign", -1}, {"tie_spread", 1}}),
         small);
-    add("max_zero", "`ties` keys share a row maximum of exactly 0; all other scores negative",
+    add("max_zero", "ties_min (2) to `ties` keys share a row maximum of exactly 0; all other scores negative",
         with(with(c, kBiasValues), {{"ties", 4}, {"gap", 8}, {"tie_level", 0}, {"tie_sign", 0}, {"tie_spread", 1}}),
         small);
-    add("near_tie", "`ties` keys within 2^-9 of the row maximum (p̄ rounds to 1 in bf16) but distinct",
+    add("near_tie", "ties_min (2) to `ties` keys within 2^-9 of the row maximum (p̄ rounds to 1 in bf16) but distinct",
         with(with(c, kBiasValues), {{"ties", 4}, {"gap", 8}, {"tie_sign", 1}, {"tie_spread", 1}, {"near", 1}}),
         small);
     add("negative_rows", "every score of every row negative (about -`level` scaled)",
@@ -96,7 +99,7 @@ const std::vector<Entry>& entries() {
         with(c, {{"level", 1e9}}), small);
     add("large_logits", "|Q|, |K| about 2^log2_mag: Q·Kᵀ near (or, at 64+, past) fp32 overflow",
         with(c, {{"log2_mag", 60}}), small);
-    add("sink", "one key (`sink_pos`) `gap` (scaled) above every other: near one-hot attention",
+    add("sink", "one key (`sink_pos`) at least `gap`/2 (scaled) above every other: near one-hot attention",
         with(c, {{"ties", 1}, {"gap", 30}, {"tie_level", 2}, {"tie_sign", 1}, {"tie_spread", 0}, {"sink_pos", 0}}),
         small);
     add("constant_v", "V = c·1 (the exact output is c)", with(c, {{"c", 1.5}}), small);

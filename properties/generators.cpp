@@ -12,7 +12,8 @@
 // strict row maximum. Near ties: the tied keys' lead is A + n_j·step with distinct small integers n_j, and
 // 2·6·step·scale < 2^-9, so every pair of near-tied scaled scores differs by less than 2^-9 but not by zero.
 // All products q_i0·k_j0 are exact in fp32 (8-bit by 8-bit significands).
-// With masks or causal rows, the guarantee holds for rows that see every tied key.
+// With masks or causal rows, the guarantee holds for rows that see every tied key. A bias (has_bias: random, added
+// to the scores; the fuzzer sets it on any family) breaks the ties and the gap: such a family no longer has them.
 // Run the tests: ctest -R family_test
 #include <algorithm>
 #include <cmath>
