@@ -112,7 +112,7 @@ const std::vector<Entry>& entries() {
         with(c, {{"mask", 2}, {"window", 5}}), shape(1, 2, 2, 24, 24, 16), 8, 8);
     add("masked_rows", "keep-mask: every `masked_every`-th row fully masked", with(c, {{"mask", 3}, {"masked_every", 3}}),
         small);
-    add("first_tile_masked", "keep-mask hides the first `first_masked` keys (the whole first key tile)",
+    add("first_tile_masked", "keep-mask hides the first `first_masked` keys (the whole first 8-key tile; --suite gpu also masks 64)",
         with(c, {{"mask", 4}, {"first_masked", 8}}), small, 8, 8);
     add("random_mask", "random keep-mask, keep probability `keep`", with(c, {{"mask", 5}, {"keep", 0.5}}), small);
     add("tails", "lengths that are not tile multiples", c, shape(1, 1, 1, 19, 37, 16), 8, 16);
