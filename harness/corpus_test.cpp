@@ -33,6 +33,7 @@ Instance awkward_instance() {
   p.scale = Problem::default_scale(2);
   p.has_mask = true;
   p.has_bias = true;
+  p.causal = true;  // every flag set, so a field dropped on reading shows (a mutant that read and dropped causal lived)
   in.q = {1.0, -0.0, 0x1p-133, -2.40625};
   in.k = {3.3895313892515355e38, -1.0, 0.5, 0.25, -4.71875, 1.0};
   in.v = {1, 2, 3, 4, 5, 6};
@@ -50,6 +51,9 @@ Case sample_case() {
   c.property = all_properties().front().name;
   c.family = default_family(generators().front().name);
   c.budget.instances = 5;
+  c.budget.seconds = 1.5;  // every budget field off its default, so one dropped on reading shows
+  c.budget.epsilon_ulp = 0.07;
+  c.budget.z_crit = 5.5;
   c.instance_index = 0;
   c.instance = make_instance(c.family, 0);
   c.expected = Status::kFail;
@@ -118,6 +122,9 @@ TEST(Corpus, CaseSaveLoadRoundTrip) {
   EXPECT_EQ(back.property, c.property);
   EXPECT_EQ(family_to_json(back.family), family_to_json(c.family));
   EXPECT_EQ(back.budget.instances, 5);
+  EXPECT_EQ(back.budget.seconds, 1.5);
+  EXPECT_EQ(back.budget.epsilon_ulp, 0.07);
+  EXPECT_EQ(back.budget.z_crit, 5.5);
   EXPECT_EQ(back.expected, Status::kFail);
   EXPECT_EQ(back.stats, c.stats);
   EXPECT_EQ(back.note, c.note);
