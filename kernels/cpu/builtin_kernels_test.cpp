@@ -95,6 +95,7 @@ TEST(BuiltinKernels, OracleIsTheReferenceRoundedOnce) {
   for (std::size_t e = 0; e < ef.lse.size(); ++e) EXPECT_EQ(fo.lse[e], round_to(ef.lse[e], Format::kF32));
   for (std::size_t e = 0; e < eb.dq.size(); ++e) EXPECT_EQ(bo.dq[e], round_to(eb.dq[e], Format::kBF16));
   for (std::size_t e = 0; e < eb.dk.size(); ++e) EXPECT_EQ(bo.dk[e], round_to(eb.dk[e], Format::kBF16));
+  for (std::size_t e = 0; e < eb.dv.size(); ++e) EXPECT_EQ(bo.dv[e], round_to(eb.dv[e], Format::kBF16));
   for (std::size_t e = 0; e < eb.delta.size(); ++e) EXPECT_EQ(bo.delta[e], round_to(eb.delta[e], Format::kF32));
 }
 
@@ -103,16 +104,29 @@ TEST(BuiltinKernels, StochasticIsDeterministicPerInputAndRoundsToANeighbour) {
   const ReferenceForward ef = reference_forward(in);
   const ForwardOutput a = stochastic_forward(in), b = stochastic_forward(in);
   EXPECT_EQ(a.o, b.o);  // same input, same bits
-  std::size_t up = 0, inexact = 0;
-  for (std::size_t e = 0; e < ef.o.size(); ++e) {
-    ASSERT_LE(std::fabs(a.o[e] - ef.o[e]), ulp(ef.o[e], Format::kBF16)) << e;  // one of the two neighbours
-    if (a.o[e] != ef.o[e]) ++inexact, up += a.o[e] > ef.o[e];
-  }
-  // 512 inexact elements, each rounded up with probability frac ∈ (0, 1): the count of ups is far from 0 and
-  // from all (a Binomial-like count; P(up == 0 or up == inexact) is astronomically small for this seed).
-  EXPECT_GT(inexact, 400u);
-  EXPECT_GT(up, inexact / 8);
-  EXPECT_LT(up, inexact - inexact / 8);
+  // Each element is one of its exact value's two bf16 neighbours, the farther one with probability min(frac,
+  // 1 − frac): over ≥ 400 inexact elements about a quarter go to the farther neighbour (round to nearest: none), and
+  // ups are about half (Binomial-like counts; below 1/8, or ups outside (1/8, 7/8), is astronomically unlikely for
+  // this seed). The gradients too: a stochastic whose dK rounded to nearest lived (mutation probe).
+  const auto rounds_stochastically = [](const char* name, const std::vector<double>& got, const std::vector<double>& exact) {
+    std::size_t up = 0, farther = 0, inexact = 0;
+    for (std::size_t e = 0; e < exact.size(); ++e) {
+      const double u = ulp(exact[e], Format::kBF16);
+      ASSERT_LE(std::fabs(got[e] - exact[e]), u) << name << " " << e;
+      if (got[e] != exact[e]) ++inexact, up += got[e] > exact[e], farther += std::fabs(got[e] - exact[e]) > u / 2;
+    }
+    EXPECT_GT(inexact, 400u) << name;
+    EXPECT_GT(farther, inexact / 8) << name;
+    EXPECT_GT(up, inexact / 8) << name;
+    EXPECT_LT(up, inexact - inexact / 8) << name;
+  };
+  rounds_stochastically("O", a.o, ef.o);
+  const ReferenceBackward eb = reference_backward(in);
+  const BackwardOutput g = stochastic_backward(in);
+  EXPECT_EQ(g.dq, stochastic_backward(in).dq);
+  rounds_stochastically("dQ", g.dq, eb.dq);
+  rounds_stochastically("dK", g.dk, eb.dk);
+  rounds_stochastically("dV", g.dv, eb.dv);
   // A different Instance::seed, or different input bits, gives a different stream.
   Instance reseeded = in;
   reseeded.seed = 9;
