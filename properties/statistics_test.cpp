@@ -106,6 +106,22 @@ TEST(Statistics, NullControlsPassTheTieFamily) {
   }
 }
 
+// Where correct rounding is itself biased, the check says degenerate, not FAIL: with 1-bit mantissas (quant 1) and
+// one-sign V and dO at head dim 8, the exact dV lies just off bf16 midpoints the same way in every instance, so the
+// oracle's dV leans +0.066 ulp (z 15). No test reached kDegenerate before, and a calibration that never returned it
+// lived (mutation probe): the oracle was then reported as FAIL.
+TEST(Statistics, AFamilyWhereCorrectRoundingIsBiasedIsDegenerate) {
+  Family f = default_family("tied_max");
+  f.problem.head_dim = 8;
+  f.problem.scale = Problem::default_scale(8);
+  for (const auto& [k, v] : {std::pair{"quant", 1.0}, {"do_sign", 1.0}, {"do_binade", 1.0}, {"v_sign", 1.0}}) f.params[k] = v;
+  Budget b;  // the default T = 64
+  const Outcome o = get_property("unbiased").check(default_registry().get("oracle"), f, b);
+  EXPECT_EQ(o.status, Status::kDegenerate) << o.message;
+  EXPECT_NE(o.message.find("null control oracle fails too (dV"), std::string::npos) << o.message;
+  EXPECT_TRUE(o.stats["calibration"]["oracle"]["fails"].get<bool>()) << o.stats.dump();
+}
+
 // Below kMinBiasInstances the z test's level is not what it claims (property.h): the check skips and says why,
 // the statistic refuses, and a time budget cannot stop drawing before the minimum. Before, T = 2 ran (--instances 1).
 TEST(Statistics, TooFewInstancesAreASkipAndATimeBudgetStopsNoSooner) {
