@@ -41,16 +41,6 @@ bool valid(const Family& f) {
 // shrink could trade the O bias for an unrelated dV error; without the second, it reaches families whose T
 // instances are all the same instance (values quantised to 1), where a single deterministic error reads as an
 // infinite z: that is an error, not a bias across instances.
-// The tensor a per-instance failure names: the message's first word after "instance N: " ("O", "LSE", "dQ",
-// "delta", ...). Keeping it stops `accurate` from trading an LSE failure for an unrelated dQ one.
-std::string failure_kind(const std::string& message) {
-  std::size_t at = message.rfind("instance ", 0) == 0 ? message.find(": ") : std::string::npos;
-  at = at == std::string::npos ? 0 : at + 2;
-  std::size_t end = at;
-  while (end < message.size() && (std::isalnum(static_cast<unsigned char>(message[end])) || message[end] == '_')) ++end;
-  return message.substr(at, end - at);
-}
-
 bool same_failure(const Property& p, const Outcome& orig, const Outcome& cand) {
   if (!p.across_instances) return failure_kind(orig.message) == failure_kind(cand.message);
   if (orig.message.rfind("not finite: ", 0) == 0) return cand.message.rfind("not finite: ", 0) == 0;
@@ -61,6 +51,14 @@ bool same_failure(const Property& p, const Outcome& orig, const Outcome& cand) {
 }
 
 }  // namespace
+
+std::string failure_kind(const std::string& message) {
+  std::size_t at = message.rfind("instance ", 0) == 0 ? message.find(": ") : std::string::npos;
+  at = at == std::string::npos ? 0 : at + 2;
+  std::size_t end = at;
+  while (end < message.size() && (std::isalnum(static_cast<unsigned char>(message[end])) || message[end] == '_')) ++end;
+  return message.substr(at, end - at);
+}
 
 ShrinkOptions default_shrink_options() {
   ShrinkOptions o;

@@ -10,6 +10,7 @@
 // Run the tests: ctest -R shrink_test
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "properties/property.h"
@@ -25,6 +26,10 @@ struct ShrinkOptions {
 
 // Throws Error when ATTNCHECK_SHRINK_SECONDS is set but is not a finite number >= 0 (the CLI asks once before it runs).
 ShrinkOptions default_shrink_options();
+
+// The tensor a per-instance failure names: the message's first word after "instance N: " ("O", "LSE", "dQ",
+// "delta", ...). A shrink step keeps it, so `accurate` does not trade an LSE failure for an unrelated dQ one.
+std::string failure_kind(const std::string& message);
 
 // Simpler neighbours of f, most aggressive first; every one validates.
 std::vector<Family> shrink_candidates(const Family& f);

@@ -71,6 +71,41 @@ TEST(Shrink, TheReportShowsTheSliceTheFailureNames) {
       << o.report;
 }
 
+// A shrink step keeps the failure's kind: paper's `accurate` fails on LSE (its bf16 row sums) and must still name
+// LSE when shrunk, and fa2's `finite` on overflowing logits names O; both traded their kind for a dQ or LSE failure
+// when any failure was accepted (mutation probe).
+TEST(Shrink, AStepKeepsTheFailuresKind) {
+  struct Case {
+    const char* property;
+    const char* kernel;
+    const char* family;
+  };
+  for (const Case& c : {Case{"accurate", "paper", "normal"}, Case{"finite", "fa2", "large_logits"}}) {
+    const Property& p = get_property(c.property);
+    const Kernel& k = default_registry().get(c.kernel);
+    const Outcome first = p.check(k, default_family(c.family), Budget{});
+    ASSERT_EQ(first.status, Status::kFail) << c.kernel << " " << c.property << ": " << first.message;
+    const Outcome shrunk = check_and_shrink(p, k, default_family(c.family), Budget{});
+    ASSERT_EQ(shrunk.status, Status::kFail) << shrunk.message;
+    EXPECT_GT(shrunk.shrink_steps, 0) << shrunk.message;
+    EXPECT_EQ(failure_kind(shrunk.message), failure_kind(first.message)) << first.message << "\n -> " << shrunk.message;
+  }
+  EXPECT_EQ(failure_kind("instance 3: LSE(b0,h1,i2) = 1 but exact 2"), "LSE");
+  EXPECT_EQ(failure_kind("dQ(b0,h0,i0,c0) = nan"), "dQ");
+}
+
+// `unbiased` shrinks only to families whose per-instance means still vary (sd > 0): paper-fixed on
+// tied_max_negative reached quant = 0, n_k = 2, every instance the same, sd 0 and z −1e308 without it (mutation
+// probe): one deterministic error, not a bias across instances.
+TEST(Shrink, ABiasShrinksToFamiliesThatStillVary) {
+  const Outcome o = check_and_shrink(get_property("unbiased"), default_registry().get("paper-fixed"),
+                                     default_family("tied_max_negative"), Budget{});
+  ASSERT_EQ(o.status, Status::kFail) << o.message;
+  const std::string tensor = o.stats["tensor"];
+  EXPECT_GT(o.stats["tensors"][tensor]["sd"].get<double>(), 0) << o.stats.dump();
+  EXPECT_LT(std::fabs(o.stats["tensors"][tensor]["z"].get<double>()), 1e6) << o.stats.dump();
+}
+
 TEST(Shrink, PaperTieBiasShrinksToATinyTie) {
   const auto t0 = std::chrono::steady_clock::now();
   const Outcome o =
