@@ -163,6 +163,58 @@ TEST(Sharpness, EachPropertyCatchesItsDefect) {
   EXPECT_EQ(run("deterministic", *flaky, default_family("normal")), Status::kFail);
 }
 
+// Branches no other test reached (a mutation probe removed each and every test still passed): `deterministic`'s
+// backward comparisons, the 2x factor of `accurate`, and `key_permutation` on a family with a bias.
+TEST(Sharpness, BackwardDeterminismTheAccuracyFactorAndABiasedPermutation) {
+  // deterministic: a right forward, and a backward that moves element 0 of one output by one ulp every other call.
+  for (const std::string out : {"dQ", "dK", "dV", "delta"}) {
+    auto flaky = make_kernel("flaky_" + out, rounded_reference,
+                             [out, calls = std::make_shared<std::atomic<int>>(0)](const Instance& in) {
+                               BackwardOutput g = rounded_reference_backward(in);
+                               std::vector<double>& t = out == "dQ" ? g.dq : out == "dK" ? g.dk : out == "dV" ? g.dv : g.delta;
+                               if ((*calls)++ % 2) t[0] += ulp(t[0], out == "delta" ? Format::kF32 : Format::kBF16);
+                               return g;
+                             });
+    const Outcome o = outcome("deterministic", *flaky, default_family("normal"));
+    EXPECT_EQ(o.status, Status::kFail) << out << ": " << o.message;
+    EXPECT_NE(o.message.find(out), std::string::npos) << o.message;
+  }
+  EXPECT_EQ(run("deterministic", *make_kernel("good_bwd", rounded_reference, rounded_reference_backward),
+                default_family("normal")),
+            Status::kPass);
+  // accurate: LSE off by f times the plain attention's own error (fp32, so the plain error is well above the
+  // one-ulp floor on some element): f = 1.5 is inside the 2x rule, f = 2.5 outside it (a 3x factor passed it).
+  const Kernel& plain = default_registry().get("plain");
+  auto scaled = [&plain](double f) {
+    return make_kernel("lse_x" + std::to_string(f), [&plain, f](const Instance& in) {
+      ForwardOutput o = rounded_reference(in);
+      const ForwardOutput pl = plain.forward(in);
+      const ReferenceForward ex = reference_forward(in);
+      for (std::size_t r = 0; r < o.lse.size(); ++r) o.lse[r] = round_to(ex.lse[r] + f * (pl.lse[r] - ex.lse[r]), Format::kF32);
+      return o;
+    });
+  };
+  EXPECT_EQ(run("accurate", *scaled(1.5), default_family("normal")), Status::kPass);
+  const Outcome far = outcome("accurate", *scaled(2.5), default_family("normal"));
+  EXPECT_EQ(far.status, Status::kFail) << far.message;
+  EXPECT_NE(far.message.find("LSE"), std::string::npos) << far.message;
+  // key_permutation with a bias: the permuted copy must carry the bias's columns with its keys (the good kernel
+  // then passes), and a kernel that reads the bias with the keys reversed fails.
+  Family biased = default_family("normal");
+  biased.problem.has_bias = true;
+  EXPECT_EQ(run("key_permutation", *make_kernel("good", rounded_reference), biased), Status::kPass);
+  auto reversed = make_kernel("bias_reversed", [](const Instance& in) {
+    Instance t = in;
+    const Problem& p = in.problem;
+    for (int b = 0; b < p.batch; ++b)
+      for (int h = 0; h < p.heads_q; ++h)
+        for (int i = 0; i < p.n_q; ++i)
+          for (int j = 0; j < p.n_k; ++j) t.bias[p.score_at(b, h, i, j)] = in.bias[p.score_at(b, h, i, p.n_k - 1 - j)];
+    return rounded_reference(t);
+  });
+  EXPECT_EQ(run("key_permutation", *reversed, biased), Status::kFail);
+}
+
 // The backward halves of masked_value and causal_prefix: a kernel whose forward is right and whose backward leaks
 // in one output fails, and the message names that output; the same kernel with the right backward passes. Each
 // leak is the exact backward of a wrong instance (keep-mask ignored, causal flag ignored, dO read one row late)
