@@ -108,8 +108,8 @@ std::vector<double> rms_ulps(const std::vector<double>& exact, std::size_t width
 
 // The statistic of one tensor; detectable_ulp is the smallest |mean| it could have failed with, given its noise:
 // max(ε, z_m·sd/√T). Where exact values cancel to ~0 over the whole head (dK on `sink`: the exact gradient is
-// ~1e-30 and a kernel's ordinary rounding reads as 10^11 ulps of it, sd 10^12), a pass says nothing about a bias of
-// a few ulps.
+// 1e-13 and below, and a kernel's ordinary rounding reads as 10^11 ulps of it, sd 10^12), a pass says nothing
+// about a bias of a few ulps.
 nlohmann::json summarise(const Acc& acc, const char* unit, double epsilon_ulp, double z_m) {
   const double t = static_cast<double>(acc.means.size());
   const double m = mean_of(acc.means);

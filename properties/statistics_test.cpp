@@ -44,6 +44,48 @@ TEST(Statistics, OneUlpUpIsABiasOfOneUlp) {
   EXPECT_TRUE(o.stats.contains("calibration"));
 }
 
+// The gradients' unit is a bf16 ulp of the exact tensor's rms over the head (δ's over the head's rows; property.h):
+// a kernel whose dQ, dK, dV, δ are the exact values plus exactly that unit reads a mean of 1 in each. Measured in
+// ulps of each row's rms instead (a mutant the tests let live), rows in other binades than the head read 1/2 or 2.
+TEST(Statistics, GradientsAreMeasuredInUlpsOfTheHeadsRms) {
+  const auto plus_unit = [](std::vector<double>& t, const std::vector<double>& exact, std::size_t width) {
+    for (std::size_t g = 0; g < exact.size(); g += width) {
+      double ss = 0;
+      for (std::size_t i = g; i < g + width; ++i) ss += exact[i] * exact[i];
+      const double unit = ulp(std::sqrt(ss / double(width)), Format::kBF16);
+      for (std::size_t i = g; i < g + width; ++i) t[i] = exact[i] + unit;
+    }
+  };
+  auto k = make_kernel("unit_up", rounded_reference, [&](const Instance& in) {
+    const ReferenceBackward r = reference_backward(in);
+    const Problem& p = in.problem;
+    BackwardOutput g{r.dq, r.dk, r.dv, r.delta};
+    plus_unit(g.dq, r.dq, std::size_t(p.n_q) * p.head_dim);
+    plus_unit(g.dk, r.dk, std::size_t(p.n_k) * p.head_dim);
+    plus_unit(g.dv, r.dv, std::size_t(p.n_k) * p.head_dim);
+    plus_unit(g.delta, r.delta, std::size_t(p.n_q));
+    return g;
+  });
+  Budget b;
+  b.instances = kMinBiasInstances;
+  const BiasStatistic s = bias_statistic(*k, default_family("normal"), b);
+  for (const char* t : {"dQ", "dK", "dV", "delta"})
+    EXPECT_NEAR(s.stats["tensors"][t]["mean_ulp"].get<double>(), 1.0, 1e-9) << t << ": " << s.stats["tensors"][t].dump();
+}
+
+// The away-from-zero mean signs each error by its exact value: paper's tie bias pushes O away from zero, so with
+// negative V its mean is negative and its away-from-zero mean positive (they were equal with positive V only, and
+// a mean that ignored the sign lived).
+TEST(Statistics, AwayFromZeroFollowsTheExactValuesSign) {
+  Family f = default_family("tied_max");
+  f.params["v_sign"] = -1;
+  Budget b;
+  const BiasStatistic s = bias_statistic(default_registry().get("paper"), f, b);
+  const auto& o = s.stats["tensors"]["O"];
+  EXPECT_LT(o["mean_ulp"].get<double>(), -0.1) << o.dump();
+  EXPECT_GT(o["away_mean_ulp"].get<double>(), 0.1) << o.dump();
+}
+
 // A NaN where the exact value is finite is no rounding: the check fails on it, naming where. The mean left such
 // outputs out, so a kernel of NaNs was "degenerate" (nothing tested) and one NaN among good outputs passed unseen.
 TEST(Statistics, ANonFiniteOutputFailsTheCheck) {
