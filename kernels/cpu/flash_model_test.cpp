@@ -325,9 +325,9 @@ TEST(FlashModel, NaNScoreStaysOutOfTheTileMaxAtAnyKey) {
 }
 
 TEST(FlashModel, Fa2RoundsEachStepWhereTheSpecSays) {
-  // One query, two keys, d = 1, scale 1: scores 3 and 2, so m = 3, p̄_0 = exp2(fma(3, c, −3c)) = 1 exactly
+  // One query, two keys, d = 1, scale 1: scores 3 and 2, so m = 3, p̄_0 = exp2(fma(3, c, −3c)) (bf16: 1)
   // and p̄_1 = exp2(fma(2, c, −3c)) ≈ e^−1 with c = fp32(log2e). The fp32 p̄ feeds the row sum, its bf16 cast
-  // feeds P̄V: l = 1 + p̄_1, acc = 1 + bf16(p̄_1); O = bf16(acc · fp32(1/l)); LSE = fma(m, scale, log l).
+  // feeds P̄V: l = p̄_0 + p̄_1 (1 + p̄_1 here), acc = 1 + bf16(p̄_1); O = bf16(acc · fp32(1/l)); LSE = fma(m, scale, log l).
   Instance in;
   in.problem = test::make_problem(1, 1, 1, 1, 2, 1, false);
   in.problem.scale = 1.0;
@@ -354,6 +354,17 @@ TEST(FlashModel, Fa2RoundsEachStepWhereTheSpecSays) {
   EXPECT_EQ(r.o[0], round_bf16(acc2 * (1.0f / l2)));
   EXPECT_EQ(r.lse[0], double(std::fma(3.0f, 1.0f, std::log(l2))));
   EXPECT_NE(l2, l);  // the tiled row sum differs from the untiled one (α·1 vs p̄_1): order of rounding matters
+  // Step 7 multiplies by fp32(1/l), it does not divide: scores 3 and 2.828125 with V = 1.1484375 and 1.359375
+  // (found by search) are one where bf16(acc·fp32(1/l)) and bf16(acc/l) differ, so a division there fails (a
+  // mutant that divided lived: the values above round the same either way). Here p̄_0 = exp2(fma(3, c, −fp32(3c)))
+  // is 1 + 2^-23 (the residual of rounding 3c), and its bf16 is 1.
+  in.k = {3.0, 2.828125};
+  in.v = {1.1484375, 1.359375};
+  const float p0 = std::exp2(std::fma(3.0f, c, -(3.0f * c))), p3 = std::exp2(std::fma(2.828125f, c, -(3.0f * c)));
+  EXPECT_EQ(p0, 1.0f + 0x1p-23f);
+  const float l3 = p0 + p3, acc3 = round_bf16(p0) * 1.1484375f + round_bf16(p3) * 1.359375f;
+  ASSERT_NE(round_bf16(acc3 * (1.0f / l3)), round_bf16(acc3 / l3));
+  EXPECT_EQ(model_forward(builtin_spec("fa2"), in).o[0], round_bf16(acc3 * (1.0f / l3)));
 }
 
 TEST(FlashModel, BadInputThrowsError) {
