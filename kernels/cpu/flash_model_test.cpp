@@ -327,7 +327,8 @@ TEST(FlashModel, NaNScoreStaysOutOfTheTileMaxAtAnyKey) {
 TEST(FlashModel, Fa2RoundsEachStepWhereTheSpecSays) {
   // One query, two keys, d = 1, scale 1: scores 3 and 2, so m = 3, p̄_0 = exp2(fma(3, c, −3c)) (bf16: 1)
   // and p̄_1 = exp2(fma(2, c, −3c)) ≈ e^−1 with c = fp32(log2e). The fp32 p̄ feeds the row sum, its bf16 cast
-  // feeds P̄V: l = p̄_0 + p̄_1 (1 + p̄_1 here), acc = 1 + bf16(p̄_1); O = bf16(acc · fp32(1/l)); LSE = fma(m, scale, log l).
+  // feeds P̄V: l = p̄_0 + p̄_1 (1 + p̄_1 here), acc = 1 + bf16(p̄_1); O = bf16(acc · fp32(1/l));
+  // LSE = fma(m, scale, log l).
   Instance in;
   in.problem = test::make_problem(1, 1, 1, 1, 2, 1, false);
   in.problem.scale = 1.0;
