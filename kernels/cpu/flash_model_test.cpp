@@ -368,6 +368,36 @@ TEST(FlashModel, Fa2RoundsEachStepWhereTheSpecSays) {
   EXPECT_EQ(model_forward(builtin_spec("fa2"), in).o[0], round_bf16(acc3 * (1.0f / l3)));
 }
 
+// Step 10 (GQA): each query head's dK, dV is rounded to bf16, then the group is summed in fp32 and rounded once
+// (FA2's mha_bwd: dk_expanded, then at::sum). Pinned against the same heads run one at a time; summing the heads'
+// unrounded fp32 gradients instead (a mutant no CPU test caught: only the GPU twin tests would) differs on some
+// element here, so the test can fail.
+TEST(FlashModel, GqaRoundsEachHeadsGradientBeforeTheGroupSum) {
+  const Instance in = test::random_instance(test::make_problem(1, 2, 1, 5, 7, 4, false), 21);
+  const NumericsSpec fa2 = builtin_spec("fa2");
+  const BackwardOutput g = model_backward(fa2, in, model_forward(fa2, in));
+  NumericsSpec unrounded = fa2;
+  unrounded.grad_out_fmt = Format::kF32;
+  const Problem& p = in.problem;
+  std::vector<BackwardOutput> heads, heads32;
+  for (int h = 0; h < p.heads_q; ++h) {  // head h alone: its Q and dO rows, the shared K and V
+    Instance one = in;
+    one.problem.heads_q = 1;
+    one.q.assign(in.q.begin() + p.q_at(0, h, 0, 0), in.q.begin() + p.q_at(0, h, 0, 0) + std::size_t(p.n_q) * p.head_dim);
+    one.d_o.assign(in.d_o.begin() + p.q_at(0, h, 0, 0),
+                   in.d_o.begin() + p.q_at(0, h, 0, 0) + std::size_t(p.n_q) * p.head_dim);
+    heads.push_back(model_backward(fa2, one, model_forward(fa2, one)));
+    heads32.push_back(model_backward(unrounded, one, model_forward(unrounded, one)));
+  }
+  int differs = 0;
+  for (std::size_t e = 0; e < g.dv.size(); ++e) {
+    EXPECT_EQ(g.dv[e], round_bf16((0.0f + float(heads[0].dv[e])) + float(heads[1].dv[e]))) << "dV " << e;
+    EXPECT_EQ(g.dk[e], round_bf16((0.0f + float(heads[0].dk[e])) + float(heads[1].dk[e]))) << "dK " << e;
+    differs += g.dv[e] != round_bf16((0.0f + float(heads32[0].dv[e])) + float(heads32[1].dv[e]));
+  }
+  EXPECT_GT(differs, 0) << "no element tells the two orders apart";
+}
+
 TEST(FlashModel, BadInputThrowsError) {
   Instance in = test::random_instance(test::make_problem(1, 1, 1, 4, 4, 4, false), 1);
   NumericsSpec s = builtin_spec("fa2");
