@@ -323,9 +323,6 @@ RC_GTEST_PROP(FamilyProp, RandomShapesGenerateValidDeterministicInstances, ()) {
 namespace attncheck {
 namespace {
 
-// Regression (fuzzing, 2026-11-30): nonsensical parameters (tie_sign = 87, ties = −10, mask = 111,
-// do_exp = 111, ...) were silently clamped or misread, so the fuzzer reported garbage families as findings.
-// Out-of-domain parameters throw attncheck::Error naming the parameter and its domain.
 // A tie_level so large that A − gap rounds to A in fp64 (≳ 2^58 at gap 8) made every key tie with no gap, and the
 // family was accepted (a helper's probe: tie_level 5e17, 32 of 32 keys at the row max). Refused, naming both.
 TEST(Family, AGapLostBelowTheTieLevelIsRefused) {
@@ -344,6 +341,9 @@ TEST(Family, AGapLostBelowTheTieLevelIsRefused) {
   EXPECT_NO_THROW(make_instance(f, 0));
 }
 
+// Regression (fuzzing, 2026-11-30): nonsensical parameters (tie_sign = 87, ties = −10, mask = 111,
+// do_exp = 111, ...) were silently clamped or misread, so the fuzzer reported garbage families as findings.
+// Out-of-domain parameters throw attncheck::Error naming the parameter and its domain.
 TEST(Family, OutOfDomainParametersThrowAClearError) {
   struct Bad {
     const char* generator;

@@ -69,6 +69,9 @@ TEST(Statistics, GradientsAreMeasuredInUlpsOfTheHeadsRms) {
   Budget b;
   b.instances = kMinBiasInstances;
   const BiasStatistic s = bias_statistic(*k, default_family("normal"), b);
+  // Each error is (exact + unit) − exact in fp64: off from the unit by at most 2^-53·|exact + unit|, and |exact| is
+  // at most √width·rms < √512·2^8 units here (width ≤ n_k·d = 512; a bf16 ulp of the rms is above rms/2^8), so
+  // each ratio is 1 within ~10^-12, and so is their mean; 1e-9 leaves room, and a unit a binade off (½, 2) fails.
   for (const char* t : {"dQ", "dK", "dV", "delta"})
     EXPECT_NEAR(s.stats["tensors"][t]["mean_ulp"].get<double>(), 1.0, 1e-9) << t << ": " << s.stats["tensors"][t].dump();
 }
@@ -82,6 +85,8 @@ TEST(Statistics, AwayFromZeroFollowsTheExactValuesSign) {
   Budget b;
   const BiasStatistic s = bias_statistic(default_registry().get("paper"), f, b);
   const auto& o = s.stats["tensors"]["O"];
+  // paper's tie bias is 0.22-0.24 ulp away from zero (README), with a standard error of about sd/√T ≈ 0.03 at
+  // T = 64: ±0.1 sits 4 standard errors inside it on either side, and a mean that ignored the sign reads −0.19.
   EXPECT_LT(o["mean_ulp"].get<double>(), -0.1) << o.dump();
   EXPECT_GT(o["away_mean_ulp"].get<double>(), 0.1) << o.dump();
 }

@@ -214,7 +214,8 @@ static const ForwardMemo& forward_memo(const Instance& in) {
 // where one key holds nearly all the weight: dP_ij* − δ_i ≈ (1 − P_ij*)·(…) came out of two numbers of size |dP|,
 // off by u·|dP|, and dQ, dK with it, by up to ~10^3 bf16 ulps of the head's rms on `sink` (a helper's MPFR
 // probe; the unbiased property measures 0.05 ulp). Here the j* term is 0 exactly and every other term carries
-// its own small P: the error is relative to the value. Equal dP across a row (V = c·1) gives dS = 0 exactly.
+// its own small P: the error is relative to the value. Equal dP across a row (V = c·1, when the product gives
+// equal rows of V equal bits, as Eigen's does: reference_test pins it) gives dS = 0 exactly.
 // Masked keys have P = 0, so dS = 0 there.
 static Mat score_gradient(const Mat& prob, const Mat& dp) {
   Mat diff(dp.rows(), dp.cols());

@@ -4,7 +4,8 @@
 // It sees the inputs exactly as stored (already in the storage format), so any difference from a kernel is
 // the kernel's arithmetic. Fully masked rows give O = 0, LSE = -inf and zero gradients. The scale multiplies
 // Q·Kᵀ, then the bias is added: s_ij = scale · q_i·k_j + bias_ij.
-// Backward uses δ from the *exact* O: δ_i = Σ_c dO_ic O_ic; dS = P ∘ (dP − δ); dQ = scale·dS·K;
+// Backward uses δ from the *exact* O: δ_i = Σ_c dO_ic O_ic; dS = P ∘ (dP − δ) (formed about each row's largest
+// P, equal in exact arithmetic: reference.cpp's score_gradient); dQ = scale·dS·K;
 // dK = scale·dSᵀ·Q (summed over a GQA group); dV = Pᵀ·dO (summed over a GQA group).
 #pragma once
 

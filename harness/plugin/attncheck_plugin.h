@@ -14,7 +14,9 @@
  * (the symbol name carries the major: a v2 ABI would export attncheck_plugin_v2). MINOR grows when fields
  * are appended to the end of a struct; every struct that can grow starts with `struct_size`, which the
  * writer of the struct sets to sizeof(struct) as it was compiled, so either side can tell which fields exist.
- * attncheck rejects a table whose abi_major differs from its own and accepts any abi_minor.
+ * attncheck rejects a table whose abi_major differs from its own and accepts any abi_minor. A minor may also
+ * define new ATTNCHECK_CAP_* bits (1.1 added ATTNCHECK_CAP_ROUNDING_SEEDED_BY_INPUT); a build refuses a kernel that
+ * sets a cap bit it does not know, since ignoring it would run the kernel under rules it asked not to be held to.
  *
  * Data layout. Every tensor is passed as an attncheck_tensor: a pointer, a storage format, a shape and
  * strides counted in ELEMENTS (not bytes). Shapes:

@@ -325,10 +325,10 @@ TEST(FlashModel, NaNScoreStaysOutOfTheTileMaxAtAnyKey) {
 }
 
 TEST(FlashModel, Fa2RoundsEachStepWhereTheSpecSays) {
-  // One query, two keys, d = 1, scale 1: scores 3 and 2, so m = 3, p̄_0 = exp2(fma(3, c, −3c)) (bf16: 1)
-  // and p̄_1 = exp2(fma(2, c, −3c)) ≈ e^−1 with c = fp32(log2e). The fp32 p̄ feeds the row sum, its bf16 cast
-  // feeds P̄V: l = p̄_0 + p̄_1 (1 + p̄_1 here), acc = 1 + bf16(p̄_1); O = bf16(acc · fp32(1/l));
-  // LSE = fma(m, scale, log l).
+  // One query, two keys, d = 1, scale 1: scores 3 and 2, so m = 3, p̄_0 = exp2(fma(3, c, −fp32(3c))) = 1 + 2^-23
+  // (the residual of rounding 3c; its bf16 is 1) and p̄_1 = exp2(fma(2, c, −fp32(3c))) ≈ e^−1 with c = fp32(log2e).
+  // The fp32 p̄ feeds the row sum, its bf16 cast feeds P̄V: l = p̄_0 + p̄_1 (one fp32 ulp above 1 + p̄_1),
+  // acc = 1 + bf16(p̄_1); O = bf16(acc · fp32(1/l)); LSE = fma(m, scale, log l).
   Instance in;
   in.problem = test::make_problem(1, 1, 1, 1, 2, 1, false);
   in.problem.scale = 1.0;
@@ -338,31 +338,32 @@ TEST(FlashModel, Fa2RoundsEachStepWhereTheSpecSays) {
   ModelTrace t;
   const ForwardOutput f = model_forward(builtin_spec("fa2"), in, &t);
   const float c = float(1.4426950408889634);
-  const float p1 = std::exp2(std::fma(2.0f, c, -(3.0f * c)));
-  const float l = 1.0f + p1, acc = 1.0f + round_bf16(p1);
+  const float p0 = std::exp2(std::fma(3.0f, c, -(3.0f * c))), p1 = std::exp2(std::fma(2.0f, c, -(3.0f * c)));
+  EXPECT_EQ(p0, 1.0f + 0x1p-23f);
+  const float l = p0 + p1, acc = round_bf16(p0) + round_bf16(p1);
+  EXPECT_NE(l, 1.0f + p1);  // p̄_0's last bit reaches l (a model taking the max key's p̄ as 1 shows here)
   EXPECT_EQ(f.o[0], round_bf16(acc * (1.0f / l)));
   EXPECT_NE(round_bf16(p1), p1);  // the bf16 cast of p̄ really is inexact here (else the test shows nothing)
   EXPECT_EQ(f.lse[0], double(std::fma(3.0f, 1.0f, std::log(l))));
   EXPECT_EQ(t.p_one, 1u);
   // The same two keys in reversed order through 1×1 tiles: the max rises from 2 to 3 at the second tile, so
-  // step 6 rescales the first tile's state by α = exp2((2 − 3)·c) in fp32: l = α·1 + 1, acc = α·1 + 1.
+  // step 6 rescales the first tile's state (p̄ = exp2(fma(2, c, −fp32(2c))) = 1 exactly: 2c is exact) by
+  // α = exp2((2 − 3)·c) in fp32 and adds the second's: l = α·1 + p̄_0, acc = α·1 + bf16(p̄_0) = α + 1.
   in.k = {2.0, 3.0};
   NumericsSpec tiny = builtin_spec("fa2");
   tiny.tile_q = tiny.tile_k = 1;
   const ForwardOutput r = model_forward(tiny, in);
   const float alpha = std::exp2((2.0f - 3.0f) * c);
-  const float l2 = alpha * 1.0f + 1.0f, acc2 = alpha * 1.0f + 1.0f;
+  const float l2 = alpha * 1.0f + p0, acc2 = alpha * 1.0f + 1.0f;
   EXPECT_EQ(r.o[0], round_bf16(acc2 * (1.0f / l2)));
   EXPECT_EQ(r.lse[0], double(std::fma(3.0f, 1.0f, std::log(l2))));
-  EXPECT_NE(l2, l);  // the tiled row sum differs from the untiled one (α·1 vs p̄_1): order of rounding matters
+  EXPECT_NE(acc2, acc);  // the tiled accumulator takes α in fp32 where the untiled one takes bf16(p̄_1)
   // Step 7 multiplies by fp32(1/l), it does not divide: scores 3 and 2.828125 with V = 1.1484375 and 1.359375
   // (found by search) are one where bf16(acc·fp32(1/l)) and bf16(acc/l) differ, so a division there fails (a
-  // mutant that divided lived: the values above round the same either way). Here p̄_0 = exp2(fma(3, c, −fp32(3c)))
-  // is 1 + 2^-23 (the residual of rounding 3c), and its bf16 is 1.
+  // mutant that divided lived: the values above round the same either way).
   in.k = {3.0, 2.828125};
   in.v = {1.1484375, 1.359375};
-  const float p0 = std::exp2(std::fma(3.0f, c, -(3.0f * c))), p3 = std::exp2(std::fma(2.828125f, c, -(3.0f * c)));
-  EXPECT_EQ(p0, 1.0f + 0x1p-23f);
+  const float p3 = std::exp2(std::fma(2.828125f, c, -(3.0f * c)));
   const float l3 = p0 + p3, acc3 = round_bf16(p0) * 1.1484375f + round_bf16(p3) * 1.359375f;
   ASSERT_NE(round_bf16(acc3 * (1.0f / l3)), round_bf16(acc3 / l3));
   EXPECT_EQ(model_forward(builtin_spec("fa2"), in).o[0], round_bf16(acc3 * (1.0f / l3)));
@@ -389,13 +390,15 @@ TEST(FlashModel, GqaRoundsEachHeadsGradientBeforeTheGroupSum) {
     heads.push_back(model_backward(fa2, one, model_forward(fa2, one)));
     heads32.push_back(model_backward(unrounded, one, model_forward(unrounded, one)));
   }
-  int differs = 0;
+  int dv_differs = 0, dk_differs = 0;
   for (std::size_t e = 0; e < g.dv.size(); ++e) {
     EXPECT_EQ(g.dv[e], round_bf16((0.0f + float(heads[0].dv[e])) + float(heads[1].dv[e]))) << "dV " << e;
     EXPECT_EQ(g.dk[e], round_bf16((0.0f + float(heads[0].dk[e])) + float(heads[1].dk[e]))) << "dK " << e;
-    differs += g.dv[e] != round_bf16((0.0f + float(heads32[0].dv[e])) + float(heads32[1].dv[e]));
+    dv_differs += g.dv[e] != round_bf16((0.0f + float(heads32[0].dv[e])) + float(heads32[1].dv[e]));
+    dk_differs += g.dk[e] != round_bf16((0.0f + float(heads32[0].dk[e])) + float(heads32[1].dk[e]));
   }
-  EXPECT_GT(differs, 0) << "no element tells the two orders apart";
+  EXPECT_GT(dv_differs, 0) << "no dV element tells the two orders apart";
+  EXPECT_GT(dk_differs, 0) << "no dK element tells the two orders apart";
 }
 
 TEST(FlashModel, BadInputThrowsError) {
