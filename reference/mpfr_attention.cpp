@@ -1,6 +1,7 @@
 // mpfr_attention.cpp — 200-bit attention for reference_test (see mpfr_attention.h). Plain loops over the
 // definitions: s = scale·q·k + bias, e = exp(s), Z = Σ e, P = e/Z, LSE = log Z, O = Σ P v, δ = dO·O,
-// dP = dO·v, dS = P(dP − δ), dQ = scale Σ dS k, dK = scale Σ dS q, dV = Σ P dO.
+// dP = dO·v, dS = P(dP − δ) (formed about the key of largest P, an exact identity: see the gradients below),
+// dQ = scale Σ dS k, dK = scale Σ dS q, dV = Σ P dO.
 #include "reference/mpfr_attention.h"
 
 #include <cmath>
@@ -46,6 +47,7 @@ class Mp {
   Mp exp() const { return un(mpfr_exp); }
   Mp log() const { return un(mpfr_log); }
   double get() const { return mpfr_get_d(x_, kRnd); }
+  friend bool operator>(const Mp& a, const Mp& b) { return mpfr_greater_p(a.x_, b.x_) != 0; }
 
  private:
   template <class F>
@@ -129,17 +131,25 @@ MpfrAttention mpfr_attention(const Instance& in) {
         }
         r.delta[row] = delta.get();
         r.delta_mag[row] = delta_mag.get();
-        // Gradients.
+        // Gradients. dP − δ about the key of largest P, t*: dP_t − δ = (dP_t − dP_t*) − Σ_t' P_t'(dP_t' − dP_t*)
+        // (Σ P = 1). The plain dP_t* − δ cancels to (1 − P_t*)·(…): once 1 − P_t* is below 2^-200 (scores ~140
+        // apart) even 200 bits are noise; this form has no such cancellation. The magnitude is the plain form's.
+        std::vector<Mp> dp(keys.size()), dp_mag(keys.size());
+        std::size_t top = 0;
+        for (std::size_t t = 0; t < keys.size(); ++t) {
+          for (int c = 0; c < d; ++c) {
+            const Mp g = at(in.d_o, p.q_at(b, h, i, c)), v = at(in.v, p.kv_at(b, hk, keys[t], c));
+            dp[t] += g * v;
+            dp_mag[t] += (g * v).abs();
+          }
+          if (prob[t] > prob[top]) top = t;
+        }
+        Mp shifted_delta;
+        for (std::size_t t = 0; t < keys.size(); ++t) shifted_delta += prob[t] * (dp[t] - dp[top]);
         std::vector<Mp> dq(d), dq_mag(d);
         for (std::size_t t = 0; t < keys.size(); ++t) {
           const int j = keys[t];
-          Mp dp, dp_mag;
-          for (int c = 0; c < d; ++c) {
-            const Mp g = at(in.d_o, p.q_at(b, h, i, c)), v = at(in.v, p.kv_at(b, hk, j, c));
-            dp += g * v;
-            dp_mag += (g * v).abs();
-          }
-          const Mp ds = prob[t] * (dp - delta), ds_mag = prob[t] * (dp_mag + delta_mag);
+          const Mp ds = prob[t] * ((dp[t] - dp[top]) - shifted_delta), ds_mag = prob[t] * (dp_mag[t] + delta_mag);
           for (int c = 0; c < d; ++c) {
             const Mp kc = at(in.k, p.kv_at(b, hk, j, c)), qc = at(in.q, p.q_at(b, h, i, c));
             const Mp g = at(in.d_o, p.q_at(b, h, i, c));

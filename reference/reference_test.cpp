@@ -126,9 +126,11 @@ TEST(reference, matches_mpfr_on_small_random_cases) {
 // ulps of the head's rms in dQ and dK on the `sink` family (a helper's MPFR probe), while `unbiased` measures means
 // of 0.05 ulp in exactly that unit (properties/property.h). The bound is a requirement, not an error analysis:
 // that resolution with a factor 10^3 to spare, so the reference can move no mean the property judges by more than
-// 0.1% of ε (the new form reads ~1e-12 of the unit here, printed; the old one 0.048 in dQ, 0.17 in dK). With
-// V = c·1 every dP_j is equal (the product gives equal bits for equal rows of V, as Eigen's does: pinned here) and
-// the exact dQ, dK are 0: the reference must give 0, not fp64 noise that `unbiased` would divide by.
+// 0.1% of ε (the new form reads ~1e-12 of the unit here, printed; the old one 0.048 in dQ and 0.17 in dK on the
+// sink, 969 and 688 at large logits x64). With V = c·1 every dP_j is equal (the product gives equal bits for equal
+// rows of V, as Eigen's does: pinned here) and the exact dQ, dK are 0: the reference must give 0, not fp64 noise
+// that `unbiased` would divide by. mpfr_attention forms dS about the largest P too: its plain form, even in 200
+// bits, was the one off at x64 (0.043 units), where rows are one-hot to far below 2^-200.
 TEST(reference, gradients_stay_accurate_when_one_key_takes_the_weight) {
   const auto bf16_ulp = [](double x) { return std::ldexp(1.0, std::ilogb(x) - 7); };  // bf16: 8 significant bits
   // Each head's error in a bf16 ulp of that head's rms (`width` consecutive elements: the property's unit).
@@ -143,28 +145,41 @@ TEST(reference, gradients_stay_accurate_when_one_key_takes_the_weight) {
     }
     return worst;
   };
+  // dQ and dK of `in` against MPFR, each head in its own unit.
+  const auto expect_accurate = [&](const Instance& in, const std::string& what) {
+    const Problem& p = in.problem;
+    const MpfrAttention mp = mpfr_attention(in);
+    const ReferenceBackward g = reference_backward(in);
+    const std::size_t q_head = std::size_t(p.n_q) * p.head_dim, kv_head = std::size_t(p.n_k) * p.head_dim;
+    for (const auto& [name, got, want, width] :
+         {std::tuple{"dQ", &g.dq, &mp.dq, q_head}, std::tuple{"dK", &g.dk, &mp.dk, kv_head}}) {
+      const double worst = worst_in_head_units(*got, *want, width);
+      EXPECT_LE(worst, 0.05e-3) << name << " error in bf16 ulps of the head's rms, " << what;
+      std::printf("%s: %s worst error %.3g bf16 ulps of the head's rms\n", what.c_str(), name, worst);
+    }
+  };
   for (const int n_k : {16, 13}) {
     Problem p = shape(1, 2, 1, 8, n_k, 8);
     p.scale = 1;
     Instance in = make_instance(p, 900 + n_k);
     for (double& x : in.q) x = std::fabs(x);
     for (int c = 0; c < p.head_dim; ++c) in.k[p.kv_at(0, 0, 0, c)] = 8;  // s_i0 = 8·Σ|q_ic| ≈ 32 ≫ other |s| ≤ 8
-    const MpfrAttention mp = mpfr_attention(in);
-    const ReferenceBackward g = reference_backward(in);
     const ReferenceForward f = reference_forward(in);
     EXPECT_GT(*std::min_element(f.lse.begin(), f.lse.end()), 16) << "the sink should dominate every row";
-    const std::size_t q_head = std::size_t(p.n_q) * p.head_dim, kv_head = std::size_t(n_k) * p.head_dim;
-    for (const auto& [name, got, want, width] :
-         {std::tuple{"dQ", &g.dq, &mp.dq, q_head}, std::tuple{"dK", &g.dk, &mp.dk, kv_head}}) {
-      const double worst = worst_in_head_units(*got, *want, width);
-      EXPECT_LE(worst, 0.05e-3) << name << " error in bf16 ulps of the head's rms, n_k " << n_k;
-      std::printf("sink, n_k %d: %s worst error %.3g bf16 ulps of the head's rms\n", n_k, name, worst);
-    }
+    expect_accurate(in, "sink, n_k " + std::to_string(n_k));
     for (int j = 0; j < n_k; ++j)  // V = c·1: every dP_ij equal
       for (int c = 0; c < p.head_dim; ++c) in.v[p.kv_at(0, 0, j, c)] = in.v[p.kv_at(0, 0, 0, c)];
     const ReferenceBackward flat = reference_backward(in);
     EXPECT_EQ(std::count(flat.dq.begin(), flat.dq.end(), 0.0), std::ptrdiff_t(flat.dq.size())) << "n_k " << n_k;
     EXPECT_EQ(std::count(flat.dk.begin(), flat.dk.end(), 0.0), std::ptrdiff_t(flat.dk.size())) << "n_k " << n_k;
+  }
+  // Large logits (as the `large_logits` family at small log2_mag): Q and K times 2^4 and 2^6 (exact in bf16), so
+  // scores spread over hundreds to thousands and most rows are near one-hot. (MPFR's exponent range holds e^s here.)
+  for (const double up : {16.0, 64.0}) {
+    Instance in = make_instance(shape(1, 2, 1, 8, 16, 8), 950);
+    for (auto* t : {&in.q, &in.k})
+      for (double& x : *t) x *= up;
+    expect_accurate(in, "large logits x" + std::to_string(int(up)));
   }
 }
 
