@@ -103,6 +103,35 @@ TEST(FlashModel, PaperFixRemovesUnitWeightsFromRepeatedPositiveMax) {
   EXPECT_EQ(fa2_trace.shifted_tiles, 24u);
 }
 
+// The fix's count takes scores within its tolerance (1e-3) of the tile max, not only equal ones, and its shift is
+// β·r with the spec's β. Scores 2^-4 and 2^-4 − 2^-11 (inside 1e-3; exact in bf16 too, whose spacing there is
+// 2^-12, so paper-fixed's bf16 scores keep them apart) make a near tie that is shifted; 2^-4 − 2^-9 does not. With β = 4 instead of 2 the shifted max moves, and the outputs with it. Both mutants (the
+// threshold without the tolerance, β fixed at 2) were caught only by corpus replays before.
+TEST(FlashModel, TheFixCountsWithinItsToleranceAndShiftsByBeta) {
+  Instance in;
+  in.problem = test::make_problem(1, 1, 1, 1, 3, 2, false);
+  in.problem.scale = 1.0;
+  in.q = {1.0, 1.0};
+  in.v = {0.5, 0.25, 1.0, 0.75, -1.0, 0.125};
+  const auto shifted_tiles = [&](const NumericsSpec& spec, double second) {
+    in.k = {0.0625, 0.0, 0.0625, second, -1.0, 0.0};  // scores 2^-4, 2^-4 + second, −1
+    ModelTrace t;
+    model_forward(spec, in, &t);
+    return t.shifted_tiles;
+  };
+  for (const char* name : {"paper-fixed", "fa2-fixed"}) {
+    EXPECT_EQ(shifted_tiles(builtin_spec(name), -0x1p-11), 1u) << name << ": 2^-11 below the max is a near tie";
+    EXPECT_EQ(shifted_tiles(builtin_spec(name), -0x1p-9), 0u) << name << ": 2^-9 below the max is not";
+  }
+  in.k = {2.0, 0.0, 2.0, 0.0, -1.0, 0.0};  // an exact tie at r = 2: shifted to β·r
+  for (const char* name : {"paper-fixed", "fa2-fixed"}) {
+    NumericsSpec beta4 = builtin_spec(name);
+    beta4.max_policy.beta = 4;
+    const ForwardOutput two = model_forward(builtin_spec(name), in), four = model_forward(beta4, in);
+    EXPECT_TRUE(two.o != four.o || two.lse != four.lse) << name << ": β = 4 gave β = 2's bits";
+  }
+}
+
 TEST(FlashModel, ZeroTiedMaxIsLeftUnshiftedAsPublished) {
   // Scores 0, 0, −1: r == 0 with c = 2. The published rule leaves r' = 0, so p̄ = 1 survives (a hole we
   // report, not hide).
