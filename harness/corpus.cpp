@@ -67,7 +67,7 @@ json budget_to_json(const Budget& b) {
 }
 
 Budget budget_from(const json& j, const At& at) {
-  json_fields::only_fields(j, {"instances", "seconds", "epsilon_ulp", "z_crit"}, at);
+  json_fields::only_fields(j, json_fields::keys_of(budget_to_json(Budget{})), at);  // the fields the writer writes
   Budget b;
   b.instances = static_cast<int>(json_fields::int_at(json_fields::field(j, "instances", at), at / "instances", 1, 1 << 30));
   b.seconds = json_fields::number_at(json_fields::field(j, "seconds", at), at / "seconds");

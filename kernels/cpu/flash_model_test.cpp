@@ -105,8 +105,9 @@ TEST(FlashModel, PaperFixRemovesUnitWeightsFromRepeatedPositiveMax) {
 
 // The fix's count takes scores within its tolerance (1e-3) of the tile max, not only equal ones, and its shift is
 // β·r with the spec's β. Scores 2^-4 and 2^-4 − 2^-11 (inside 1e-3; exact in bf16 too, whose spacing there is
-// 2^-12, so paper-fixed's bf16 scores keep them apart) make a near tie that is shifted; 2^-4 − 2^-9 does not. With β = 4 instead of 2 the shifted max moves, and the outputs with it. Both mutants (the
-// threshold without the tolerance, β fixed at 2) were caught only by corpus replays before.
+// 2^-12, so paper-fixed's bf16 scores keep them apart) make a near tie that is shifted; 2^-4 − 2^-9 does not.
+// With β = 4 instead of 2 the shifted max moves, and the outputs with it. Both mutants (the threshold without the
+// tolerance, β fixed at 2) were caught only by corpus replays before.
 TEST(FlashModel, TheFixCountsWithinItsToleranceAndShiftsByBeta) {
   Instance in;
   in.problem = test::make_problem(1, 1, 1, 1, 3, 2, false);
@@ -411,11 +412,14 @@ TEST(FlashModel, GqaRoundsEachHeadsGradientBeforeTheGroupSum) {
   const Problem& p = in.problem;
   std::vector<BackwardOutput> heads, heads32;
   for (int h = 0; h < p.heads_q; ++h) {  // head h alone: its Q and dO rows, the shared K and V
+    const auto head_rows = [&](const std::vector<double>& t) {
+      const auto first = t.begin() + p.q_at(0, h, 0, 0);
+      return std::vector<double>(first, first + std::size_t(p.n_q) * p.head_dim);
+    };
     Instance one = in;
     one.problem.heads_q = 1;
-    one.q.assign(in.q.begin() + p.q_at(0, h, 0, 0), in.q.begin() + p.q_at(0, h, 0, 0) + std::size_t(p.n_q) * p.head_dim);
-    one.d_o.assign(in.d_o.begin() + p.q_at(0, h, 0, 0),
-                   in.d_o.begin() + p.q_at(0, h, 0, 0) + std::size_t(p.n_q) * p.head_dim);
+    one.q = head_rows(in.q);
+    one.d_o = head_rows(in.d_o);
     heads.push_back(model_backward(fa2, one, model_forward(fa2, one)));
     heads32.push_back(model_backward(unrounded, one, model_forward(unrounded, one)));
   }
