@@ -42,7 +42,7 @@ on=${ATTNCHECK_AB_ON:-1}
 run_one() {  # run_one FB SEED: one run in its own folder; its log says where (or whether) the defect was reached
   local dir=$work/fb$1-seed$2 start
   rm -rf "$dir" && mkdir -p "$dir/corpus" "$dir/findings"
-  start=$(date +%s.%N)
+  start=$(date +%s%N)
   # The seeds go in by -seed_inputs in sorted order, not as a directory: libFuzzer orders its initial corpus
   # by size only, so equal-sized files would start in the directory's (unspecified) listing order and the
   # same -seed could give a different run.
@@ -50,7 +50,8 @@ run_one() {  # run_one FB SEED: one run in its own folder; its log says where (o
     "${norand[@]}" "$fuzzer" "$dir/corpus" -seed_inputs="$seed_list" -seed="$2" -runs="$cap" -reload=0 -use_cmp=0 \
     -artifact_prefix="$dir/" \
     >"$dir/log" 2>&1
-  echo "$(date +%s.%N) - $start" | bc >"$dir/seconds"
+  local ns=$(( $(date +%s%N) - start ))  # shell arithmetic: bc is not on a minimal Debian
+  printf '%d.%03d\n' $((ns / 1000000000)) $((ns / 1000000 % 1000)) >"$dir/seconds"
 }
 # The runs are independent and bounded by executions, not time, so they run $ATTNCHECK_AB_JOBS at a time (default:
 # the CPU count) and give the same numbers as one at a time; the results are read back in arm and seed order.
