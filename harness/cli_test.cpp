@@ -155,7 +155,7 @@ TEST_F(Cli, HelpAndUsageErrors) {
            {"check --instances 0x20", "'0x20' is not an integer"},  // hex and " 24" were taken
            {"check --instances ' 24'", "' 24' is not an integer"},
            {"list ''", "not in {kernels,properties"},
-           {"check -k paper --json -", "--json -: "},
+           {"check -k paper --json - --junit /dev/stdout", "--json and --junit both name standard output"},
            {"check -k paper --junit " + saved_case, "a saved case (attncheck-case)"},  // it replaced the case
            {"check --seconds 2e7", "--seconds: 2e7 is outside 0 to 10000000"},
            {"fuzz --seed 1.5", "--seed: '1.5' is not an integer"},
@@ -368,6 +368,36 @@ TEST_F(Cli, ReportIntoADeviceIsWrittenInPlace) {
   EXPECT_EQ(full.status, 2) << full.out << full.err;
   EXPECT_NE(full.err.find("cannot write " + to_full.string()), std::string::npos) << full.err;
   EXPECT_TRUE(fs::is_symlink(to_full)) << "the link to /dev/full was replaced";
+}
+
+// A report on standard output ("-", /dev/stdout, or the file stdout is redirected to) is all that goes there, and
+// the terminal report (FAIL cases, tables) goes to standard error. Written as a file, /dev/stdout on a redirected
+// file was truncated and rewritten from offset 0: the JSON sat inside the text and did not parse, and the FAIL
+// reports were lost (probe, session 20).
+TEST_F(Cli, AReportOnStandardOutputIsAllThatIsThere) {
+  const std::string failing = "check -q -k paper --property unbiased --family tied_max --instances 24 --no-shrink "
+                              "--findings " + (dir_ / "f").string();
+  for (const char* path : {"-", "/dev/stdout"}) {
+    const CmdResult r = run(failing + " --json " + path);
+    EXPECT_EQ(r.status, 1) << path << "\n" << r.out << r.err;
+    const json j = json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+    ASSERT_FALSE(j.is_discarded()) << "--json " << path << ": standard output is not one JSON document:\n" << r.out;
+    EXPECT_EQ(j.at("summary").at("fail"), 1) << j.dump(1);
+    EXPECT_NE(r.err.find("FAIL paper / unbiased / tied_max"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("1 checks: 0 pass, 1 FAIL"), std::string::npos) << r.err;
+  }
+  const CmdResult x = run(failing + " --junit - --json " + (dir_ / "r.json").string());
+  EXPECT_EQ(x.status, 1) << x.out << x.err;
+  EXPECT_EQ(x.out.rfind("<?xml", 0), 0u) << x.out;
+  EXPECT_NE(x.out.find("</testsuites>"), std::string::npos) << x.out;
+  EXPECT_EQ(x.out.find("checks:"), std::string::npos) << x.out;
+  EXPECT_TRUE(fs::exists(dir_ / "r.json"));
+  // One report that cannot be written does not cost the other: both are tried, then exit 2.
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
+  const CmdResult full = run(failing + " --json /dev/full --junit " + (dir_ / "r.xml").string());
+  EXPECT_EQ(full.status, 2) << full.out << full.err;
+  EXPECT_NE(full.err.find("cannot write /dev/full"), std::string::npos) << full.err;
+  EXPECT_TRUE(fs::exists(dir_ / "r.xml")) << "the JUnit report was not written after the JSON one failed";
 }
 
 // A malformed ATTNCHECK_SHRINK_SECONDS is a usage error before any check runs (it was silently the default).

@@ -360,7 +360,7 @@ void require_writable_dir(const std::string& dir, const std::string& option) {
 void require_writable_file(const std::string& path, const std::string& option) {
   if (path.empty()) throw Error(option + ": an empty path");
   if (path == "-")  // it made a file named "-"
-    throw Error(option + " -: standard output carries the terminal report; name a file (or /dev/stdout)");
+    throw Error(option + " -: standard output is not a file here");
   // A report written over a saved case loses the case (a tab-completed corpus/regression/... path did).
   if (std::filesystem::is_regular_file(path) && std::filesystem::file_size(path) <= (std::uintmax_t(64) << 20)) {
     std::ifstream in(path, std::ios::binary);

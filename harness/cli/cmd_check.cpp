@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 
@@ -168,6 +169,39 @@ bool one_regular_file(const std::string& a, const std::string& b) {
   return !ca.empty() && ca == cb;
 }
 
+// Whether a report path is standard output: "-", or a name for the file stdout already is (/dev/stdout,
+// /proc/self/fd/1, the file `> out.txt` redirected it to). Such a report is all that goes to standard output;
+// the terminal report goes to standard error (StdoutToStderr). Written as a file, /dev/stdout was opened a second
+// time: on a redirected regular file the open truncated what the tables had written, and the JSON then sat
+// inside the text (`json.load` failed); on a pipe it came out ahead of the tables still buffered.
+bool names_stdout(const std::string& path) {
+  if (path == "-") return true;
+  struct stat a {}, b {};
+  return ::stat(path.c_str(), &a) == 0 && ::fstat(1, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// While it lives, std::cout writes to standard error; restore() (or the destructor) gives it standard output back.
+class StdoutToStderr {
+ public:
+  explicit StdoutToStderr(bool active) {
+    if (!active) return;
+    std::cout.flush();
+    saved_ = std::cout.rdbuf(std::cerr.rdbuf());
+  }
+  void restore() {
+    if (!saved_) return;
+    std::cout.flush();
+    std::cout.rdbuf(saved_);
+    saved_ = nullptr;
+  }
+  ~StdoutToStderr() { restore(); }
+  StdoutToStderr(const StdoutToStderr&) = delete;
+  StdoutToStderr& operator=(const StdoutToStderr&) = delete;
+
+ private:
+  std::streambuf* saved_ = nullptr;
+};
+
 int run_check(const CheckOptions& opt) {
   const auto t0 = Clock::now();
   if (const char* rc = std::getenv("RC_PARAMS"))
@@ -179,10 +213,15 @@ int run_check(const CheckOptions& opt) {
   // and a run must not end with it (or the report) unwritable.
   require_writable_dir(opt.findings, "--findings");
   if (!opt.no_shrink) (void)default_shrink_options();  // a bad ATTNCHECK_SHRINK_SECONDS is exit 2 before any check
-  if (opt.json_given) require_writable_file(opt.json_path, "--json");
-  if (opt.junit_given) require_writable_file(opt.junit_path, "--junit");
-  if (opt.json_given && opt.junit_given && one_regular_file(opt.json_path, opt.junit_path))
+  const bool json_stdout = opt.json_given && names_stdout(opt.json_path);
+  const bool junit_stdout = opt.junit_given && names_stdout(opt.junit_path);
+  if (json_stdout && junit_stdout)
+    throw Error("--json and --junit both name standard output: one report there, the other to a file");
+  if (opt.json_given && !json_stdout) require_writable_file(opt.json_path, "--json");
+  if (opt.junit_given && !junit_stdout) require_writable_file(opt.junit_path, "--junit");
+  if (opt.json_given && opt.junit_given && !json_stdout && !junit_stdout && one_regular_file(opt.json_path, opt.junit_path))
     throw Error("--json and --junit name one file (" + opt.junit_path + "): the JUnit report would replace the JSON one");
+  StdoutToStderr terminal(json_stdout || junit_stdout);  // a report on standard output is the only thing there
   RunReport report;
   for (const Kernel* k : kernels) report.kernels.push_back(k->name());
   report.suite = opt.suite;
@@ -239,9 +278,30 @@ int run_check(const CheckOptions& opt) {
   const std::string bias = bias_table(report);
   if (!bias.empty()) std::cout << "\n" << bias;
   std::cout << "\n" << summary_table(report);
-  if (!opt.json_path.empty())
-    write_text_file(opt.json_path, run_to_json(report).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-  if (!opt.junit_path.empty()) write_text_file(opt.junit_path, run_to_junit(report));
+  // Both reports are attempted: one that cannot be written does not cost the other (the run exits 2 after both).
+  std::vector<std::string> report_errors;
+  const auto emit = [&](bool given, bool to_stdout, const std::string& path, const std::function<std::string()>& text) {
+    if (!given) return;
+    try {
+      if (to_stdout) {
+        terminal.restore();
+        std::cout << text() << std::flush;  // a failed write is main()'s "cannot write to standard output"
+      } else {
+        write_text_file(path, text());
+      }
+    } catch (const std::exception& e) {
+      report_errors.push_back(e.what());
+    }
+  };
+  emit(opt.json_given, json_stdout, opt.json_path, [&] {
+    return run_to_json(report).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  });
+  emit(opt.junit_given, junit_stdout, opt.junit_path, [&] { return run_to_junit(report); });
+  if (!report_errors.empty()) {
+    for (std::size_t i = 0; i + 1 < report_errors.size(); ++i)
+      std::cerr << "attncheck: error: " << printable(report_errors[i]) << "\n";
+    throw Error(report_errors.back());
+  }
   if (unsaved > 0) {  // a finding that exists only on a terminal is lost: not a plain "a property failed"
     std::cerr << "attncheck: error: " << unsaved << " finding(s) could not be saved in " << printable(opt.findings)
               << " (the reports above name them)\n";
@@ -283,8 +343,10 @@ void add_check(CLI::App& app, Runner& run) {
       ->check(number_in(0.0, 1e7));
   auto* seed = sub->add_option("--seed", opt->seed_text,
                                "Mixed into every family's seed, 0 to 2^64-1 (default: the suite's own seeds)");
-  auto* json = sub->add_option("--json", opt->json_path, "Write a JSON report to FILE");
-  auto* junit = sub->add_option("--junit", opt->junit_path, "Write a JUnit XML report to FILE");
+  auto* json = sub->add_option("--json", opt->json_path,
+                               "Write a JSON report to FILE ('-' or /dev/stdout: standard output, and the terminal "
+                               "report goes to standard error)");
+  auto* junit = sub->add_option("--junit", opt->junit_path, "Write a JUnit XML report to FILE ('-': as for --json)");
   sub->add_option("--findings", opt->findings, "Directory for failing cases")->capture_default_str();
   sub->add_flag("--no-shrink", opt->no_shrink, "Report failures unshrunk (faster)");
   sub->add_flag("-q,--quiet", opt->quiet, "No progress line");
