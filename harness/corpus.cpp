@@ -85,6 +85,12 @@ std::uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
+// At most kMaxNamePart characters: a longer part keeps its first 55 and "~" and 8 hex digits of the whole name's
+// hash. A plugin kernel's name has no length limit, and a 300-character one made every finding's file name too long
+// to create (each failure was unsaved: exit 2). 64 leaves room for property, generator, hash and the ".tmp.<pid>"
+// of the write within NAME_MAX (255).
+constexpr std::size_t kMaxNamePart = 64;
+
 std::string sanitise(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -92,6 +98,11 @@ std::string sanitise(const std::string& s) {
     if (c == '=') out += '-';
     else if (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') out += c;
     else out += '_';
+  }
+  if (out.size() > kMaxNamePart) {
+    char hash[16];
+    std::snprintf(hash, sizeof hash, "~%08llx", static_cast<unsigned long long>(fnv1a(s) & 0xffffffffull));
+    out = out.substr(0, kMaxNamePart - 9) + hash;
   }
   return out.empty() ? "unnamed" : out;
 }

@@ -66,7 +66,8 @@ Outcome replay_case(const Case& c, Registry& r);
 Case case_from_outcome(const Outcome& o, const Budget& b, const std::string& found_by);
 // The stable file name write_finding uses: kernel-property-generator-<8 hex digits>.json, where the kernel
 // name is sanitised ('[', ']', ',', '=', '/', ':' and anything else outside [A-Za-z0-9._-] become '_' or
-// '-') and the hash covers kernel, property, family and instance index (the same finding keeps its name).
+// '-'; a name over 64 characters keeps 55 and "~<8 hex digits of its hash>") and the hash covers kernel, property,
+// family and instance index (the same finding keeps its name).
 std::string finding_file_name(const Case& c);
 // One part of a file name as finding_file_name spells a kernel ("paper-fixed[beta=4]" -> "paper-fixed_beta-4");
 // `attncheck fuzz` names its summary, raw folder and working corpus the same way.

@@ -187,6 +187,18 @@ TEST(Corpus, FindingNamesAreSanitisedAndStable) {
   const std::string path = write_finding((d / "sub" / "dir").string(), sample_case());
   EXPECT_TRUE(fs::exists(path));
   EXPECT_EQ(fs::path(path).filename().string(), name);
+  // A plugin kernel's name has no length limit: a long one keeps its file name short (it was too long to create,
+  // and every finding was lost), and two names alike in their first 55 characters still differ.
+  Case a = sample_case(), b = sample_case();
+  a.kernel = "plugin:" + std::string(300, 'L');
+  b.kernel = "plugin:" + std::string(299, 'L') + "M";
+  const std::string na = finding_file_name(a), nb = finding_file_name(b);
+  EXPECT_LE(na.size(), 200u) << na;
+  EXPECT_NE(na, nb);
+  EXPECT_EQ(na.rfind("plugin_LLL", 0), 0u) << na;
+  EXPECT_TRUE(fs::exists(write_finding(d.string(), a)));
+  EXPECT_EQ(file_name_part("plugin:" + std::string(300, 'L')).size(), 64u);
+  EXPECT_EQ(file_name_part("paper-fixed[beta=4]"), "paper-fixed_beta-4");  // short names as they were
   fs::remove_all(d);
 }
 
