@@ -146,7 +146,8 @@ typedef struct attncheck_backward_args {
   attncheck_tensor o, lse;    /* inputs: this kernel's own forward outputs for the same instance */
   attncheck_tensor d_o;       /* input, input_format */
   attncheck_tensor dq, dk, dv;/* outputs, output_format; dK and dV summed over each GQA group */
-  attncheck_tensor delta;     /* output, FP32: delta_i = sum_c dO_ic O_ic as the kernel computed it */
+  attncheck_tensor delta;     /* output, FP32: delta_i = sum_c dO_ic O_ic as the kernel computed it; all zero
+                                 (data NULL) under ATTNCHECK_CAP_NO_DELTA */
   void* stream;
   uint64_t seed;
 } attncheck_backward_args;
@@ -194,7 +195,8 @@ typedef struct attncheck_plugin {
   uint32_t abi_minor;         /* ATTNCHECK_PLUGIN_ABI_VERSION_MINOR the plugin was compiled with */
   const char* library_name;   /* for messages, e.g. "example" */
   int32_t n_kernels;          /* >= 1 */
-  const attncheck_kernel_desc* kernels;  /* n_kernels entries */
+  const attncheck_kernel_desc* kernels;  /* n_kernels entries, each the first's struct_size bytes apart (the
+                                          * stride is the plugin's sizeof, so a later minor's larger entries load) */
 
   /* Optional (may be NULL): called once after loading, in the harness process, with the option string the
    * user gave (--plugin PATH:OPTIONS, or "" when none). Returns ATTNCHECK_OK or an error with a message. */

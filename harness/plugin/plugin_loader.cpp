@@ -5,11 +5,13 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 
 #include "harness/plugin/attncheck_plugin.h"
@@ -95,8 +97,10 @@ class PluginKernel : public Kernel {
     const int dq = a.add("dQ", d_.output_format, q_shape(p), true);
     const int dk = a.add("dK", d_.output_format, kv_shape(p), true);
     const int dv = a.add("dV", d_.output_format, kv_shape(p), true);
+    // Under ATTNCHECK_CAP_NO_DELTA there is no delta buffer (args.delta is all zero, data NULL): a guarded input
+    // there reported the kernel's write as "out of bounds in input delta".
     const bool writes_delta = !(d_.caps & ATTNCHECK_CAP_NO_DELTA);
-    const int delta = a.add("delta", ATTNCHECK_FORMAT_FP32, row_shape(p), writes_delta);
+    const int delta = writes_delta ? a.add("delta", ATTNCHECK_FORMAT_FP32, row_shape(p), true) : -1;
     a.allocate();
     write_inputs(a, t, in);
     a.write(o, fwd.o);
@@ -109,7 +113,7 @@ class PluginKernel : public Kernel {
     args.dq = a.tensor(dq);
     args.dk = a.tensor(dk);
     args.dv = a.tensor(dv);
-    args.delta = a.tensor(delta);
+    if (writes_delta) args.delta = a.tensor(delta);
     call(a, [&](char* msg, std::size_t n) { return d_.backward(d_.self, &args, msg, n); }, p, true);
 
     BackwardOutput out{a.read(dq), a.read(dk), a.read(dv), {}};
@@ -186,9 +190,9 @@ class PluginKernel : public Kernel {
     p.validate();
     const std::string why = caps_.unsupported_reason(p, backward);
     if (!why.empty()) throw Error(name() + ": unsupported: " + why);
-    if (d_.caps & ATTNCHECK_CAP_DEVICE_POINTERS)
-      throw Error(name() + ": unsupported: the kernel wants device pointers, which this attncheck build does not "
-                           "provide to plugins yet (host pointers only)");
+    if (d_.caps & ATTNCHECK_CAP_DEVICE_POINTERS)  // a skip, as the header promises (a plain Error was a FAIL per check)
+      throw Unsupported(name() + ": unsupported: the kernel wants device pointers, which this attncheck build does not "
+                                 "provide to plugins yet (host pointers only)");
   }
 
   // Runs supports() then fn, isolated; maps every outcome to a return or an exception.
@@ -221,6 +225,18 @@ class PluginKernel : public Kernel {
   KernelCaps caps_;
 };
 
+// Descriptor i of the table. The array's stride is the plugin's sizeof(attncheck_kernel_desc), its struct_size,
+// which a later minor may grow: indexing t->kernels[i] stepped by this build's size and read a newer plugin's
+// second descriptor from the middle of its first (a crash). The copy holds the fields this build knows; those the
+// plugin's older header lacks are zero. check_table requires every entry's struct_size to be the first's.
+attncheck_kernel_desc descriptor(const attncheck_plugin* t, int32_t i) {
+  const auto* base = reinterpret_cast<const unsigned char*>(t->kernels);
+  const std::size_t stride = t->kernels[0].struct_size;
+  attncheck_kernel_desc d{};
+  std::memcpy(&d, base + stride * std::size_t(i), std::min<std::size_t>(stride, sizeof d));
+  return d;
+}
+
 void check_table(const attncheck_plugin* t, const std::string& path) {
   const std::string where = path + ": ";
   if (!t) throw Error(where + "attncheck_plugin_v1() returned NULL");
@@ -234,13 +250,16 @@ void check_table(const attncheck_plugin* t, const std::string& path) {
                 std::to_string(kPluginV10Size) + ": set it to sizeof(attncheck_plugin)");
   if (t->n_kernels < 1 || t->n_kernels > 4096 || !t->kernels)
     throw Error(where + "the table lists " + std::to_string(t->n_kernels) + " kernels (needs 1..4096 and a non-NULL array)");
+  if (t->kernels[0].struct_size < kDescV10Size || t->kernels[0].struct_size > (1u << 16))
+    throw Error(where + "kernel #0: struct_size " + std::to_string(t->kernels[0].struct_size) + " is not from 1.0's " +
+                std::to_string(kDescV10Size) + " to 65536: set it to sizeof(attncheck_kernel_desc)");
   std::set<std::string> seen;
   for (int32_t i = 0; i < t->n_kernels; ++i) {
-    const attncheck_kernel_desc& d = t->kernels[i];
+    const attncheck_kernel_desc d = descriptor(t, i);
     const std::string which = where + "kernel #" + std::to_string(i) + (valid_name(d.name) ? " '" + std::string(d.name) + "'" : "") + ": ";
-    if (d.struct_size < kDescV10Size)
-      throw Error(which + "struct_size " + std::to_string(d.struct_size) + " is smaller than ABI 1.0's " +
-                  std::to_string(kDescV10Size) + ": set it to sizeof(attncheck_kernel_desc)");
+    if (d.struct_size != t->kernels[0].struct_size)
+      throw Error(which + "struct_size " + std::to_string(d.struct_size) + " differs from kernel #0's " +
+                  std::to_string(t->kernels[0].struct_size) + " (the array's stride): set each to sizeof(attncheck_kernel_desc)");
     if (!valid_name(d.name)) throw Error(which + "name must be non-empty [A-Za-z0-9_.-]+");
     if (!seen.insert(d.name).second) throw Error(which + "name appears twice in the library");
     if (!d.forward) throw Error(which + "forward is NULL");
@@ -267,12 +286,15 @@ void check_table(const attncheck_plugin* t, const std::string& path) {
   }
 }
 
-// "lib.so:opts" -> ("lib.so", "opts") when lib.so exists; otherwise the whole text is the path.
+// "lib.so:opts" -> ("lib.so", "opts"). The path is the whole text when that exists, else the shortest text before a
+// colon that names an existing file, so the options may hold colons ("lib.so:device=cuda:0": splitting at the last
+// colon looked for a file "lib.so:device=cuda"). Neither: the whole text is the path (load_plugin: no such file).
 std::pair<std::string, std::string> split_spec(const std::string& spec) {
-  const auto colon = spec.rfind(':');
   struct stat st;
-  if (colon != std::string::npos && stat(spec.substr(0, colon).c_str(), &st) == 0 && stat(spec.c_str(), &st) != 0)
-    return {spec.substr(0, colon), spec.substr(colon + 1)};
+  if (stat(spec.c_str(), &st) == 0) return {spec, ""};
+  for (auto colon = spec.find(':'); colon != std::string::npos; colon = spec.find(':', colon + 1))
+    if (stat(spec.substr(0, colon).c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      return {spec.substr(0, colon), spec.substr(colon + 1)};
   return {spec, ""};
 }
 
@@ -351,10 +373,10 @@ int load_plugin(const std::string& path, Registry& registry, const PluginOptions
   }
   // Check every name first so that a clash registers nothing.
   for (int32_t i = 0; i < table->n_kernels; ++i)
-    if (registry.find(std::string("plugin:") + table->kernels[i].name))
-      throw Error("plugin '" + path + "': kernel plugin:" + table->kernels[i].name + " is already registered");
+    if (registry.find(std::string("plugin:") + descriptor(table, i).name))
+      throw Error("plugin '" + path + "': kernel plugin:" + descriptor(table, i).name + " is already registered");
   for (int32_t i = 0; i < table->n_kernels; ++i)
-    registry.add(std::make_unique<PluginKernel>(table->kernels[i], library, options));
+    registry.add(std::make_unique<PluginKernel>(descriptor(table, i), library, options));
   return table->n_kernels;
 }
 

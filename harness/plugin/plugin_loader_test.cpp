@@ -139,6 +139,32 @@ TEST(PluginLoader, ReadsTheSeededRoundingCapAndRefusesUnknownCaps) {
   EXPECT_TRUE(r2.all().empty());
 }
 
+// A later minor may append fields to attncheck_kernel_desc: the array is read at the plugin's stride (its
+// struct_size), not this build's. Indexed by this build's size, a newer plugin's second descriptor was read from the
+// middle of its first (a crash in `attncheck list`). The same library declares device pointers (every call a skip,
+// as the header promises: it was a FAIL per check) and no delta (args.delta is all zero: a guarded input there
+// called the kernel's write "out of bounds in input delta").
+TEST(PluginLoader, ReadsDescriptorsAtThePluginsStrideAndHonoursTheirCaps) {
+  Registry r;
+  ASSERT_EQ(load_plugin(ATTNCHECK_FUTURE_PLUGIN, r, isolated()), 3);
+  for (const char* name : {"plugin:first", "plugin:device", "plugin:nodelta"}) ASSERT_NE(r.find(name), nullptr) << name;
+  EXPECT_TRUE(r.find("plugin:first")->caps().causal);
+  EXPECT_FALSE(r.find("plugin:device")->caps().causal);
+  const Instance in = random_instance(make_problem(1, 1, 1, 3, 5, 4), 11);
+  EXPECT_THROW(r.find("plugin:device")->forward(in), Unsupported);
+  const Kernel& nd = *r.find("plugin:nodelta");
+  const BackwardOutput b = nd.backward(in, nd.forward(in));  // throws PluginFault unless delta.data was NULL
+  EXPECT_EQ(b.dq, std::vector<double>(in.q.size(), 0.0));
+  ASSERT_EQ(b.delta.size(), in.problem.rows());  // derived by attncheck from dO and the kernel's O
+}
+
+// PATH:OPTIONS splits before the first colon whose prefix is a file, so the options may hold colons ("device=cuda:0").
+TEST(PluginLoader, InitOptionsMayHoldColons) {
+  Registry r;
+  const std::string m = error_of([&] { load_plugin(std::string(ATTNCHECK_EXAMPLE_PLUGIN) + ":tile_k=0:x", r); });
+  EXPECT_NE(m.find("init(\"tile_k=0:x\") failed"), std::string::npos) << m;  // was "no such file"
+}
+
 TEST(PluginLoader, RejectsMissingAndNonLibraryFiles) {
   Registry r;
   EXPECT_NE(error_of([&] { load_plugin("/nonexistent/libnothing.so", r); }).find("no such file"), std::string::npos);
