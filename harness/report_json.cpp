@@ -50,8 +50,8 @@ void set_replay_program(const std::string& argv0) {
   replay_program() = argv0.find('/') != std::string::npos ? shell_word(argv0) : std::string("attncheck");
 }
 
-std::string replay_command(const std::string& finding_path, const std::string& extra) {
-  return replay_program() + " replay " + shell_word(finding_path) + extra;
+std::string replay_command(const std::string& finding_path, const std::string& extra, const std::string& env) {
+  return env + replay_program() + " replay " + shell_word(finding_path) + extra;
 }
 
 std::string key_number(const Outcome& o) {
@@ -90,7 +90,7 @@ json run_to_json(const RunReport& r) {
                         {"shrink_seconds", o.shrink_seconds},
                         {"shrink_steps", o.shrink_steps},
                         {"finding", e.finding.empty() ? json(nullptr) : json(e.finding)},
-                        {"replay", e.finding.empty() ? json(nullptr) : json(replay_command(e.finding, e.replay_extra))},
+                        {"replay", e.finding.empty() ? json(nullptr) : json(replay_command(e.finding, e.replay_extra, e.replay_env))},
                         {"finding_error", e.finding_error.empty() ? json(nullptr) : json(e.finding_error)}});
   }
   return {{"format", kRunReportTag},

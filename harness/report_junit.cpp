@@ -108,7 +108,7 @@ std::string run_to_junit(const RunReport& r) {
       x << ">\n";
       if (o.status == Status::kFail) {
         std::string body = o.report.empty() ? o.message : o.report;
-        if (!e->finding.empty()) body += "\nreplay: " + replay_command(e->finding, e->replay_extra);
+        if (!e->finding.empty()) body += "\nreplay: " + replay_command(e->finding, e->replay_extra, e->replay_env);
         if (!e->finding_error.empty()) body += "\nthe finding could not be saved: " + e->finding_error;
         x << "      <failure message=\"" << xml_escape(o.message) << "\" type=\"" << xml_escape(o.property) << "\">"
           << xml_escape(body) << "</failure>\n";

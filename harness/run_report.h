@@ -29,6 +29,7 @@ struct RunEntry {
   std::string finding_error;  // why a failure's case could not be written ("" when it was, or none was due):
                               // the run then exits 2, and every report says so
   std::string replay_extra;  // what its replay needs besides the file, as shell words (" --plugin P"), or ""
+  std::string replay_env;    // environment it needs, as shell words before the program ("ATTNCHECK_PLUGIN_PAD=3 "), or ""
 };
 
 struct RunReport {
@@ -48,8 +49,9 @@ struct RunReport {
 // single quotes (a ' as '\''), so a printed command can be pasted as it is (a findings path with a space broke it).
 std::string shell_word(const std::string& s);
 // The replay command of a saved case (terminal, JSON and JUnit say the same): the program, the path as a shell
-// word, then `extra` (RunEntry::replay_extra). The program is "attncheck" unless set_replay_program named another.
-std::string replay_command(const std::string& finding_path, const std::string& extra = "");
+// word, then `extra` (RunEntry::replay_extra), all after `env` (RunEntry::replay_env). The program is "attncheck"
+// unless set_replay_program named another.
+std::string replay_command(const std::string& finding_path, const std::string& extra = "", const std::string& env = "");
 // The program as it was invoked (main's argv[0]) when that is a path (build/harness/attncheck): the printed line
 // then runs as pasted from the same directory; a bare name (found on PATH) stays "attncheck".
 void set_replay_program(const std::string& argv0);

@@ -244,12 +244,16 @@ int run_check(const CheckOptions& opt) {
       entry.outcome = check_one(p, *k, e.family, report.budget, !opt.no_shrink);
       const Outcome& o = entry.outcome;
       if (o.status == Status::kFail) {
+        // A plugin kernel's replay needs its library loaded again and the settings its calls ran under (pad,
+        // timeout, isolation); a built-in kernel's needs neither.
+        const bool is_plugin = o.kernel.rfind("plugin:", 0) == 0;
+        if (is_plugin) entry.replay_extra = plugin_replay_args(), entry.replay_env = plugin_replay_env();
         if (o.message.rfind("error: ", 0) != 0) {
           try {  // the finding goes to disk first: a crash after this point loses nothing
             Case c = case_from_outcome(o, report.budget, "check");
             // A plugin kernel's case names the kernel only; the note keeps where it came from (the library is a
             // path on this machine, so replay never loads it from the file: --plugin says so).
-            if (o.kernel.rfind("plugin:", 0) == 0) c.note += " [found with" + plugin_replay_args() + "]";
+            if (is_plugin) c.note += " [found with " + entry.replay_env + entry.replay_extra.substr(1) + "]";
             entry.finding = write_finding(opt.findings, c);
           } catch (const std::exception& ex) {
             entry.finding_error = ex.what();
@@ -263,9 +267,9 @@ int run_check(const CheckOptions& opt) {
                     << "\n  stats: " << printable(o.stats.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) << "\n";
         else
           std::cout << printable(o.report, /*keep_newlines=*/true) << (o.report.back() == '\n' ? "" : "\n");
-        entry.replay_extra = plugin_replay_args();  // the JSON and JUnit reports print the same command
         if (!entry.finding.empty())  // the reports keep the command exact; the terminal gets it as text
-          std::cout << "replay: " << printable(replay_command(entry.finding, entry.replay_extra)) << "\n";
+          std::cout << "replay: " << printable(replay_command(entry.finding, entry.replay_extra, entry.replay_env))
+                    << "\n";
         std::cout << std::flush;
         if (!entry.finding_error.empty())  // said where errors go, and again at the end: the case is lost
           std::cerr << "attncheck: error: could not save the finding: " << printable(entry.finding_error) << "\n";

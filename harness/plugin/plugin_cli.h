@@ -14,7 +14,12 @@
 namespace attncheck::cli {
 
 void add_plugin_option(CLI::App& sub);
-// " --plugin PATH" for every plugin loaded so far (empty when none): appended to printed replay commands.
+// " --plugin PATH" for every plugin loaded so far (empty when none): appended to a plugin kernel's printed replay
+// command.
 std::string plugin_replay_args();
+// The ATTNCHECK_PLUGIN_* settings of this process that change what a plugin call does (pad, timeout, isolation), as
+// shell words ending in a space ("ATTNCHECK_PLUGIN_PAD=3 "), or "": put before a plugin kernel's replay command. A
+// finding made with padded rows or a short time limit did not reproduce without them.
+std::string plugin_replay_env();
 
 }  // namespace attncheck::cli

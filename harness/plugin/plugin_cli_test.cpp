@@ -127,6 +127,49 @@ TEST(PluginCli, AnErrorMessageIsSavedAsText) {
       << text.str();
 }
 
+std::string run_shell(const std::string& cmd, int* status) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  std::string out;
+  if (!p) return out;
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int st = pclose(p);
+  *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return out;
+}
+
+// A finding made under ATTNCHECK_PLUGIN_PAD (rows padded: `packed` ignores strides) is replayed by its printed line
+// as pasted: the line sets the pad again (without it the replay read "expected fail, got pass", exit 1). --plugin
+// takes one path, so the cases after it are cases (`replay --plugin lib a.json b.json` loaded a.json as a library).
+// A built-in kernel's line names no --plugin.
+TEST(PluginCli, AFindingsReplayLineCarriesThePluginSettings) {
+  const CliRun r = attncheck("ATTNCHECK_PLUGIN_PAD=3", std::string("check --plugin ") + ATTNCHECK_FAULTY_PLUGIN +
+                                                           " -k plugin:packed --suite quick --property finite --no-shrink");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("replay: (ATTNCHECK_PLUGIN_PAD=3 \\S*attncheck replay (\\S+) --plugin \\S+)")))
+      << r.output;
+  int st = -1;
+  std::string out = run_shell(m[1].str(), &st);
+  EXPECT_EQ(st, 0) << m[1].str() << "\n" << out;
+  EXPECT_NE(out.find("expected fail, got fail"), std::string::npos) << out;
+  const std::string copy = m[2].str() + ".copy.json";
+  std::filesystem::copy_file(m[2].str(), copy, std::filesystem::copy_options::overwrite_existing);
+  out = run_shell(std::string("ATTNCHECK_PLUGIN_PAD=3 ") + ATTNCHECK_EXE + " replay -q --plugin " + ATTNCHECK_FAULTY_PLUGIN +
+                      " " + m[2].str() + " " + copy, &st);
+  EXPECT_EQ(st, 0) << out;
+  EXPECT_EQ(out.find("cannot load"), std::string::npos) << out;
+  out = run_shell(std::string(ATTNCHECK_EXE) + " list --plugin " + ATTNCHECK_FAULTY_PLUGIN + " kernels", &st);
+  EXPECT_EQ(st, 0) << out;
+  EXPECT_NE(out.find("plugin:packed"), std::string::npos) << out;
+  const CliRun b = attncheck("", std::string("check --plugin ") + ATTNCHECK_EXAMPLE_PLUGIN +
+                                     " -k paper --property unbiased --family tied_max --instances 24 --no-shrink");
+  EXPECT_EQ(b.exit_code, 1) << b.output;
+  ASSERT_NE(b.output.find("replay: "), std::string::npos) << b.output;
+  EXPECT_EQ(b.output.find("--plugin", b.output.find("replay: ")), std::string::npos) << b.output;
+}
+
 TEST(PluginCli, ANonPluginLibraryIsAUsageError) {
   const CliRun r = attncheck("", std::string("check --plugin ") + ATTNCHECK_NO_ENTRY_PLUGIN + " -k plugin:x --suite quick");
   EXPECT_EQ(r.exit_code, 2) << r.output;
