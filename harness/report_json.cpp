@@ -56,6 +56,13 @@ std::string replay_command(const std::string& finding_path, const std::string& e
 
 std::string key_number(const Outcome& o) {
   if (!o.stats.is_object()) return "";
+  // NaN or infinite outputs first: a statistic beside them leaves them out (`unbiased`), so it is not the reason.
+  if (auto nf = o.stats.find("not_finite"); nf != o.stats.end() && nf->is_object() && nf->contains("count")) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "non-finite=%lld %s", static_cast<long long>(nf->value("count", 0.0)),
+                  nf->value("tensor", std::string("?")).c_str());
+    return buf;
+  }
   // Preferred statistics, most telling first; names as the properties report them.
   static const std::pair<const char*, const char*> kKeys[] = {
       {"z", "z"}, {"ratio", "err/bound"}, {"error_ratio", "err/bound"}, {"mean_ulp", "mean"},

@@ -328,6 +328,20 @@ TEST(BiasTable, OneRowPerSuiteEntryOneColumnPerKernel) {
   EXPECT_EQ(t.find("ok?"), std::string::npos) << t;
 }
 
+// A bias failure on NaN or infinite outputs names them, not the statistic (which leaves them out): the tables read
+// "FAIL O +0.00 z+0.1" and "FAIL 1/1 z=0.0698" for a backward that wrote nothing (probe, session 20).
+TEST(BiasTable, AFailureOnNonFiniteOutputsSaysSo) {
+  RunReport r = sample_report();
+  r.entries[0].outcome.stats = {{"tensor", "O"}, {"mean_ulp", 0.0}, {"z", 0.07},
+                                {"not_finite", {{"tensor", "delta"}, {"count", 2048}}}};
+  const std::string t = bias_table(r);
+  EXPECT_NE(t.find("FAIL delta non-finite"), std::string::npos) << t;
+  EXPECT_EQ(t.find("FAIL O"), std::string::npos) << t;
+  const std::string s = summary_table(r);
+  EXPECT_NE(s.find("FAIL 1/1 non-finite=2048 delta"), std::string::npos) << s;
+  EXPECT_EQ(key_number(r.entries[0].outcome), "non-finite=2048 delta");
+}
+
 TEST(BiasTable, APassTooNoisyToSeeOneUlpIsMarkedAndHugeMeansStayNarrow) {
   RunReport r = sample_report();
   r.entries[0].outcome.status = Status::kPass;

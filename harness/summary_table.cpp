@@ -32,6 +32,10 @@ std::string bias_cell(const Outcome& o) {
   if (o.status == Status::kSkip) return "skip";
   if (o.status == Status::kDegenerate) return "degen";
   const nlohmann::json& st = o.stats;
+  // A failure on NaN or infinite outputs says so: the statistic beside it leaves those outputs out (props_bias.cpp),
+  // and "FAIL O +0.00 z+0.1" named a tensor and a mean that were not the reason.
+  if (o.status == Status::kFail && st.is_object() && st.contains("not_finite") && st["not_finite"].is_object())
+    return "FAIL " + st["not_finite"].value("tensor", std::string("?")) + " non-finite";
   if (!st.is_object() || !st.contains("tensor") || !st.contains("mean_ulp") || !st.contains("z"))
     return status_name(o.status);
   const double mean = st["mean_ulp"].get<double>();
