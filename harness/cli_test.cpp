@@ -125,6 +125,11 @@ TEST_F(Cli, HelpAndUsageErrors) {
   EXPECT_NE(help.out.find("RC_PARAMS"), std::string::npos);
   EXPECT_NE(help.out.find("--kernel"), std::string::npos);
   EXPECT_EQ(run("replay --help").status, 0);
+  // `attncheck help check` is `attncheck check --help` (it printed the top-level help).
+  const CmdResult help_check = run("help check");
+  EXPECT_EQ(help_check.status, 0);
+  EXPECT_EQ(help_check.out, help.out);
+  EXPECT_NE(run("help").out.find("Subcommands:"), std::string::npos);
   // Each command's help gives its own exit statuses (list and fuzz printed the generic "a property failed").
   for (const auto& [cmd, own] : {std::pair<const char*, const char*>{"check", "0 every check passed"},
                                  {"replay", "0 every replayed verdict"}, {"fuzz", "0 no finding, 1 findings"},

@@ -18,7 +18,8 @@ int run_list(const std::string& what) {
   if (all || what == "kernels") {
     o << "kernels (a name may carry parameters, e.g. paper-fixed[beta=4,tol=0.002]):\n";
     for (const Kernel* k : default_registry().all())
-      o << "  " << k->name() << "\n      " << k->summary() << "\n      caps: " << k->caps().describe() << "\n";
+      // A plugin's summary and library name are its own bytes: escapes and newlines are shown, not obeyed.
+      o << "  " << k->name() << "\n      " << printable(k->summary()) << "\n      caps: " << k->caps().describe() << "\n";
   }
   if (all || what == "properties") {
     o << "properties:\n";

@@ -6,12 +6,15 @@
 #include <exception>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "harness/cli/commands.h"
 #include "harness/problem.h"
 #include "harness/run_report.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_main(int argc, char** argv) {
   // A reader that goes away (`attncheck check | head`) must not kill the run: SIGPIPE ended it before the rest of
   // the findings and the --json report were written. Ignored, a write to the closed pipe fails instead; the run goes
   // on, saves and writes everything, and exits 2 for the standard output it could not write (below).
@@ -31,9 +34,12 @@ int main(int argc, char** argv) {
   cli::add_fuzz(app, run);
   if (argc > 1 && argv[1][0] != '-') {  // the first word names the command: say so when it names none
     const std::string word = argv[1];
-    if (word == "help") {
-      std::cout << app.help();
-      return 0;
+    if (word == "help") {  // `attncheck help` is `attncheck --help`, `attncheck help check` is `attncheck check --help`
+      static char help_flag[] = "--help";
+      std::vector<char*> args{argv[0]};
+      if (argc > 2) args.push_back(argv[2]);
+      args.push_back(help_flag);
+      return run_main(static_cast<int>(args.size()), args.data());
     }
     bool known = false;
     for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == word;
@@ -68,3 +74,7 @@ int main(int argc, char** argv) {
     return cli::kExitUsage;
   }
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return run_main(argc, argv); }
