@@ -51,8 +51,12 @@ CLI::Validator number_in(T lo, T hi) {
                 return std::isdigit(c) || c == '-' || c == '+';
               }))
             return "'" + text + "' is not an integer";
-        if (!CLI::detail::lexical_cast(text, value))
+        if (!CLI::detail::lexical_cast(text, value)) {
+          // All digits but no T: too large for T, which is "outside" the range, not "not an integer".
+          if (std::is_integral_v<T> && text.find_first_of("0123456789") != std::string::npos)
+            return text + " is outside " + range;
           return "'" + text + "' is not " + (std::is_integral_v<T> ? "an integer" : "a number");
+        }
         if constexpr (std::is_floating_point_v<T>)
           if (!std::isfinite(value)) return "not a finite number";
         if (!(value >= lo && value <= hi)) return text + " is outside " + range;
