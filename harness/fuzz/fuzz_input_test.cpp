@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <utility>
 
@@ -218,6 +219,37 @@ TEST(FuzzTarget, NullControlPassesAndPaperKernelGivesAReplayableFinding) {
   EXPECT_EQ(c.found_by, "fuzz");
   EXPECT_EQ(replay_case(c, default_registry()).status, c.expected);
   std::filesystem::remove_all(dir);
+}
+
+// A finding that cannot be saved (a full disk; here a findings folder under a regular file) is said and tried again
+// by the next input that fails the same way: it was marked as reported before the write, and the write's error
+// ended the run as a skipped input, so the whole group was lost without a word (probe, session 20).
+TEST(FuzzTarget, AFindingThatCannotBeSavedIsSaidAndTriedAgain) {
+  const std::string base = testing::TempDir() + "attncheck-fuzz-save-test";
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(base);
+  const std::string blocker = base + "/findings";
+  std::ofstream(blocker) << "a file where the folder should be\n";
+  TargetConfig cfg;
+  cfg.findings_dir = blocker + "/raw";
+  cfg.quiet = true;
+  cfg.keep_going = true;
+  cfg.kernel = "paper";
+  cfg.properties = {"unbiased"};
+  cfg.bias_instances = 64;
+  const auto bytes = tied_input();
+  KernelTarget t(cfg);
+  const RunResult lost = t.run_input(bytes.data(), bytes.size(), false);
+  EXPECT_TRUE(lost.finding) << lost.message;
+  EXPECT_FALSE(lost.skipped) << lost.message;
+  EXPECT_TRUE(lost.finding_path.empty());
+  EXPECT_NE(lost.save_error, "");
+  std::filesystem::remove(blocker);  // space again
+  const RunResult saved = t.run_input(bytes.data(), bytes.size(), false);
+  EXPECT_TRUE(saved.finding);
+  ASSERT_FALSE(saved.finding_path.empty()) << "the group was marked reported although its case was never written";
+  EXPECT_TRUE(std::filesystem::exists(saved.finding_path));
+  std::filesystem::remove_all(base);
 }
 
 // Step 5 runs the bias batch once per family: the same family again, with or without value edits, is answered

@@ -289,11 +289,23 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
     res.finding = true;
     res.property = p.name;
     res.message = o.message;
-    if (cfg_.keep_going && !reported_.insert({p.name, fam.generator}).second) return;  // seen: count only
+    if (cfg_.keep_going && reported_.count({p.name, fam.generator})) return;  // seen and saved: count only
     Case c = case_from_outcome(o, b, "fuzz");
     c.kernel = cfg_.kernel;
     c.note = "fuzz input " + to_hex(data, size);
-    res.finding_path = write_finding(cfg_.findings_dir, c);  // on disk before anything is said
+    try {
+      res.finding_path = write_finding(cfg_.findings_dir, c);  // on disk before anything is said
+    } catch (const std::exception& e) {
+      // Not saved (a full disk): said, and not marked as reported, so the next input that fails this way tries
+      // again. It was marked before the write, and the write's Error ended the run as a skipped input: every
+      // finding of the group was dropped without a word. `attncheck fuzz` counts these lines and exits 2.
+      res.save_error = e.what();
+      std::fprintf(stderr, "attncheck-fuzz: error: cannot save a finding (%s fails '%s' on %s): %s\n",
+                   cfg_.kernel.c_str(), p.name.c_str(), fam.generator.c_str(), e.what());
+      if (abort_on_finding && !cfg_.keep_going) std::abort();  // libFuzzer keeps the input as a crash artifact
+      return;
+    }
+    if (cfg_.keep_going) reported_.insert({p.name, fam.generator});
     if (cfg_.quiet)
       std::fprintf(stderr, "attncheck-fuzz: FINDING %s fails '%s': %s\n", cfg_.kernel.c_str(), p.name.c_str(),
                    res.finding_path.c_str());

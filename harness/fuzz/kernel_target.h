@@ -79,6 +79,7 @@ struct RunResult {
   bool finding = false;         // a property failed (then `finding_path` holds the written case)
   std::string property;
   std::string finding_path;
+  std::string save_error;       // a finding whose case could not be written: why (also on stderr; retried next time)
   std::string message;
   double max_ulp_o = 0;
 };
