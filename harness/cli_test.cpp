@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -507,6 +508,34 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   const std::string summary = slurp(dir_ / "f1" / "fuzz-paper-summary.json");
   EXPECT_NE(summary.find("crash-0123"), std::string::npos) << summary;
   EXPECT_NE(summary.find("ATTNCHECK_FUZZ_KERNEL=paper "), std::string::npos) << "the replay command names the kernel";
+  // ... and the campaign's other settings (a timeout found with a large --bias-t replayed as something else)
+  EXPECT_NE(summary.find("ATTNCHECK_FUZZ_BIAS_T=32 ATTNCHECK_FUZZ_FEEDBACK=1 "), std::string::npos) << summary;
+
+  // A finding this campaign made again under an earlier campaign's name (the same input: the same artifact name) is
+  // this campaign's: it was left out by name, and a second campaign on one folder said "no finding", exit 0.
+  // (The first campaign's artifact is dated an hour back, as an earlier campaign's would be.)
+  const fs::path artifact = dir_ / "f1" / "raw-paper" / "crash-0123";
+  fs::last_write_time(artifact, fs::last_write_time(artifact) - std::chrono::hours(1));
+  const CmdResult again = fuzz(script("crash.sh", "printf x > \"${prefix}crash-0123\"; exit 1"), "f1");
+  EXPECT_EQ(again.status, 1) << again.out << again.err;
+  EXPECT_NE(again.out.find("crash-0123"), std::string::npos) << again.out;
+
+  // SIGTERM (or SIGINT) stops the fuzzer, and the campaign still reports what it found: it ended attncheck at once,
+  // with no summary, and the fuzzer ran on. (The stand-in signals its parent, attncheck, then waits for SIGINT.)
+  const CmdResult stopped = fuzz(script("stopped.sh", "printf y > \"${prefix}crash-0456\"; trap 'exit 72' INT; "
+                                                      "kill -TERM $PPID; while :; do sleep 0.1; done"), "f10");
+  EXPECT_EQ(stopped.status, 1) << stopped.out << stopped.err;
+  EXPECT_NE(stopped.err.find("stopping the fuzzer (signal 15)"), std::string::npos) << stopped.err;
+  const std::string stopped_summary = slurp(dir_ / "f10" / "fuzz-paper-summary.json");
+  EXPECT_NE(stopped_summary.find("crash-0456"), std::string::npos) << stopped_summary;
+  EXPECT_NE(stopped_summary.find("\"interrupted\": true"), std::string::npos) << stopped_summary;
+
+  // A finding the target could not save (a full disk) is exit 2, not "no finding" (it was dropped without a word).
+  const CmdResult unsaved = fuzz(script("full.sh", "echo \"attncheck-fuzz: error: cannot save a finding (paper fails "
+                                                   "'unbiased' on tied_max): No space left on device\" >&2; exit 0"), "f11");
+  EXPECT_EQ(unsaved.status, 2) << unsaved.out << unsaved.err;
+  EXPECT_NE(unsaved.err.find("1 group(s) of findings could not be saved"), std::string::npos) << unsaved.err;
+  EXPECT_NE(unsaved.err.find("unbiased / tied_max"), std::string::npos) << unsaved.err;
 
   const CmdResult dead = fuzz(script("dead.sh", "kill -SEGV $$"), "f2");
   EXPECT_EQ(dead.status, 2) << dead.out << dead.err;

@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -155,6 +156,56 @@ std::string find_fuzzer(const FuzzOptions& o) {
               "); build it with clang: ci/fuzz_smoke.sh --build-only, or pass --fuzzer PATH");
 }
 
+// SIGINT and SIGTERM during a campaign: counted here, acted on by run_fuzz's loop. The first stops the fuzzer (it is
+// sent SIGINT: libFuzzer's own handler prints its statistics and exits), and the campaign then minimises and writes
+// its summary as when its time is up; a second stops the fuzzer at once (SIGKILL) and minimising too (the groups
+// not yet minimised keep their raw cases). Before, the signal ended attncheck at once: no minimisation, no
+// summary, and the fuzzer, in a process group of its own, ran on without a parent.
+volatile std::sig_atomic_t g_stop_signals = 0;
+volatile std::sig_atomic_t g_last_stop_signal = 0;
+extern "C" void count_stop_signal(int sig) {
+  g_stop_signals = g_stop_signals + 1;
+  g_last_stop_signal = sig;
+}
+
+class StopSignals {
+ public:
+  StopSignals() {
+    struct sigaction sa {};
+    sa.sa_handler = count_stop_signal;
+    ::sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+    // A signal ignored when attncheck started (SIGINT in a shell's background job, nohup) stays ignored.
+    if (old_int_.sa_handler == SIG_IGN) ::sigaction(SIGINT, &old_int_, nullptr);
+    if (old_term_.sa_handler == SIG_IGN) ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  ~StopSignals() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+// A file's identity for "did this campaign write it": its modification time. A raw case is written by a rename of a
+// fresh file, libFuzzer's artifact by a rewrite, so one this campaign wrote again under an earlier campaign's name
+// has a new time.
+using Snapshot = std::map<std::string, fs::file_time_type>;
+Snapshot snapshot(const fs::path& dir) {
+  Snapshot s;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::error_code tec;
+    const auto t = fs::last_write_time(e.path(), tec);
+    if (!tec) s[e.path().string()] = t;
+  }
+  return s;
+}
+
 struct Group {
   Case first;
   std::string raw_path;
@@ -168,6 +219,9 @@ int run_fuzz(const FuzzOptions& o) {
   if (o.corpus_given && o.corpus.empty()) throw Error("--corpus: an empty path");  // it fell back to the default
   (void)default_shrink_options();  // a bad ATTNCHECK_SHRINK_SECONDS is exit 2 now, not after the campaign
   Registry& reg = default_registry();
+  if (o.kernel.rfind("plugin:", 0) == 0)  // the registry's message would say "pass --plugin", which fuzz has not
+    throw Error("--kernel " + o.kernel + ": the fuzz target runs built-in and cuda: kernels only (it does not load "
+                "plugins); check a plugin's kernel with `attncheck check --plugin LIB -k " + o.kernel + "`");
   const Kernel& kernel = reg.get(o.kernel);  // an unknown kernel is a usage error before any fuzzing
   const std::string fuzzer = find_fuzzer(o);
   // Where the findings go, and the seeds named, are checked before the campaign, not after it.
@@ -182,6 +236,9 @@ int run_fuzz(const FuzzOptions& o) {
   require_writable_dir(corpus.string(), "--corpus");  // a clear error, not filesystem_error's "internal error"
   require_writable_dir(raw.string(), "--findings");
   const fs::path log = raw / "fuzz.log";
+  // Past --time by this much, the fuzzer is stopped (SIGINT, then SIGKILL kGraceKill s later): libFuzzer checks its
+  // -max_total_time between inputs, and one input (a large --bias-t batch) can run long.
+  constexpr double kGrace = 120, kGraceKill = 30;
 
   std::vector<std::string> args{fuzzer, corpus.string()};
   if (fs::is_directory(o.seeds)) args.push_back(o.seeds);
@@ -196,14 +253,18 @@ int run_fuzz(const FuzzOptions& o) {
   std::vector<std::string> env{"ATTNCHECK_FUZZ_KERNEL=" + o.kernel, "ATTNCHECK_FUZZ_FINDINGS=" + raw.string(),
                                "ATTNCHECK_FUZZ_QUIET=1", "ATTNCHECK_FUZZ_CONTINUE=1", "ATTNCHECK_FUZZ_BIAS_T=" + std::to_string(o.bias_t),
                                std::string("ATTNCHECK_FUZZ_FEEDBACK=") + (o.no_feedback ? "0" : "1")};
+  // An artifact's replay runs the target as the campaign ran it: without the settings above, a timeout found with a
+  // large --bias-t replayed as an abort on the first ordinary finding (and wrote it into ./corpus/findings).
+  std::string env_words;
+  for (const std::string& e : env) env_words += e.substr(0, e.find('=') + 1) + shell_word(e.substr(e.find('=') + 1)) + " ";
   std::cerr << "attncheck fuzz: " << o.kernel << " for " << o.seconds << " s, " << o.workers << " worker(s), corpus "
             << corpus.string() << ", raw findings " << raw.string() << "\n";
-  // Only what this campaign writes counts: files already in the raw folder (an earlier campaign's) are left out.
-  std::set<std::string> before;
-  {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(raw, ec)) before.insert(e.path().string());
-  }
+  // Only what this campaign writes counts: files already in the raw folder with the time they had then (an earlier
+  // campaign's) are left out. By name alone, a finding this campaign made again (the same case, the same artifact
+  // input: the same name) was left out too: a second campaign on one findings folder reported "no finding", exit 0,
+  // and replaced the first campaign's summary with an empty one.
+  const Snapshot before = snapshot(raw);
+  const std::string started_at = utc_now_iso8601();
   const auto start = Clock::now();
   std::map<std::string, double> first_seen;  // raw case file -> seconds into the campaign
   std::map<std::string, double> artifacts;   // libFuzzer's crash-/timeout-/oom-/leak- inputs -> seconds
@@ -212,17 +273,28 @@ int run_fuzz(const FuzzOptions& o) {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(raw, ec)) {
       const std::string path = e.path().string(), name = e.path().filename().string();
-      if (before.count(path)) continue;
+      if (const auto was = before.find(path); was != before.end()) {
+        std::error_code tec;
+        const auto now = fs::last_write_time(e.path(), tec);
+        if (tec || now == was->second) continue;  // as an earlier campaign left it
+      }
       if (e.path().extension() == ".json" && !first_seen.count(path)) first_seen[path] = t;
       for (const char* kind : {"crash-", "timeout-", "oom-", "leak-"})
         if (name.rfind(kind, 0) == 0 && !artifacts.count(path)) artifacts[path] = t;
     }
   };
+  g_stop_signals = 0;
+  const StopSignals on_signal;  // from here until the summary is written
   Child child = spawn(args, env);
   std::ofstream logf(log);
   std::string pending, last_stat;
   long long execs = 0;
   double rate = 0;
+  int unsaved = 0;  // the target's "cannot save a finding" lines (a full disk); it tries again on the next input
+  std::set<std::pair<std::string, std::string>> unsaved_groups;  // their (property, generator)
+  const std::regex unsaved_re(R"(cannot save a finding \(.* fails '([^']*)' on ([^)]*)\))");
+  int stops_acted = 0;
+  bool overran = false;
   const std::regex exec_re(R"(#(\d+).*exec/s:? (\d+))");  // plain and -fork status lines
   auto last_progress = Clock::now();
   bool done = false;
@@ -251,6 +323,11 @@ int run_fuzz(const FuzzOptions& o) {
             execs = std::strtoll(line.c_str() + line.rfind(':') + 1, nullptr, 10);
           if (line.find("stat::average_exec_per_sec") != std::string::npos)
             rate = std::strtod(line.c_str() + line.rfind(':') + 1, nullptr);
+          if (line.rfind("attncheck-fuzz: error: cannot save a finding", 0) == 0) {
+            // Said now (the disk may still be full), the first few: every input failing that way says it again.
+            if (++unsaved <= 3) std::cerr << printable(line) << (unsaved == 3 ? " (more in the log)" : "") << "\n";
+            if (std::regex_search(line, m, unsaved_re)) unsaved_groups.insert({m[1].str(), m[2].str()});
+          }
         }
       }
     }
@@ -261,13 +338,29 @@ int run_fuzz(const FuzzOptions& o) {
                 << " exec/s, " << first_seen.size() << " raw finding(s)\n";
       last_progress = Clock::now();
     }
-    if (el > o.seconds + 120) ::kill(-child.pid, SIGKILL);  // libFuzzer stops itself; this is a safety net
+    if (g_stop_signals > stops_acted) {  // SIGINT or SIGTERM: stop the fuzzer, then minimise (a second: kill it)
+      stops_acted = g_stop_signals;
+      std::cerr << "attncheck fuzz: " << (stops_acted == 1 ? "stopping the fuzzer" : "killing the fuzzer")
+                << " (signal " << g_last_stop_signal << ")"
+                << (stops_acted == 1 ? "; the findings so far are minimised and summarised (again to skip that)" : "")
+                << "\n";
+      ::kill(-child.pid, stops_acted == 1 ? SIGINT : SIGKILL);
+    }
+    if (el > o.seconds + kGrace && !overran) {  // libFuzzer stops itself between inputs; this is a safety net
+      overran = true;
+      std::cerr << "attncheck fuzz: the fuzzer overran --time by " << kGrace << " s (one input runs long: a large "
+                << "--bias-t?); stopping it\n";
+      ::kill(-child.pid, SIGINT);
+    }
+    if (el > o.seconds + kGrace + kGraceKill) ::kill(-child.pid, SIGKILL);
   }
   int status = 0;
   ::waitpid(child.pid, &status, 0);
   ::close(child.out);
+  const bool log_complete = static_cast<bool>(logf);  // a failed write (a full disk) leaves the stream failed
   logf.close();
   scan();
+  const bool interrupted = g_stop_signals > 0;
   const double total = seconds_since(start);
   // libFuzzer exits 0 when its time is up. Anything else is a crash, timeout, out-of-memory or leak in the kernel
   // under test (its input is an artifact in the raw folder: a finding), or the target could not start.
@@ -310,20 +403,33 @@ int run_fuzz(const FuzzOptions& o) {
       }
     }
   }
+  // A group whose save failed is lost unless a later input of the same group was saved (the target retries).
+  std::vector<std::string> lost;
+  for (const auto& key : unsaved_groups)
+    if (!groups.count(key)) lost.push_back(key.first + " / " + key.second);
   nlohmann::json report{{"kernel", o.kernel}, {"seconds", total}, {"workers", o.workers}, {"executions", execs},
                         {"exec_per_s", rate}, {"raw_findings", first_seen.size()}, {"fuzzer", fuzzer},
-                        {"fuzzer_status", fuzzer_status}, {"started_at", utc_now_iso8601()},
+                        {"fuzzer_status", fuzzer_status}, {"started_at", started_at},
+                        {"interrupted", interrupted}, {"overran", overran}, {"failed_saves", unsaved},
+                        {"lost_groups", lost},
                         {"findings", nlohmann::json::array()}, {"artifacts", nlohmann::json::array()}};
   std::ostringstream md;
   md << "# attncheck fuzz: " << o.kernel << "\n\n" << static_cast<long>(total) << " s, " << o.workers
      << " worker(s), " << execs << " executions (" << rate << " exec/s), " << first_seen.size()
-     << " raw finding(s) in " << groups.size() << " group(s); the fuzzer ended with " << fuzzer_status << ".\n\n";
+     << " raw finding(s) in " << groups.size() << " group(s); the fuzzer ended with " << fuzzer_status
+     << (interrupted ? " (stopped by a signal)" : overran ? " (stopped by attncheck: it overran --time)" : "") << ".\n\n";
+  if (!lost.empty()) {
+    md << "**Lost: " << lost.size() << " group(s) failed, but no case of theirs could be saved** (a full disk?):";
+    for (const std::string& g : lost) md << " " << g << ";";
+    md << " run the campaign again.\n\n";
+  } else if (unsaved > 0) {
+    md << unsaved << " attempt(s) to save a finding failed (a full disk?); each group was saved by a later input.\n\n";
+  }
   // A crash, timeout, OOM or leak stops libFuzzer (or, with workers, is written and skipped): its input is the
   // finding, replayed by running the fuzzer on it.
   for (const auto& [path, t] : artifacts) {
     const std::string name = fs::path(path).filename().string(), kind = name.substr(0, name.find('-'));
-    const std::string replay =
-        "ATTNCHECK_FUZZ_KERNEL=" + shell_word(o.kernel) + " " + shell_word(fuzzer) + " " + shell_word(path);
+    const std::string replay = env_words + shell_word(fuzzer) + " " + shell_word(path);
     report["artifacts"].push_back({{"kind", kind}, {"input", path}, {"first_seen_s", t}, {"replay", replay}});
     md << "## " << kind << " in the kernel under test\n\n- input: `" << path << "` (first seen " << t
        << " s into the campaign)\n- replay: `" << replay << "`\n- log: `" << log.string() << "`\n\n";
@@ -342,6 +448,7 @@ int run_fuzz(const FuzzOptions& o) {
       if (std::find(order.begin(), order.end(), key) == order.end()) order.push_back(key);
   }
   const double shrink_budget = std::max(kMinimiseSeconds, kMinimiseShare * o.seconds);
+  bool minimise_stopped = false;
   for (const auto& key : order) {
     Group& g = groups[key];
     nlohmann::json f{{"property", key.first}, {"generator", key.second}, {"first_seen_s", g.first_seen},
@@ -351,7 +458,12 @@ int run_fuzz(const FuzzOptions& o) {
       std::string message = "(not minimised)", report_text;
       bool was_minimised = false;
       const double shrinking = seconds_since(start) - total;
-      if (shrinking < shrink_budget) {
+      // A signal after those the fuzzing loop acted on stops minimising: the groups left keep their raw cases.
+      if (g_stop_signals > stops_acted && !minimise_stopped) {
+        minimise_stopped = true;
+        std::cerr << "attncheck fuzz: minimising stopped by a signal; the groups left keep their raw cases\n";
+      }
+      if (shrinking < shrink_budget && !minimise_stopped) {
         const Property& prop = get_property(g.first.property);
         Budget b = g.first.budget;
         std::cerr << "attncheck fuzz: minimising " << key.first << " / " << key.second << " ...\n";
@@ -406,7 +518,20 @@ int run_fuzz(const FuzzOptions& o) {
   if (!unreadable.empty())  // a finding that cannot be read may be a real one, lost: not "no finding"
     throw Error(std::to_string(unreadable.size()) + " raw finding(s) could not be read (listed above and in " +
                 js_path.string() + ")");
+  if (!lost.empty())  // findings lost: not "no finding", and not only the ones saved
+    throw Error(std::to_string(lost.size()) + " group(s) of findings could not be saved in " + raw.string() +
+                " (a full disk?): " + lost.front() + (lost.size() > 1 ? " and more (the summary lists them)" : ""));
+  if (!log_complete)  // the same disk: the target's own lines about lost findings may be what was cut
+    throw Error("the fuzzer's log " + log.string() + " could not be written completely (a full disk?): findings may "
+                "have been lost");
   if (!groups.empty() || !artifacts.empty()) return kExitFail;
+  if (interrupted) {  // stopped early with nothing found: said, and not a usage error
+    std::cerr << "attncheck fuzz: stopped by a signal after " << static_cast<long>(total) << " s; no finding\n";
+    return kExitPass;
+  }
+  if (overran)
+    throw Error("the fuzzer overran --time by " + std::to_string(static_cast<int>(kGrace)) +
+                " s and was stopped, with no finding (one input ran that long: a large --bias-t?); see " + log.string());
   if (!fuzzer_ok)  // no input to show for it: the target did not start, or the fuzzer was killed
     throw Error("the fuzzer ended with " + fuzzer_status + " and left no finding; see " + log.string());
   return kExitPass;
@@ -421,6 +546,11 @@ void add_fuzz(CLI::App& app, Runner& run) {
   sub->add_option("-t,--time", opt->seconds, "Campaign length in seconds (1 to 30 days)")->capture_default_str()->check(number_in(1.0, 2592000.0));
   sub->add_option("-j,--workers", opt->workers, "Parallel libFuzzer workers (-fork=N), 1 to 256")
       ->capture_default_str()
+      ->check(CLI::Validator(  // `-jobs=2` reads as -j "obs=2": say what was meant
+          [](std::string& text) -> std::string {
+            return text.rfind("obs", 0) == 0 ? "libFuzzer's -jobs is not passed through: use --workers N" : "";
+          },
+          ""))
       ->check(number_in(1, 256));
   auto* corpus = sub->add_option("--corpus", opt->corpus, "Working corpus directory (default build-fuzz/corpus/<kernel>)");
   sub->add_option("--findings", opt->findings, "Where minimised findings and the summary go")->capture_default_str();
