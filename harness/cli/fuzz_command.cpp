@@ -494,8 +494,10 @@ int run_fuzz(const FuzzOptions& o) {
       f["replay"] = replay;
       f["replays_same_verdict"] = again.status == best.expected;
       report["findings"].push_back(f);
-      md << "## " << key.first << " on " << key.second << "\n\n- first seen: " << g.first_seen
-         << " s into the campaign (" << g.raw_count << " raw finding(s) in this group)\n- minimal family: `"
+      // The target writes one raw case per group (per worker), not one per failing input: the count is of cases.
+      md << "## " << key.first << " on " << key.second << "\n\n- first seen: " << g.first_seen << " s into the campaign"
+         << (g.raw_count > 1 ? " (" + std::to_string(g.raw_count) + " raw cases, one per worker that found it)" : "")
+         << "\n- minimal family: `"
          << best.family.describe() << "`\n- why: "
          << message << "\n- minimal case: `" << path << "` (replays with the same verdict: "
          << (again.status == best.expected ? "yes" : "NO") << ")\n- replay: `" << replay << "`\n\n";
