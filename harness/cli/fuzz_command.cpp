@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -173,6 +174,7 @@ class StopSignals {
   StopSignals() {
     struct sigaction sa {};
     sa.sa_handler = count_stop_signal;
+    sa.sa_flags = SA_RESTART;  // read() and waitpid() go on (an EINTR read looked like the fuzzer's end); poll() returns
     ::sigemptyset(&sa.sa_mask);
     ::sigaction(SIGINT, &sa, &old_int_);
     ::sigaction(SIGTERM, &sa, &old_term_);
@@ -303,7 +305,9 @@ int run_fuzz(const FuzzOptions& o) {
     if (::poll(&p, 1, 1000) > 0) {
       char buf[4096];
       const ssize_t n = ::read(child.out, buf, sizeof buf);
-      if (n <= 0) {
+      if (n < 0 && errno == EINTR) {
+        // a signal (SA_RESTART makes this rare): acted on below, and the next poll reads on
+      } else if (n <= 0) {
         done = true;
       } else {
         logf.write(buf, n);
