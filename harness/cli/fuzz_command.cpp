@@ -32,9 +32,11 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "harness/cli/commands.h"
@@ -193,18 +195,21 @@ class StopSignals {
   struct sigaction old_int_ {}, old_term_ {};
 };
 
-// A file's identity for "did this campaign write it": its modification time. A raw case is written by a rename of a
-// fresh file, libFuzzer's artifact by a rewrite, so one this campaign wrote again under an earlier campaign's name
-// has a new time.
-using Snapshot = std::map<std::string, fs::file_time_type>;
+// A file's identity for "did this campaign write it": its inode and modification time. A raw case is written by a
+// rename of a fresh file (a new inode), libFuzzer's artifact by a rewrite (a new time, to the nanosecond where the
+// filesystem keeps them), so one this campaign wrote again under an earlier campaign's name is told apart.
+using FileId = std::tuple<ino_t, time_t, long>;
+std::optional<FileId> file_id(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileId{st.st_ino, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
+}
+using Snapshot = std::map<std::string, FileId>;
 Snapshot snapshot(const fs::path& dir) {
   Snapshot s;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::error_code tec;
-    const auto t = fs::last_write_time(e.path(), tec);
-    if (!tec) s[e.path().string()] = t;
-  }
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (const auto id = file_id(e.path().string())) s[e.path().string()] = *id;
   return s;
 }
 
@@ -276,9 +281,8 @@ int run_fuzz(const FuzzOptions& o) {
     for (const auto& e : fs::directory_iterator(raw, ec)) {
       const std::string path = e.path().string(), name = e.path().filename().string();
       if (const auto was = before.find(path); was != before.end()) {
-        std::error_code tec;
-        const auto now = fs::last_write_time(e.path(), tec);
-        if (tec || now == was->second) continue;  // as an earlier campaign left it
+        const auto now = file_id(path);
+        if (!now || *now == was->second) continue;  // as an earlier campaign left it (or gone)
       }
       if (e.path().extension() == ".json" && !first_seen.count(path)) first_seen[path] = t;
       for (const char* kind : {"crash-", "timeout-", "oom-", "leak-"})
