@@ -41,6 +41,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/corpus.h"
+#include "harness/plugin/plugin_cli.h"
 #include "harness/run_report.h"
 #include "properties/property_util.h"
 #include "properties/shrink.h"
@@ -226,9 +227,6 @@ int run_fuzz(const FuzzOptions& o) {
   if (o.corpus_given && o.corpus.empty()) throw Error("--corpus: an empty path");  // it fell back to the default
   (void)default_shrink_options();  // a bad ATTNCHECK_SHRINK_SECONDS is exit 2 now, not after the campaign
   Registry& reg = default_registry();
-  if (o.kernel.rfind("plugin:", 0) == 0)  // the registry's message would say "pass --plugin", which fuzz has not
-    throw Error("--kernel " + o.kernel + ": the fuzz target runs built-in and cuda: kernels only (it does not load "
-                "plugins); check a plugin's kernel with `attncheck check --plugin LIB -k " + o.kernel + "`");
   const Kernel& kernel = reg.get(o.kernel);  // an unknown kernel is a usage error before any fuzzing
   const std::string fuzzer = find_fuzzer(o);
   // Where the findings go, and the seeds named, are checked before the campaign, not after it.
@@ -260,9 +258,17 @@ int run_fuzz(const FuzzOptions& o) {
   std::vector<std::string> env{"ATTNCHECK_FUZZ_KERNEL=" + o.kernel, "ATTNCHECK_FUZZ_FINDINGS=" + raw.string(),
                                "ATTNCHECK_FUZZ_QUIET=1", "ATTNCHECK_FUZZ_CONTINUE=1", "ATTNCHECK_FUZZ_BIAS_T=" + std::to_string(o.bias_t),
                                std::string("ATTNCHECK_FUZZ_FEEDBACK=") + (o.no_feedback ? "0" : "1")};
+  // --plugin: the target loads the same libraries (one per line), so plugin:<name> kernels are fuzzed too. The
+  // ATTNCHECK_PLUGIN_* settings reach it through the inherited environment, as they reach `check`.
+  const bool plugin_kernel = o.kernel.rfind("plugin:", 0) == 0;
+  if (!loaded_plugins().empty()) {
+    std::string list;
+    for (const std::string& p : loaded_plugins()) list += (list.empty() ? "" : "\n") + p;
+    env.push_back("ATTNCHECK_FUZZ_PLUGINS=" + list);
+  }
   // An artifact's replay runs the target as the campaign ran it: without the settings above, a timeout found with a
   // large --bias-t replayed as an abort on the first ordinary finding (and wrote it into ./corpus/findings).
-  std::string env_words;
+  std::string env_words = plugin_kernel ? plugin_replay_env() : "";
   for (const std::string& e : env) env_words += e.substr(0, e.find('=') + 1) + shell_word(e.substr(e.find('=') + 1)) + " ";
   std::cerr << "attncheck fuzz: " << o.kernel << " for " << o.seconds << " s, " << o.workers << " worker(s), corpus "
             << corpus.string() << ", raw findings " << raw.string() << "\n";
@@ -495,7 +501,9 @@ int run_fuzz(const FuzzOptions& o) {
       // Only minimised cases go into the findings directory; the others stay where the fuzzer wrote them.
       const std::string path = was_minimised ? write_finding(o.findings, best) : g.raw_path;
       const Outcome again = replay_case(best, reg);
-      const std::string replay = replay_command(path);  // the JSON and the markdown say the same
+      // The JSON and the markdown say the same; a plugin kernel's replay loads its library again, under its settings.
+      const std::string replay = plugin_kernel ? replay_command(path, plugin_replay_args(), plugin_replay_env())
+                                               : replay_command(path);
       f["minimal_case"] = path;
       f["family"] = best.family.describe();
       f["message"] = message;
@@ -571,6 +579,7 @@ void add_fuzz(CLI::App& app, Runner& run) {
       ->capture_default_str()
       ->check(number_in(kMinBiasInstances, 100000));
   sub->add_flag("--no-feedback", opt->no_feedback, "Switch the error-guided extra counters off");
+  add_plugin_option(*sub);  // plugin:<name> kernels: the fuzz target loads the same libraries
   sub->footer(
       "Exit status: 0 no finding, 1 findings (minimised, saved, summarised in FINDINGS/fuzz-<kernel>-summary.md\n"
       "and .json), 2 usage error, no libFuzzer build, a bad ATTNCHECK_FUZZ_* setting, a fuzzer that ended\n"

@@ -252,6 +252,41 @@ TEST(FuzzTarget, AFindingThatCannotBeSavedIsSaidAndTriedAgain) {
   std::filesystem::remove_all(base);
 }
 
+#if defined(ATTNCHECK_FAULTY_PLUGIN)
+// A plugin kernel is fuzzed through the same isolated calls as `check`: its crash is a finding of the property whose
+// check met it, saved and replayed as the same fault (`attncheck replay --plugin` reports it as the failure); a
+// correct plugin kernel gives no finding. (attncheck fuzz had no --plugin and the target loaded no plugins.)
+TEST(FuzzTarget, APluginKernelIsFuzzedAndItsCrashIsAFindingThatReplays) {
+  const std::string dir = testing::TempDir() + "attncheck-fuzz-plugin-test";
+  std::filesystem::remove_all(dir);
+  TargetConfig cfg;
+  cfg.findings_dir = dir;
+  cfg.quiet = true;
+  cfg.keep_going = true;
+  cfg.plugins = {ATTNCHECK_FAULTY_PLUGIN, ATTNCHECK_EXAMPLE_PLUGIN};
+  cfg.kernel = "plugin:crash";
+  cfg.properties = {"finite"};
+  const auto bytes = tied_input();
+  const RunResult r = KernelTarget(cfg).run_input(bytes.data(), bytes.size(), false);
+  EXPECT_TRUE(r.finding) << r.skipped << " " << r.message;
+  EXPECT_EQ(r.property, "finite");
+  EXPECT_NE(r.message.find("kernel fault: "), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("SIGSEGV"), std::string::npos) << r.message;
+  ASSERT_FALSE(r.finding_path.empty());
+  const Case c = load_case(r.finding_path);
+  EXPECT_EQ(c.kernel, "plugin:crash");
+  EXPECT_THROW(replay_case(c, default_registry()), KernelFault);
+  ::setenv("ATTNCHECK_EXAMPLE_DEFECT", "none", 1);
+  cfg.kernel = "plugin:example";
+  cfg.properties = {"finite", "accurate"};
+  const RunResult ok = KernelTarget(cfg).run_input(bytes.data(), bytes.size(), false);
+  ::unsetenv("ATTNCHECK_EXAMPLE_DEFECT");
+  EXPECT_FALSE(ok.finding) << ok.property << ": " << ok.message;
+  EXPECT_FALSE(ok.skipped) << ok.message;
+  std::filesystem::remove_all(dir);
+}
+#endif
+
 // Step 5 runs the bias batch once per family: the same family again, with or without value edits, is answered
 // from the target's memo with the same result; another seed is a new family and runs its own batch.
 TEST(FuzzTarget, BiasBatchRunsOncePerFamilyAndItsReplayEqualsAFreshRun) {

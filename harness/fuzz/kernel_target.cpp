@@ -15,6 +15,9 @@
 #include "harness/corpus.h"
 #include "harness/fuzz/feedback.h"
 #include "kernels/cpu/flash_model.h"
+#if defined(ATTNCHECK_FUZZ_WITH_PLUGINS)
+#include "harness/plugin/plugin_loader.h"
+#endif
 #include "properties/property_util.h"  // tiled(): the tiles exactly as the properties apply them
 #include "reference/reference.h"
 
@@ -207,11 +210,40 @@ TargetConfig config_from_env() {
   c.keep_going = one_of("ATTNCHECK_FUZZ_CONTINUE", "0", {"0", "1"}) == "1";
   c.planted_base = env_or("ATTNCHECK_FUZZ_PLANTED_BASE", c.planted_base);
   c.planted_features = integer("ATTNCHECK_FUZZ_PLANTED_FEATURES", "9", 1, kPlantedFeatures);
+  const std::string plugins = env_or("ATTNCHECK_FUZZ_PLUGINS", "");
+  for (std::size_t at = 0; at < plugins.size();) {
+    const std::size_t nl = std::min(plugins.find('\n', at), plugins.size());
+    if (nl > at) c.plugins.push_back(plugins.substr(at, nl - at));
+    at = nl + 1;
+  }
   return c;
 }
 
+namespace {
+// p.check, where a kernel fault (a plugin kernel crashed, hung, returned an error or wrote outside its outputs) is
+// the property's failure on this family, as `attncheck check` reports it (cmd_check.cpp) and `replay` replays it.
+Outcome checked(const Property& p, const Kernel& k, const Family& f, const Budget& b) {
+  try {
+    return p.check(k, f, b);
+  } catch (const KernelFault& e) {
+    Outcome o = make_outcome(p.name, k, f);
+    o.status = Status::kFail;
+    o.message = std::string("kernel fault: ") + e.what();
+    return o;
+  }
+}
+}  // namespace
+
 KernelTarget::KernelTarget(TargetConfig cfg) : cfg_(std::move(cfg)) {
   Registry& r = default_registry();
+  static std::set<std::string> loaded;  // once per process: a second target (the tests) finds them registered
+  for (const std::string& spec : cfg_.plugins) {
+#if defined(ATTNCHECK_FUZZ_WITH_PLUGINS)
+    if (loaded.insert(spec).second) load_plugin(spec, r);  // Error (exit 2 at the start) for a bad library
+#else
+    throw Error("ATTNCHECK_FUZZ_PLUGINS: this build of the fuzz target has no plugin loader (harness/plugin/)");
+#endif
+  }
   if (cfg_.kernel == "planted") {
     planted_ = make_planted_kernel(r.get(cfg_.planted_base), cfg_.planted_features, &g_runs);
     kernel_ = planted_.get();
@@ -350,6 +382,12 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
       try {
         const ForwardOutput pg = kernel_->forward(apply_edits(inst, in.edits));
         for (double x : pg.o) pnan |= std::isnan(x), pinf |= std::isinf(x);
+      } catch (const KernelFault& e) {
+        // A plugin kernel crashed (hung, ...) in its isolated call on the probe's values: no family reproduces
+        // them, so the input itself is the finding, as an in-process crash would be (libFuzzer's crash artifact).
+        std::fprintf(stderr, "attncheck-fuzz: FINDING %s: kernel fault on the probe input: %s\n", cfg_.kernel.c_str(),
+                     e.what());
+        std::abort();
       } catch (const Error&) {
         prejected = true;
       }
@@ -366,7 +404,11 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
         if (!cfg_.keep_going) return res;
       }
     } else {
-      res.max_ulp_o = observe(fam, inst);  // step 2
+      try {
+        res.max_ulp_o = observe(fam, inst);  // step 2
+      } catch (const KernelFault&) {
+        res.max_ulp_o = HUGE_VAL;  // nothing to observe; step 4's first property meets the fault and reports it
+      }
       probe();  // before the properties, which may end the run with a finding
       // Step 4: per-instance properties on the family's own instances (replayable by `attncheck replay`).
       std::vector<std::pair<const Property*, Outcome>> failures;
@@ -375,7 +417,7 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
       for (std::size_t i = 0; i < per_instance_.size(); ++i) {
         const Property& p = *per_instance_[i];
         memo_->set_lend_once(lend_once_[i] != 0);
-        const Outcome o = p.check(*memo_, fam, b);
+        const Outcome o = checked(p, *memo_, fam, b);
         record_property(property_index_[i], static_cast<int>(o.status));
         if (o.status == Status::kFail) {
           failures.emplace_back(&p, o);
@@ -392,7 +434,7 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
       const std::vector<Outcome>* outs = bias_memo_.find(key);
       if (!outs) {
         std::vector<Outcome> fresh;
-        for (const Property* p : across_) fresh.push_back(p->check(*kernel_, fam, bb));
+        for (const Property* p : across_) fresh.push_back(checked(*p, *kernel_, fam, bb));
         outs = &bias_memo_.put(key, std::move(fresh));
         ++g_bias_batches, ++bias_batches_;
       }

@@ -29,6 +29,12 @@
 //   ATTNCHECK_FUZZ_CONTINUE   1 = keep fuzzing after a finding (no abort): the first finding of each
 //                             (property, generator) pair is written and printed, later ones only counted.
 //                             Used by the smoke tests and `attncheck fuzz`, so one run sees every kind.
+//   ATTNCHECK_FUZZ_PLUGINS    plugin libraries to load before the kernel is looked up, one PATH[:OPTIONS] per line
+//                             (what `attncheck fuzz --plugin` passes): a plugin:<name> kernel is then fuzzed through
+//                             the same isolated, guarded calls as `check`; ATTNCHECK_PLUGIN_* apply as there. A kernel
+//                             fault (crash, hang, error, stray write) is a finding of the property whose check met it,
+//                             replayed by `attncheck replay --plugin`; on the probe instance it abort()s, so libFuzzer
+//                             keeps the input as a crash artifact.
 //   ATTNCHECK_FUZZ_PLANTED_BASE      the planted kernel's base kernel (default fa2)
 //   ATTNCHECK_FUZZ_PLANTED_FEATURES  how many input features its defect needs at once (default 9; planted_kernel.h)
 // Read elsewhere, not checked by config_from_env: ATTNCHECK_FUZZ_STATS=1 prints what the process reached at exit
@@ -69,6 +75,7 @@ struct TargetConfig {
   bool keep_going = false;
   std::string planted_base = "fa2";
   int planted_features = 9;
+  std::vector<std::string> plugins;  // plugin libraries to load first (PATH or PATH:OPTIONS, as --plugin takes them)
 };
 
 TargetConfig config_from_env();

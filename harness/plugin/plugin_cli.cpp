@@ -17,6 +17,8 @@ std::vector<std::string>& loaded_paths() {
 }
 }  // namespace
 
+const std::vector<std::string>& loaded_plugins() { return loaded_paths(); }
+
 std::string plugin_replay_args() {
   std::string out;
   for (const std::string& p : loaded_paths()) out += " --plugin " + shell_word(p);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -21,5 +22,7 @@ std::string plugin_replay_args();
 // shell words ending in a space ("ATTNCHECK_PLUGIN_PAD=3 "), or "": put before a plugin kernel's replay command. A
 // finding made with padded rows or a short time limit did not reproduce without them.
 std::string plugin_replay_env();
+// Every PATH[:OPTIONS] given to --plugin so far, in order (`attncheck fuzz` hands them to the fuzz target).
+const std::vector<std::string>& loaded_plugins();
 
 }  // namespace attncheck::cli
