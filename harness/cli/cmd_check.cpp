@@ -151,7 +151,8 @@ Outcome check_one(const Property& p, const Kernel& k, const Family& f, const Bud
 }
 
 // Whether two report paths name one regular file, existing or to be created: the second report would replace the
-// first. A stream (a device such as /dev/null, a FIFO, a terminal, /dev/stdout on a pipe) takes both in turn.
+// first. A stream (a device such as /dev/null, a FIFO, a terminal) takes both in turn; standard output ("-" or a
+// name for it) takes one report only (run_check).
 bool one_regular_file(const std::string& a, const std::string& b) {
   struct stat sa {}, sb {};
   const bool ea = ::stat(a.c_str(), &sa) == 0, eb = ::stat(b.c_str(), &sb) == 0;
@@ -169,37 +170,48 @@ bool one_regular_file(const std::string& a, const std::string& b) {
   return !ca.empty() && ca == cb;
 }
 
-// Whether a report path is standard output: "-", or a name for the file stdout already is (/dev/stdout,
-// /proc/self/fd/1, the file `> out.txt` redirected it to). Such a report is all that goes to standard output;
-// the terminal report goes to standard error (StdoutToStderr). Written as a file, /dev/stdout was opened a second
-// time: on a redirected regular file the open truncated what the tables had written, and the JSON then sat
-// inside the text (`json.load` failed); on a pipe it came out ahead of the tables still buffered.
+// Whether a report path is standard output: "-", or a name for the regular file, pipe or socket stdout already is
+// (/dev/stdout, /proc/self/fd/1, the file `> out.txt` redirected it to). Such a report is all that goes to standard
+// output; the terminal report goes to standard error (StdoutToStderr). Written as a file, /dev/stdout was opened a
+// second time: on a redirected regular file the open truncated what the tables had written, and the JSON then sat
+// inside the text (`json.load` failed); on a pipe it came out ahead of the tables still buffered. A device is not
+// taken for stdout (`--json /dev/null >/dev/null`: the same inode, but both streams go there in turn, as before).
 bool names_stdout(const std::string& path) {
   if (path == "-") return true;
   struct stat a {}, b {};
-  return ::stat(path.c_str(), &a) == 0 && ::fstat(1, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+  return ::stat(path.c_str(), &a) == 0 && ::fstat(1, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino &&
+         (S_ISREG(a.st_mode) || S_ISFIFO(a.st_mode) || S_ISSOCK(a.st_mode));
 }
 
-// While it lives, std::cout writes to standard error; restore() (or the destructor) gives it standard output back.
+// While it lives, file descriptor 1 is standard error; restore() (or the destructor) gives standard output back. The
+// descriptor, not std::cout's buffer: a plugin's init, an in-process plugin call and the isolated calls' children
+// write to fd 1 themselves (`ONEDNN_VERBOSE=1`), and that text must not reach the report's reader either.
 class StdoutToStderr {
  public:
   explicit StdoutToStderr(bool active) {
     if (!active) return;
     std::cout.flush();
-    saved_ = std::cout.rdbuf(std::cerr.rdbuf());
+    std::fflush(stdout);
+    saved_ = ::dup(1);  // fails when stdout is closed: nothing to move, and the report's write then fails (exit 2)
+    if (saved_ >= 0 && ::dup2(2, 1) < 0) {
+      ::close(saved_);
+      saved_ = -1;
+    }
   }
   void restore() {
-    if (!saved_) return;
+    if (saved_ < 0) return;
     std::cout.flush();
-    std::cout.rdbuf(saved_);
-    saved_ = nullptr;
+    std::fflush(stdout);
+    ::dup2(saved_, 1);
+    ::close(saved_);
+    saved_ = -1;
   }
   ~StdoutToStderr() { restore(); }
   StdoutToStderr(const StdoutToStderr&) = delete;
   StdoutToStderr& operator=(const StdoutToStderr&) = delete;
 
  private:
-  std::streambuf* saved_ = nullptr;
+  int saved_ = -1;
 };
 
 int run_check(const CheckOptions& opt) {

@@ -127,8 +127,9 @@ TEST(PluginCli, AnErrorMessageIsSavedAsText) {
       << text.str();
 }
 
-std::string run_shell(const std::string& cmd, int* status) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+// The command's standard output (and its standard error too unless `stdout_only`), and its exit status in *status.
+std::string run_shell(const std::string& cmd, int* status, bool stdout_only = false) {
+  FILE* p = popen((cmd + (stdout_only ? " 2>/dev/null" : " 2>&1")).c_str(), "r");
   std::string out;
   if (!p) return out;
   char buf[4096];
@@ -168,6 +169,19 @@ TEST(PluginCli, AFindingsReplayLineCarriesThePluginSettings) {
   EXPECT_EQ(b.exit_code, 1) << b.output;
   ASSERT_NE(b.output.find("replay: "), std::string::npos) << b.output;
   EXPECT_EQ(b.output.find("--plugin", b.output.find("replay: ")), std::string::npos) << b.output;
+}
+
+// `check --json -`: the report is all that reaches standard output, even what a plugin writes to it itself (this
+// one's init prints a line): the terminal report moved to stderr at the descriptor, not only std::cout's buffer.
+TEST(PluginCli, AReportOnStandardOutputKeepsAPluginsOwnOutputOut) {
+  int st = -1;
+  const std::string out = run_shell(std::string(ATTNCHECK_EXE) + " check -q --plugin " + ATTNCHECK_FUTURE_PLUGIN +
+                                        " -k plugin:first --suite quick --property finite --no-shrink --findings " +
+                                        testing::TempDir() + "plugin_cli_stdout --json -",
+                                    &st, /*stdout_only=*/true);
+  EXPECT_EQ(st, 1) << out;  // plugin:first writes nothing: its outputs read back as NaN
+  EXPECT_EQ(out.find("hello from init"), std::string::npos) << out;
+  EXPECT_EQ(out.rfind("{", 0), 0u) << out;
 }
 
 TEST(PluginCli, ANonPluginLibraryIsAUsageError) {

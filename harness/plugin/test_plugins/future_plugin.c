@@ -4,8 +4,11 @@
  *   first    forward writes nothing (the loader test only reads names and caps)
  *   device   ATTNCHECK_CAP_DEVICE_POINTERS: this build cannot provide them, so every call is a skip
  *   nodelta  ATTNCHECK_CAP_NO_DELTA: its backward writes dQ = dK = dV = 0 and fails unless delta.data is NULL
- * plugin_loader_test checks all three are read at the plugin's stride and behave as declared. */
+ * Its init writes a line to standard output, as a chatty library might (plugin_cli_test: `check --json -` keeps
+ * it out of the report). plugin_loader_test checks all three kernels are read at the plugin's stride and behave
+ * as declared. */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "attncheck_plugin.h"
@@ -29,7 +32,7 @@ static int64_t count(const attncheck_tensor* t) {
 static int nodelta_bwd(void* self, const attncheck_backward_args* a, char* msg, size_t n) {
   (void)self;
   if (a->delta.data != NULL) {
-    strncpy(msg, "delta.data is not NULL under ATTNCHECK_CAP_NO_DELTA", n);
+    snprintf(msg, n, "delta.data is not NULL under ATTNCHECK_CAP_NO_DELTA");
     return ATTNCHECK_ERR_INVALID;
   }
   const attncheck_tensor* outs[3] = {&a->dq, &a->dk, &a->dv};
@@ -47,11 +50,19 @@ static const future_desc kKernels[] = {DESC("first", ATTNCHECK_CAP_CAUSAL, NULL)
                                        DESC("device", ATTNCHECK_CAP_DEVICE_POINTERS, NULL),
                                        DESC("nodelta", ATTNCHECK_CAP_NO_DELTA, nodelta_bwd)};
 
+static int chatty_init(const char* options, char* msg, size_t n) {
+  (void)options, (void)msg, (void)n;
+  printf("future plugin: hello from init\n");
+  fflush(stdout);
+  return ATTNCHECK_OK;
+}
+
 static const attncheck_plugin kPlugin = {.struct_size = sizeof(attncheck_plugin),
                                          .abi_major = ATTNCHECK_PLUGIN_ABI_VERSION_MAJOR,
                                          .abi_minor = 99,
                                          .library_name = "future",
                                          .n_kernels = 3,
-                                         .kernels = &kKernels[0].base};
+                                         .kernels = &kKernels[0].base,
+                                         .init = chatty_init};
 
 ATTNCHECK_PLUGIN_EXPORT const attncheck_plugin* attncheck_plugin_v1(void) { return &kPlugin; }
