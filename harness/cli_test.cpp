@@ -159,6 +159,7 @@ TEST_F(Cli, HelpAndUsageErrors) {
            {"check --instances abc", "--instances: 'abc' is not an integer"},
            {"check --instances 1.5", "'1.5' is not an integer"},
            {"check --instances 99999999999", "99999999999 is outside 1 to 1073741824"},  // was "not an integer"
+           {"check --instances 1-2", "'1-2' is not an integer"},
            {"check --instances 0x20", "'0x20' is not an integer"},  // hex and " 24" were taken
            {"check --instances ' 24'", "' 24' is not an integer"},
            {"list ''", "not in {kernels,properties"},

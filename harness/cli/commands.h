@@ -52,8 +52,11 @@ CLI::Validator number_in(T lo, T hi) {
               }))
             return "'" + text + "' is not an integer";
         if (!CLI::detail::lexical_cast(text, value)) {
-          // All digits but no T: too large for T, which is "outside" the range, not "not an integer".
-          if (std::is_integral_v<T> && text.find_first_of("0123456789") != std::string::npos)
+          // An integer's digits (one sign at most) but no T: too large for T, "outside" the range, not "not an
+          // integer" ("1-2" is still not an integer).
+          const std::size_t digits_from = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+          if (std::is_integral_v<T> && text.size() > digits_from &&
+              text.find_first_not_of("0123456789", digits_from) == std::string::npos)
             return text + " is outside " + range;
           return "'" + text + "' is not " + (std::is_integral_v<T> ? "an integer" : "a number");
         }

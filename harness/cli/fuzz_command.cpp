@@ -14,7 +14,9 @@
 //    verdict, and writes it with write_finding into <findings>.
 // 3. Writes <findings>/fuzz-<kernel>-summary.md and .json: what failed, the minimal case, the replay
 //    command, first-seen time (seconds into the campaign), executions and exec/s.
-// Exit: 0 no finding, 1 findings (minimised and saved), 2 usage error (no libFuzzer build, bad option).
+// Exit: 0 no finding, 1 findings (minimised and saved), 2 usage error (no libFuzzer build, bad option), a fuzzer that
+// ended or overran without a finding, a raw finding that could not be read or a group none of whose cases could be
+// saved; 128 + N when signal N (SIGINT, SIGTERM) stopped a campaign that found nothing.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -101,6 +103,9 @@ Child spawn(const std::vector<std::string>& args, const std::vector<std::string>
     std::perror("execv");
     ::_exit(127);
   }
+  // The parent sets the group too (the usual idiom): a stop signal that arrives before the child has run its own
+  // setpgid must still reach it through kill(-pid) (it found no such group, and the fuzzer ran its full --time).
+  ::setpgid(c.pid, c.pid);
   ::close(fds[1]);
   c.out = fds[0];
   return c;
@@ -185,7 +190,11 @@ class StopSignals {
     if (old_int_.sa_handler == SIG_IGN) ::sigaction(SIGINT, &old_int_, nullptr);
     if (old_term_.sa_handler == SIG_IGN) ::sigaction(SIGTERM, &old_term_, nullptr);
   }
-  ~StopSignals() {
+  ~StopSignals() { restore(); }
+  // The dispositions attncheck had before (a further signal then ends it as it would have).
+  void restore() {
+    if (restored_) return;
+    restored_ = true;
     ::sigaction(SIGINT, &old_int_, nullptr);
     ::sigaction(SIGTERM, &old_term_, nullptr);
   }
@@ -194,6 +203,7 @@ class StopSignals {
 
  private:
   struct sigaction old_int_ {}, old_term_ {};
+  bool restored_ = false;
 };
 
 // A file's identity for "did this campaign write it": its inode and modification time. A raw case is written by a
@@ -296,7 +306,7 @@ int run_fuzz(const FuzzOptions& o) {
     }
   };
   g_stop_signals = 0;
-  const StopSignals on_signal;  // from here until the summary is written
+  StopSignals on_signal;  // from here until the fuzzer has ended and minimising is stopped or done
   Child child = spawn(args, env);
   std::ofstream logf(log);
   std::string pending, last_stat;
@@ -375,6 +385,9 @@ int run_fuzz(const FuzzOptions& o) {
   logf.close();
   scan();
   const bool interrupted = g_stop_signals > 0;
+  const int stop_signal = g_last_stop_signal;
+  // Two signals while fuzzing (^C^C) skip minimising; from then on a signal ends attncheck as before.
+  if (g_stop_signals >= 2) on_signal.restore();
   const double total = seconds_since(start);
   // libFuzzer exits 0 when its time is up. Anything else is a crash, timeout, out-of-memory or leak in the kernel
   // under test (its input is an artifact in the raw folder: a finding), or the target could not start.
@@ -473,8 +486,12 @@ int run_fuzz(const FuzzOptions& o) {
       bool was_minimised = false;
       const double shrinking = seconds_since(start) - total;
       // A signal after those the fuzzing loop acted on stops minimising: the groups left keep their raw cases.
-      if (g_stop_signals > stops_acted && !minimise_stopped) {
+      // A second signal in all (or a first one after the fuzzer ended) stops minimising; the groups left keep their
+      // raw cases and the summary is still written. The old dispositions come back, so one more signal ends
+      // attncheck even in the middle of a long shrink.
+      if ((g_stop_signals >= 2 || g_stop_signals > stops_acted) && !minimise_stopped) {
         minimise_stopped = true;
+        on_signal.restore();
         std::cerr << "attncheck fuzz: minimising stopped by a signal; the groups left keep their raw cases\n";
       }
       if (shrinking < shrink_budget && !minimise_stopped) {
@@ -510,9 +527,10 @@ int run_fuzz(const FuzzOptions& o) {
       f["replay"] = replay;
       f["replays_same_verdict"] = again.status == best.expected;
       report["findings"].push_back(f);
-      // The target writes one raw case per group (per worker), not one per failing input: the count is of cases.
+      // The target writes one raw case per group and process, not one per failing input (with --workers, each of
+      // libFuzzer's fork-mode jobs is a fresh process): the count is of cases, not of hits.
       md << "## " << key.first << " on " << key.second << "\n\n- first seen: " << g.first_seen << " s into the campaign"
-         << (g.raw_count > 1 ? " (" + std::to_string(g.raw_count) + " raw cases, one per worker that found it)" : "")
+         << (g.raw_count > 1 ? " (" + std::to_string(g.raw_count) + " raw cases: one per fuzzing process that met it)" : "")
          << "\n- minimal family: `"
          << best.family.describe() << "`\n- why: "
          << message << "\n- minimal case: `" << path << "` (replays with the same verdict: "
@@ -543,9 +561,10 @@ int run_fuzz(const FuzzOptions& o) {
     throw Error("the fuzzer's log " + log.string() + " could not be written completely (a full disk?): findings may "
                 "have been lost");
   if (!groups.empty() || !artifacts.empty()) return kExitFail;
-  if (interrupted) {  // stopped early with nothing found: said, and not a usage error
-    std::cerr << "attncheck fuzz: stopped by a signal after " << static_cast<long>(total) << " s; no finding\n";
-    return kExitPass;
+  if (interrupted) {  // stopped early with nothing found: not a clean "no finding" (a CI cancel read as a pass)
+    std::cerr << "attncheck fuzz: stopped by signal " << stop_signal << " after " << static_cast<long>(total)
+              << " s, with no finding\n";
+    return 128 + stop_signal;
   }
   if (overran)
     throw Error("the fuzzer overran --time by " + std::to_string(static_cast<int>(kGrace)) +
@@ -582,8 +601,10 @@ void add_fuzz(CLI::App& app, Runner& run) {
   add_plugin_option(*sub);  // plugin:<name> kernels: the fuzz target loads the same libraries
   sub->footer(
       "Exit status: 0 no finding, 1 findings (minimised, saved, summarised in FINDINGS/fuzz-<kernel>-summary.md\n"
-      "and .json), 2 usage error, no libFuzzer build, a bad ATTNCHECK_FUZZ_* setting, a fuzzer that ended\n"
-      "without a finding to show for it, or a raw finding that could not be read.");
+      "and .json), 2 usage error, no libFuzzer build, a bad ATTNCHECK_FUZZ_* setting, a fuzzer that ended or\n"
+      "overran --time without a finding to show for it, a raw finding that could not be read, or a group of\n"
+      "findings none of which could be saved; 128+N when signal N (Ctrl-C: 130) stopped it before any finding.\n"
+      "SIGINT/SIGTERM stop the fuzzer and the findings so far are still minimised; a second signal skips that.");
   sub->callback([&run, opt, seeds, corpus] {
     opt->seeds_given = seeds->count() > 0;
     opt->corpus_given = corpus->count() > 0;
