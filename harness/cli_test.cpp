@@ -319,6 +319,8 @@ TEST_F(Cli, ReplayTakesDirectoriesAndPassesOverFuzzSummaries) {
   EXPECT_EQ(r.out.find("notes.txt"), std::string::npos) << r.out;
   EXPECT_EQ(r.err.find("notes.txt"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("run.json: a run report (attncheck check --json), not a case"), std::string::npos) << r.out;
+  // the summary in the folder is named as well (it was left out without a word)
+  EXPECT_NE(r.out.find("fuzz-oracle-summary.json: a fuzz summary, not a case"), std::string::npos) << r.out;
   const CmdResult g = run("replay -q " + (dir_ / "found" / "a.json").string() + " " +
                           (dir_ / "found" / "fuzz-oracle-summary.json").string());
   EXPECT_EQ(g.status, 0) << g.out << g.err;

@@ -40,7 +40,7 @@ bool has_json_extension(const std::filesystem::path& p) { return lower(p.extensi
 
 // The case files named, in order; a path that cannot be replayed as named carries why (`error`), so that it is
 // reported as a file that could not be replayed and the others still run. A directory gives its *.json entries
-// (.json in any case; name order, not recursive), fuzz summaries left out; an entry that is not a regular file
+// (.json in any case; name order, not recursive), fuzz summaries named and left out; an entry that is not a regular file
 // (a FIFO, a link to a directory) is kept and refused by load_case, not passed over in silence. A path whose
 // status cannot be read (a link loop, a dangling link) is kept as well: load_case reports it.
 struct Named {
@@ -58,10 +58,13 @@ std::vector<Named> case_files(const std::vector<std::string>& args) {
       else out.push_back({a, ""});
       continue;
     }
-    std::vector<std::string> in_dir;
+    std::vector<std::string> in_dir, summaries;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(a, ec))
-      if (has_json_extension(e.path()) && !is_fuzz_summary(e.path())) in_dir.push_back(e.path().string());
+      if (has_json_extension(e.path())) (is_fuzz_summary(e.path()) ? summaries : in_dir).push_back(e.path().string());
+    std::sort(summaries.begin(), summaries.end());
+    for (const std::string& s : summaries)  // named, as a run report there is (they were left out without a word)
+      std::cout << "skip   " << printable(s) << ": a fuzz summary, not a case\n";
     if (ec) out.push_back({a, a + ": cannot list the directory: " + ec.message()});
     else if (in_dir.empty()) out.push_back({a, a + ": a directory with no case files (*.json)"});
     std::sort(in_dir.begin(), in_dir.end());

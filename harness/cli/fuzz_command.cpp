@@ -21,6 +21,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -312,6 +313,11 @@ int run_fuzz(const FuzzOptions& o) {
   std::string pending, last_stat;
   long long execs = 0;
   double rate = 0;
+  // With --workers > 1 the workers' own lines go to libFuzzer's temporary job logs, not here: a full disk is then
+  // seen only as low free space in the findings folder (checked every second; below three of the largest raw cases,
+  // ~330 KB each at the decoder's largest shape, a save may fail).
+  constexpr double kLowSpaceBytes = 1 << 20;
+  double low_space_seconds = 0, last_space_check = 0;  // how long the folder had less than kLowSpaceBytes free
   int unsaved = 0;  // the target's "cannot save a finding" lines (a full disk); it tries again on the next input
   std::set<std::pair<std::string, std::string>> unsaved_groups;  // their (property, generator)
   const std::regex unsaved_re(R"(cannot save a finding \(.* fails '([^']*)' on ([^)]*)\))");
@@ -347,6 +353,13 @@ int run_fuzz(const FuzzOptions& o) {
             execs = std::strtoll(line.c_str() + line.rfind(':') + 1, nullptr, 10);
           if (line.find("stat::average_exec_per_sec") != std::string::npos)
             rate = std::strtod(line.c_str() + line.rfind(':') + 1, nullptr);
+          // libFuzzer names each artifact it writes: this campaign's even where a rewrite kept the old time
+          if (const std::size_t w = line.find("Test unit written to "); w != std::string::npos) {
+            const fs::path a = line.substr(w + 21);
+            const std::string name = a.filename().string();
+            for (const char* kind : {"crash-", "timeout-", "oom-", "leak-"})
+              if (a.parent_path() == raw && name.rfind(kind, 0) == 0) artifacts.emplace(a.string(), seconds_since(start));
+          }
           if (line.rfind("attncheck-fuzz: error: cannot save a finding", 0) == 0) {
             // Said now (the disk may still be full), the first few: every input failing that way says it again.
             if (++unsaved <= 3) std::cerr << printable(line) << (unsaved == 3 ? " (more in the log)" : "") << "\n";
@@ -357,6 +370,12 @@ int run_fuzz(const FuzzOptions& o) {
     }
     scan();
     const double el = seconds_since(start);
+    if (el - last_space_check >= 1) {  // once a second, counting the time since the last look
+      struct statvfs fsinfo {};
+      if (::statvfs(raw.c_str(), &fsinfo) == 0 && double(fsinfo.f_bavail) * double(fsinfo.f_frsize) < kLowSpaceBytes)
+        low_space_seconds += el - last_space_check;
+      last_space_check = el;
+    }
     if (seconds_since(last_progress) >= kProgressEvery) {
       std::cerr << "attncheck fuzz: " << static_cast<long>(el) << " s, " << execs << " executions, " << rate
                 << " exec/s, " << first_seen.size() << " raw finding(s)\n";
@@ -438,7 +457,7 @@ int run_fuzz(const FuzzOptions& o) {
                         {"exec_per_s", rate}, {"raw_findings", first_seen.size()}, {"fuzzer", fuzzer},
                         {"fuzzer_status", fuzzer_status}, {"started_at", started_at},
                         {"interrupted", interrupted}, {"overran", overran}, {"failed_saves", unsaved},
-                        {"lost_groups", lost},
+                        {"lost_groups", lost}, {"low_space_seconds", low_space_seconds},
                         {"findings", nlohmann::json::array()}, {"artifacts", nlohmann::json::array()}};
   std::ostringstream md;
   md << "# attncheck fuzz: " << o.kernel << "\n\n" << static_cast<long>(total) << " s, " << o.workers
@@ -554,6 +573,10 @@ int run_fuzz(const FuzzOptions& o) {
   if (!unreadable.empty())  // a finding that cannot be read may be a real one, lost: not "no finding"
     throw Error(std::to_string(unreadable.size()) + " raw finding(s) could not be read (listed above and in " +
                 js_path.string() + ")");
+  if (o.workers > 1 && low_space_seconds > 0)  // the workers' failed saves are invisible here: do not guess
+    throw Error("the findings folder " + raw.string() + " had under 1 MiB free for about " +
+                std::to_string(static_cast<long>(low_space_seconds)) + " s of the campaign: with --workers > 1 attncheck "
+                "cannot see which findings the workers failed to save; free space and run it again");
   if (!lost.empty())  // findings lost: not "no finding", and not only the ones saved
     throw Error(std::to_string(lost.size()) + " group(s) of findings could not be saved in " + raw.string() +
                 " (a full disk?): " + lost.front() + (lost.size() > 1 ? " and more (the summary lists them)" : ""));

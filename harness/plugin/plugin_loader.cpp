@@ -252,6 +252,8 @@ void check_table(const attncheck_plugin* t, const std::string& path) {
                 std::to_string(kPluginV10Size) + ": set it to sizeof(attncheck_plugin)");
   if (t->n_kernels < 1 || t->n_kernels > 4096 || !t->kernels)
     throw Error(where + "the table lists " + std::to_string(t->n_kernels) + " kernels (needs 1..4096 and a non-NULL array)");
+  // 64 KiB: about 700 times ABI 1.1's 88-byte descriptor, so no plausible minor; a garbage size is refused, not used as
+  // the stride to read n_kernels entries with.
   if (t->kernels[0].struct_size < kDescV10Size || t->kernels[0].struct_size > (1u << 16))
     throw Error(where + "kernel #0: struct_size " + std::to_string(t->kernels[0].struct_size) + " is not from 1.0's " +
                 std::to_string(kDescV10Size) + " to 65536: set it to sizeof(attncheck_kernel_desc)");
