@@ -22,6 +22,7 @@
 #include "harness/corpus.h"
 #include "harness/plugin/plugin_cli.h"
 #include "harness/run_report.h"
+#include "harness/stdout_on_stderr.h"
 #include "properties/property_util.h"
 #include "properties/report.h"
 #include "properties/shrink.h"
@@ -172,47 +173,17 @@ bool one_regular_file(const std::string& a, const std::string& b) {
 
 // Whether a report path is standard output: "-", or a name for the regular file, pipe or socket stdout already is
 // (/dev/stdout, /proc/self/fd/1, the file `> out.txt` redirected it to). Such a report is all that goes to standard
-// output; the terminal report goes to standard error (StdoutToStderr). Written as a file, /dev/stdout was opened a
-// second time: on a redirected regular file the open truncated what the tables had written, and the JSON then sat
-// inside the text (`json.load` failed); on a pipe it came out ahead of the tables still buffered. A device is not
-// taken for stdout (`--json /dev/null >/dev/null`: the same inode, but both streams go there in turn, as before).
+// output; the terminal report goes to standard error (StdoutOnStderr: at the descriptor, so a plugin's own writes
+// move too). Written as a file, /dev/stdout was opened a second time: on a redirected regular file the open
+// truncated what the tables had written, and the JSON then sat inside the text (`json.load` failed); on a pipe it
+// came out ahead of the tables still buffered. A device is not taken for stdout (`--json /dev/null >/dev/null`: the
+// same inode, but both streams go there in turn, as before).
 bool names_stdout(const std::string& path) {
   if (path == "-") return true;
   struct stat a {}, b {};
   return ::stat(path.c_str(), &a) == 0 && ::fstat(1, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino &&
          (S_ISREG(a.st_mode) || S_ISFIFO(a.st_mode) || S_ISSOCK(a.st_mode));
 }
-
-// While it lives, file descriptor 1 is standard error; restore() (or the destructor) gives standard output back. The
-// descriptor, not std::cout's buffer: a plugin's init, an in-process plugin call and the isolated calls' children
-// write to fd 1 themselves (`ONEDNN_VERBOSE=1`), and that text must not reach the report's reader either.
-class StdoutToStderr {
- public:
-  explicit StdoutToStderr(bool active) {
-    if (!active) return;
-    std::cout.flush();
-    std::fflush(stdout);
-    saved_ = ::dup(1);  // fails when stdout is closed: nothing to move, and the report's write then fails (exit 2)
-    if (saved_ >= 0 && ::dup2(2, 1) < 0) {
-      ::close(saved_);
-      saved_ = -1;
-    }
-  }
-  void restore() {
-    if (saved_ < 0) return;
-    std::cout.flush();
-    std::fflush(stdout);
-    ::dup2(saved_, 1);
-    ::close(saved_);
-    saved_ = -1;
-  }
-  ~StdoutToStderr() { restore(); }
-  StdoutToStderr(const StdoutToStderr&) = delete;
-  StdoutToStderr& operator=(const StdoutToStderr&) = delete;
-
- private:
-  int saved_ = -1;
-};
 
 int run_check(const CheckOptions& opt) {
   const auto t0 = Clock::now();
@@ -233,7 +204,7 @@ int run_check(const CheckOptions& opt) {
   if (opt.junit_given && !junit_stdout) require_writable_file(opt.junit_path, "--junit");
   if (opt.json_given && opt.junit_given && !json_stdout && !junit_stdout && one_regular_file(opt.json_path, opt.junit_path))
     throw Error("--json and --junit name one file (" + opt.junit_path + "): the JUnit report would replace the JSON one");
-  StdoutToStderr terminal(json_stdout || junit_stdout);  // a report on standard output is the only thing there
+  StdoutOnStderr terminal(json_stdout || junit_stdout);  // a report on standard output is the only thing there
   RunReport report;
   for (const Kernel* k : kernels) report.kernels.push_back(k->name());
   report.suite = opt.suite;

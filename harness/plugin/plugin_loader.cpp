@@ -14,10 +14,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
-#include <utility>
 
 #include "harness/plugin/attncheck_plugin.h"
 #include "harness/plugin/guarded_arena.h"
+#include "harness/stdout_on_stderr.h"
 #include "kernels/formats.h"
 
 namespace attncheck {
@@ -344,32 +344,9 @@ int load_plugin(const std::string& path, Registry& registry) {
   return load_plugin(file, registry, o);
 }
 
-namespace {
-// While it lives, what the process writes to standard output goes to standard error. Loading a plugin runs its
-// code in attncheck's process (the library's constructors, the entry point, init), and what that code prints is
-// not attncheck's output: `check --json -` promises the report is all that reaches standard output.
-class StdoutOnStderr {
- public:
-  StdoutOnStderr() {
-    std::fflush(stdout);
-    saved_ = ::dup(1);
-    if (saved_ >= 0 && ::dup2(2, 1) < 0) ::close(std::exchange(saved_, -1));
-  }
-  ~StdoutOnStderr() {
-    if (saved_ < 0) return;
-    std::fflush(stdout);
-    ::dup2(saved_, 1);
-    ::close(saved_);
-  }
-  StdoutOnStderr(const StdoutOnStderr&) = delete;
-  StdoutOnStderr& operator=(const StdoutOnStderr&) = delete;
-
- private:
-  int saved_ = -1;
-};
-}  // namespace
-
 int load_plugin(const std::string& path, Registry& registry, const PluginOptions& options) {
+  // Loading runs the plugin's code in attncheck's process (constructors, entry point, init): what it prints is not
+  // attncheck's output (`check --json -` promises the report is all that reaches standard output).
   const StdoutOnStderr quiet_stdout;
   struct stat st;
   if (stat(path.c_str(), &st) != 0) throw Error("plugin '" + path + "': no such file");
