@@ -504,7 +504,6 @@ int run_fuzz(const FuzzOptions& o) {
       std::string message = "(not minimised)", report_text;
       bool was_minimised = false;
       const double shrinking = seconds_since(start) - total;
-      // A signal after those the fuzzing loop acted on stops minimising: the groups left keep their raw cases.
       // A second signal in all (or a first one after the fuzzer ended) stops minimising; the groups left keep their
       // raw cases and the summary is still written. The old dispositions come back, so one more signal ends
       // attncheck even in the middle of a long shrink.

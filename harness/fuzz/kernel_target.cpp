@@ -330,7 +330,8 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
     } catch (const std::exception& e) {
       // Not saved (a full disk): said, and not marked as reported, so the next input that fails this way tries
       // again. It was marked before the write, and the write's Error ended the run as a skipped input: every
-      // finding of the group was dropped without a word. `attncheck fuzz` counts these lines and exits 2.
+      // finding of the group was dropped without a word. `attncheck fuzz` reads these lines: a group none of whose
+      // cases could be saved is its exit 2.
       res.save_error = e.what();
       std::fprintf(stderr, "attncheck-fuzz: error: cannot save a finding (%s fails '%s' on %s): %s\n",
                    cfg_.kernel.c_str(), p.name.c_str(), fam.generator.c_str(), e.what());
@@ -407,7 +408,7 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
       try {
         res.max_ulp_o = observe(fam, inst);  // step 2
       } catch (const KernelFault&) {
-        res.max_ulp_o = HUGE_VAL;  // nothing to observe; step 4's first property meets the fault and reports it
+        res.max_ulp_o = 0;  // nothing observed; step 4's first property meets the fault and reports it
       }
       probe();  // before the properties, which may end the run with a finding
       // Step 4: per-instance properties on the family's own instances (replayable by `attncheck replay`).
