@@ -533,9 +533,26 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   EXPECT_NE(stopped_summary.find("crash-0456"), std::string::npos) << stopped_summary;
   EXPECT_NE(stopped_summary.find("\"interrupted\": true"), std::string::npos) << stopped_summary;
 
+  // A kernel fault's raw case (the target's note says so) is listed as it is: not shrunk and not run again here
+  // (each group's shrink and replay met the fault again: with a hanging plugin, its time limit per group).
+  json fault_case = good_case();
+  fault_case["kernel"] = "paper";
+  fault_case["expected"] = "fail";
+  fault_case["note"] = "kernel fault: plugin:x: hang: timed out after 10 s | fuzz input 00";
+  const std::string fault_file = file("fault.json", fault_case.dump(1));
+  const CmdResult fault = fuzz(script("fault.sh", "cp " + fault_file + " \"$ATTNCHECK_FUZZ_FINDINGS/f.json\""), "f12");
+  EXPECT_EQ(fault.status, 1) << fault.out << fault.err;
+  EXPECT_NE(fault.out.find("kernel fault: plugin:x: hang: timed out after 10 s (a fault is not shrunk)"),
+            std::string::npos) << fault.out;
+  EXPECT_NE(fault.out.find("replays with the same verdict: not run here"), std::string::npos) << fault.out;
+  EXPECT_EQ(fault.err.find("minimising"), std::string::npos) << fault.err;
+
   // A finding the target could not save (a full disk) is exit 2, not "no finding" (it was dropped without a word).
-  const CmdResult unsaved = fuzz(script("full.sh", "echo \"attncheck-fuzz: error: cannot save a finding (paper fails "
-                                                   "'unbiased' on tied_max): No space left on device\" >&2; exit 0"), "f11");
+  // The target says so on the error channel (ATTNCHECK_FUZZ_ERROR_FD), which fork-mode jobs inherit: here a child
+  // process of the stand-in, as a job is libFuzzer's, writes it (its stderr went to a job log attncheck never read).
+  const CmdResult unsaved = fuzz(script("full.sh", "( echo \"attncheck-fuzz: error: cannot save a finding (paper fails "
+                                                   "'unbiased' on tied_max): No space left on device\" "
+                                                   ">&$ATTNCHECK_FUZZ_ERROR_FD 2>/dev/null ) 2>/dev/null; exit 0"), "f11");
   EXPECT_EQ(unsaved.status, 2) << unsaved.out << unsaved.err;
   EXPECT_NE(unsaved.err.find("1 group(s) of findings could not be saved"), std::string::npos) << unsaved.err;
   EXPECT_NE(unsaved.err.find("unbiased / tied_max"), std::string::npos) << unsaved.err;

@@ -21,7 +21,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,13 +82,30 @@ struct Child {
   int out = -1;  // the child's stdout+stderr
 };
 
+extern "C" void count_stop_signal(int sig);  // run_fuzz's SIGINT/SIGTERM handler (below)
+
 Child spawn(const std::vector<std::string>& args, const std::vector<std::string>& env) {
   int fds[2];
   if (::pipe(fds) != 0) throw Error("fuzz: cannot create a pipe");
   Child c;
+  // SIGINT and SIGTERM wait until the child has its own dispositions: one arriving between fork and execv ran the
+  // parent's counting handler in the child, was counted there and lost (the fuzzer then ran its full --time).
+  sigset_t stop_set, before;
+  ::sigemptyset(&stop_set);
+  ::sigaddset(&stop_set, SIGINT);
+  ::sigaddset(&stop_set, SIGTERM);
+  ::sigprocmask(SIG_BLOCK, &stop_set, &before);
   c.pid = ::fork();
-  if (c.pid < 0) throw Error("fuzz: cannot fork");
+  if (c.pid < 0) {
+    ::sigprocmask(SIG_SETMASK, &before, nullptr);
+    throw Error("fuzz: cannot fork");
+  }
   if (c.pid == 0) {
+    for (int sig : {SIGINT, SIGTERM}) {  // the counting handler is attncheck's, not the fuzzer's
+      struct sigaction now {};
+      if (::sigaction(sig, nullptr, &now) == 0 && now.sa_handler == count_stop_signal) ::signal(sig, SIG_DFL);
+    }
+    ::sigprocmask(SIG_SETMASK, &before, nullptr);
     ::setpgid(0, 0);  // its own process group: the forked libFuzzer workers are stopped with it
     ::signal(SIGPIPE, SIG_DFL);  // attncheck ignores it (main.cpp); an ignored signal would pass through execv
     ::dup2(fds[1], 1);
@@ -107,6 +123,7 @@ Child spawn(const std::vector<std::string>& args, const std::vector<std::string>
   // The parent sets the group too (the usual idiom): a stop signal that arrives before the child has run its own
   // setpgid must still reach it through kill(-pid) (it found no such group, and the fuzzer ran its full --time).
   ::setpgid(c.pid, c.pid);
+  ::sigprocmask(SIG_SETMASK, &before, nullptr);
   ::close(fds[1]);
   c.out = fds[0];
   return c;
@@ -192,6 +209,17 @@ class StopSignals {
     if (old_term_.sa_handler == SIG_IGN) ::sigaction(SIGTERM, &old_term_, nullptr);
   }
   ~StopSignals() { restore(); }
+  // From now on the next signal is counted and then ends the handler's life (SA_RESETHAND): one more after it ends
+  // attncheck as the default would. For the phase after the fuzzer, where a signal stops minimising at once.
+  void one_more() {
+    if (restored_) return;
+    struct sigaction sa {};
+    sa.sa_handler = count_stop_signal;
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;
+    ::sigemptyset(&sa.sa_mask);
+    if (old_int_.sa_handler != SIG_IGN) ::sigaction(SIGINT, &sa, nullptr);
+    if (old_term_.sa_handler != SIG_IGN) ::sigaction(SIGTERM, &sa, nullptr);
+  }
   // The dispositions attncheck had before (a further signal then ends it as it would have).
   void restore() {
     if (restored_) return;
@@ -272,7 +300,7 @@ int run_fuzz(const FuzzOptions& o) {
   // --plugin: the target loads the same libraries (one per line), so plugin:<name> kernels are fuzzed too. The
   // ATTNCHECK_PLUGIN_* settings reach it through the inherited environment, as they reach `check`.
   const bool plugin_kernel = o.kernel.rfind("plugin:", 0) == 0;
-  if (!loaded_plugins().empty()) {
+  if (plugin_kernel && !loaded_plugins().empty()) {  // a built-in kernel's jobs need not load them
     std::string list;
     for (const std::string& p : loaded_plugins()) list += (list.empty() ? "" : "\n") + p;
     env.push_back("ATTNCHECK_FUZZ_PLUGINS=" + list);
@@ -306,29 +334,56 @@ int run_fuzz(const FuzzOptions& o) {
         if (name.rfind(kind, 0) == 0 && !artifacts.count(path)) artifacts[path] = t;
     }
   };
+  // The error channel: a pipe whose write end the fuzzer and every fork-mode job inherit (ATTNCHECK_FUZZ_ERROR_FD).
+  // A job's own output goes to libFuzzer's temporary job log, which attncheck never sees, so a save that failed
+  // there (a full disk) was invisible; the line on this pipe is not (one write of under PIPE_BUF bytes each).
+  int err_pipe[2];
+  if (::pipe(err_pipe) != 0) throw Error("fuzz: cannot create a pipe");
+  ::fcntl(err_pipe[0], F_SETFD, FD_CLOEXEC);
+  ::fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
+  const int err_read = err_pipe[0];
+  std::vector<std::string> spawn_env = env;
+  spawn_env.push_back("ATTNCHECK_FUZZ_ERROR_FD=" + std::to_string(err_pipe[1]));
   g_stop_signals = 0;
   StopSignals on_signal;  // from here until the fuzzer has ended and minimising is stopped or done
-  Child child = spawn(args, env);
+  Child child = spawn(args, spawn_env);
+  ::close(err_pipe[1]);  // the fuzzer's copies are the only writers
   std::ofstream logf(log);
   std::string pending, last_stat;
   long long execs = 0;
   double rate = 0;
-  // With --workers > 1 the workers' own lines go to libFuzzer's temporary job logs, not here: a full disk is then
-  // seen only as low free space in the findings folder (checked every second; below three of the largest raw cases,
-  // ~330 KB each at the decoder's largest shape, a save may fail).
-  constexpr double kLowSpaceBytes = 1 << 20;
-  double low_space_seconds = 0, last_space_check = 0;  // how long the folder had less than kLowSpaceBytes free
   int unsaved = 0;  // the target's "cannot save a finding" lines (a full disk); it tries again on the next input
   std::set<std::pair<std::string, std::string>> unsaved_groups;  // their (property, generator)
   const std::regex unsaved_re(R"(cannot save a finding \(.* fails '([^']*)' on ([^)]*)\))");
+  std::string err_pending;
+  // The error channel's lines (ATTNCHECK_FUZZ_ERROR_FD): whole lines only, each one a failed save.
+  const auto read_errors = [&](bool until_empty) {
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = ::read(err_read, buf, sizeof buf);
+      if (n <= 0) return;  // EOF, EAGAIN (non-blocking: nothing more now) or an error
+      err_pending.append(buf, static_cast<std::size_t>(n));
+      for (std::size_t nl; (nl = err_pending.find('\n')) != std::string::npos;) {
+        const std::string line = err_pending.substr(0, nl);
+        err_pending.erase(0, nl + 1);
+        std::smatch m;
+        if (!std::regex_search(line, m, unsaved_re)) continue;
+        unsaved_groups.insert({m[1].str(), m[2].str()});
+        // Said now (the disk may still be full), the first few: every input failing that way says it again.
+        if (++unsaved <= 3) std::cerr << printable(line) << (unsaved == 3 ? " (more may follow)" : "") << "\n";
+      }
+      if (!until_empty) return;
+    }
+  };
   int stops_acted = 0;
   bool overran = false;
   const std::regex exec_re(R"(#(\d+).*exec/s:? (\d+))");  // plain and -fork status lines
   auto last_progress = Clock::now();
   bool done = false;
   while (!done) {
-    pollfd p{child.out, POLLIN, 0};
-    if (::poll(&p, 1, 1000) > 0) {
+    pollfd p[2] = {{child.out, POLLIN, 0}, {err_read, POLLIN, 0}};
+    if (::poll(p, 2, 1000) > 0 && (p[1].revents & POLLIN)) read_errors(false);
+    if (p[0].revents & (POLLIN | POLLHUP)) {
       char buf[4096];
       const ssize_t n = ::read(child.out, buf, sizeof buf);
       if (n < 0 && errno == EINTR) {
@@ -360,22 +415,11 @@ int run_fuzz(const FuzzOptions& o) {
             for (const char* kind : {"crash-", "timeout-", "oom-", "leak-"})
               if (a.parent_path() == raw && name.rfind(kind, 0) == 0) artifacts.emplace(a.string(), seconds_since(start));
           }
-          if (line.rfind("attncheck-fuzz: error: cannot save a finding", 0) == 0) {
-            // Said now (the disk may still be full), the first few: every input failing that way says it again.
-            if (++unsaved <= 3) std::cerr << printable(line) << (unsaved == 3 ? " (more in the log)" : "") << "\n";
-            if (std::regex_search(line, m, unsaved_re)) unsaved_groups.insert({m[1].str(), m[2].str()});
-          }
         }
       }
     }
     scan();
     const double el = seconds_since(start);
-    if (el - last_space_check >= 1) {  // once a second, counting the time since the last look
-      struct statvfs fsinfo {};
-      if (::statvfs(raw.c_str(), &fsinfo) == 0 && double(fsinfo.f_bavail) * double(fsinfo.f_frsize) < kLowSpaceBytes)
-        low_space_seconds += el - last_space_check;
-      last_space_check = el;
-    }
     if (seconds_since(last_progress) >= kProgressEvery) {
       std::cerr << "attncheck fuzz: " << static_cast<long>(el) << " s, " << execs << " executions, " << rate
                 << " exec/s, " << first_seen.size() << " raw finding(s)\n";
@@ -400,13 +444,17 @@ int run_fuzz(const FuzzOptions& o) {
   int status = 0;
   ::waitpid(child.pid, &status, 0);
   ::close(child.out);
+  read_errors(true);  // what the fuzzer and its jobs said last
+  ::close(err_read);
   const bool log_complete = static_cast<bool>(logf);  // a failed write (a full disk) leaves the stream failed
   logf.close();
   scan();
   const bool interrupted = g_stop_signals > 0;
   const int stop_signal = g_last_stop_signal;
-  // Two signals while fuzzing (^C^C) skip minimising; from then on a signal ends attncheck as before.
+  // Two signals while fuzzing (^C^C) skip minimising; from then on a signal ends attncheck as before. Otherwise
+  // the next signal stops minimising, and the one after it ends attncheck, even inside a long shrink.
   if (g_stop_signals >= 2) on_signal.restore();
+  else on_signal.one_more();
   const double total = seconds_since(start);
   // libFuzzer exits 0 when its time is up. Anything else is a crash, timeout, out-of-memory or leak in the kernel
   // under test (its input is an artifact in the raw folder: a finding), or the target could not start.
@@ -457,7 +505,7 @@ int run_fuzz(const FuzzOptions& o) {
                         {"exec_per_s", rate}, {"raw_findings", first_seen.size()}, {"fuzzer", fuzzer},
                         {"fuzzer_status", fuzzer_status}, {"started_at", started_at},
                         {"interrupted", interrupted}, {"overran", overran}, {"failed_saves", unsaved},
-                        {"lost_groups", lost}, {"low_space_seconds", low_space_seconds},
+                        {"lost_groups", lost},
                         {"findings", nlohmann::json::array()}, {"artifacts", nlohmann::json::array()}};
   std::ostringstream md;
   md << "# attncheck fuzz: " << o.kernel << "\n\n" << static_cast<long>(total) << " s, " << o.workers
@@ -512,11 +560,25 @@ int run_fuzz(const FuzzOptions& o) {
         on_signal.restore();
         std::cerr << "attncheck fuzz: minimising stopped by a signal; the groups left keep their raw cases\n";
       }
-      if (shrinking < shrink_budget && !minimise_stopped) {
+      // A kernel fault (the target's note starts with it) is not shrunk, as `check` does not, nor run again here to
+      // replay it: each group's run met the fault again (a hang cost its time limit per group). Its replay line runs it.
+      const bool fault = g.first.note.rfind("kernel fault: ", 0) == 0;
+      std::optional<Outcome> shrunk;
+      if (fault) {
+        message = g.first.note.substr(0, g.first.note.find(" | ")) + " (a fault is not shrunk)";
+      } else if (shrinking < shrink_budget && !minimise_stopped) {
         const Property& prop = get_property(g.first.property);
         Budget b = g.first.budget;
         std::cerr << "attncheck fuzz: minimising " << key.first << " / " << key.second << " ...\n";
-        const Outcome out = check_and_shrink(prop, kernel, g.first.family, b);
+        try {
+          shrunk = check_and_shrink(prop, kernel, g.first.family, b);
+        } catch (const KernelFault& e) {  // a fault the raw case did not show (a flaky kernel): kept as found
+          message = std::string("kernel fault while minimising: ") + e.what() + "; kept the raw case";
+        }
+      }
+      if (shrunk) {
+        const Outcome& out = *shrunk;
+        Budget b = g.first.budget;
         if (out.status == g.first.expected) {
           best = case_from_outcome(out, b, "fuzz");
           was_minimised = true;
@@ -533,9 +595,17 @@ int run_fuzz(const FuzzOptions& o) {
                     "); kept the raw case";
         }
       }
-      // Only minimised cases go into the findings directory; the others stay where the fuzzer wrote them.
+      // Only minimised cases go into the findings directory; the others stay where the fuzzer wrote them. The replay
+      // check runs the kernel once more: not for a fault, nor once a signal stopped minimising.
       const std::string path = was_minimised ? write_finding(o.findings, best) : g.raw_path;
-      const Outcome again = replay_case(best, reg);
+      std::optional<bool> same;
+      if (!fault && !minimise_stopped) {
+        try {
+          same = replay_case(best, reg).status == best.expected;
+        } catch (const KernelFault&) {
+          same = best.expected == Status::kFail;  // a fault replays as a failure (cmd_replay.cpp)
+        }
+      }
       // The JSON and the markdown say the same; a plugin kernel's replay loads its library again, under its settings.
       const std::string replay = plugin_kernel ? replay_command(path, plugin_replay_args(), plugin_replay_env())
                                                : replay_command(path);
@@ -543,7 +613,7 @@ int run_fuzz(const FuzzOptions& o) {
       f["family"] = best.family.describe();
       f["message"] = message;
       f["replay"] = replay;
-      f["replays_same_verdict"] = again.status == best.expected;
+      f["replays_same_verdict"] = same ? nlohmann::json(*same) : nlohmann::json(nullptr);  // null: not run here
       report["findings"].push_back(f);
       // The target writes one raw case per group and process, not one per failing input (with --workers, each of
       // libFuzzer's fork-mode jobs is a fresh process): the count is of cases, not of hits.
@@ -552,7 +622,7 @@ int run_fuzz(const FuzzOptions& o) {
          << "\n- minimal family: `"
          << best.family.describe() << "`\n- why: "
          << message << "\n- minimal case: `" << path << "` (replays with the same verdict: "
-         << (again.status == best.expected ? "yes" : "NO") << ")\n- replay: `" << replay << "`\n\n";
+         << (!same ? "not run here" : *same ? "yes" : "NO") << ")\n- replay: `" << replay << "`\n\n";
       if (!report_text.empty()) md << "```\n" << report_text << (report_text.back() == '\n' ? "" : "\n") << "```\n\n";
     } catch (const std::exception& e) {  // one bad group (unknown property, a family too large) ends only itself
       f["error"] = e.what();
@@ -572,10 +642,6 @@ int run_fuzz(const FuzzOptions& o) {
   if (!unreadable.empty())  // a finding that cannot be read may be a real one, lost: not "no finding"
     throw Error(std::to_string(unreadable.size()) + " raw finding(s) could not be read (listed above and in " +
                 js_path.string() + ")");
-  if (o.workers > 1 && low_space_seconds > 0)  // the workers' failed saves are invisible here: do not guess
-    throw Error("the findings folder " + raw.string() + " had under 1 MiB free for about " +
-                std::to_string(static_cast<long>(low_space_seconds)) + " s of the campaign: with --workers > 1 attncheck "
-                "cannot see which findings the workers failed to save; free space and run it again");
   if (!lost.empty())  // findings lost: not "no finding", and not only the ones saved
     throw Error(std::to_string(lost.size()) + " group(s) of findings could not be saved in " + raw.string() +
                 " (a full disk?): " + lost.front() + (lost.size() > 1 ? " and more (the summary lists them)" : ""));
@@ -586,7 +652,14 @@ int run_fuzz(const FuzzOptions& o) {
   if (interrupted) {  // stopped early with nothing found: not a clean "no finding" (a CI cancel read as a pass)
     std::cerr << "attncheck fuzz: stopped by signal " << stop_signal << " after " << static_cast<long>(total)
               << " s, with no finding\n";
-    return 128 + stop_signal;
+    // Ended by the signal, as the shell expects (a script's `attncheck fuzz ...; next` stops at ^C): raised again
+    // with its default action once everything is written.
+    std::cout.flush();
+    std::fflush(stdout);
+    on_signal.restore();
+    ::signal(stop_signal, SIG_DFL);
+    ::raise(stop_signal);
+    return 128 + stop_signal;  // not reached where the signal's default action ends the process
   }
   if (overran)
     throw Error("the fuzzer overran --time by " + std::to_string(static_cast<int>(kGrace)) +

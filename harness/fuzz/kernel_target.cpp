@@ -4,9 +4,12 @@
 // counters); a finding's case file is on disk before anything is printed and before abort().
 #include "harness/fuzz/kernel_target.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <sstream>
 #include <set>
@@ -210,6 +213,7 @@ TargetConfig config_from_env() {
   c.keep_going = one_of("ATTNCHECK_FUZZ_CONTINUE", "0", {"0", "1"}) == "1";
   c.planted_base = env_or("ATTNCHECK_FUZZ_PLANTED_BASE", c.planted_base);
   c.planted_features = integer("ATTNCHECK_FUZZ_PLANTED_FEATURES", "9", 1, kPlantedFeatures);
+  if (!env_or("ATTNCHECK_FUZZ_ERROR_FD", "").empty()) c.error_fd = integer("ATTNCHECK_FUZZ_ERROR_FD", "-1", 3, 1 << 20);
   const std::string plugins = env_or("ATTNCHECK_FUZZ_PLUGINS", "");
   for (std::size_t at = 0; at < plugins.size();) {
     const std::size_t nl = std::min(plugins.find('\n', at), plugins.size());
@@ -239,7 +243,10 @@ KernelTarget::KernelTarget(TargetConfig cfg) : cfg_(std::move(cfg)) {
   static std::set<std::string> loaded;  // once per process: a second target (the tests) finds them registered
   for (const std::string& spec : cfg_.plugins) {
 #if defined(ATTNCHECK_FUZZ_WITH_PLUGINS)
-    if (loaded.insert(spec).second) load_plugin(spec, r);  // Error (exit 2 at the start) for a bad library
+    if (!loaded.count(spec)) {
+      load_plugin(spec, r);  // Error (exit 2 at the start) for a bad library
+      loaded.insert(spec);
+    }
 #else
     throw Error("ATTNCHECK_FUZZ_PLUGINS: this build of the fuzz target has no plugin loader (harness/plugin/)");
 #endif
@@ -324,7 +331,10 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
     if (cfg_.keep_going && reported_.count({p.name, fam.generator})) return;  // seen and saved: count only
     Case c = case_from_outcome(o, b, "fuzz");
     c.kernel = cfg_.kernel;
-    c.note = "fuzz input " + to_hex(data, size);
+    // A kernel fault's case says so first: `attncheck fuzz` then neither shrinks it (a fault is not shrunk, as in
+    // check) nor runs the faulting kernel again per group to replay it (a hang cost its time limit each).
+    c.note = (o.message.rfind("kernel fault: ", 0) == 0 ? o.message + " | " : std::string()) + "fuzz input " +
+             to_hex(data, size);
     try {
       res.finding_path = write_finding(cfg_.findings_dir, c);  // on disk before anything is said
     } catch (const std::exception& e) {
@@ -333,8 +343,11 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
       // finding of the group was dropped without a word. `attncheck fuzz` reads these lines: a group none of whose
       // cases could be saved is its exit 2.
       res.save_error = e.what();
-      std::fprintf(stderr, "attncheck-fuzz: error: cannot save a finding (%s fails '%s' on %s): %s\n",
-                   cfg_.kernel.c_str(), p.name.c_str(), fam.generator.c_str(), e.what());
+      char line[1024];  // one write below PIPE_BUF: lines from several jobs on one pipe do not interleave
+      std::snprintf(line, sizeof line, "attncheck-fuzz: error: cannot save a finding (%s fails '%s' on %s): %.600s\n",
+                    cfg_.kernel.c_str(), p.name.c_str(), fam.generator.c_str(), e.what());
+      std::fputs(line, stderr);
+      if (cfg_.error_fd >= 0) (void)!::write(cfg_.error_fd, line, std::strlen(line));
       if (abort_on_finding && !cfg_.keep_going) std::abort();  // libFuzzer keeps the input as a crash artifact
       return;
     }
@@ -378,6 +391,7 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
     // Step 3: the probe instance (values the generators do not reach): faults and feedback only (at_exit).
     // (Not for the planted kernel: its experiment measures the climb on generated instances, and a special
     // value in a probe is a one-mutation cliff that would reach any error level.)
+    bool family_faulted = seen && seen->faulted;
     const auto probe = [&] {
       if (in.edits.empty() || planted_) return;
       try {
@@ -386,6 +400,12 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
       } catch (const KernelFault& e) {
         // A plugin kernel crashed (hung, ...) in its isolated call on the probe's values: no family reproduces
         // them, so the input itself is the finding, as an in-process crash would be (libFuzzer's crash artifact).
+        // Not when the family's own instance faulted too: its finding says it (replayable), and aborting on every
+        // such input ended a one-worker campaign at its first input with edits.
+        if (family_faulted) {
+          prejected = true;
+          return;
+        }
         std::fprintf(stderr, "attncheck-fuzz: FINDING %s: kernel fault on the probe input: %s\n", cfg_.kernel.c_str(),
                      e.what());
         std::abort();
@@ -409,6 +429,7 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
         res.max_ulp_o = observe(fam, inst);  // step 2
       } catch (const KernelFault&) {
         res.max_ulp_o = 0;  // nothing observed; step 4's first property meets the fault and reports it
+        family_faulted = true;
       }
       probe();  // before the properties, which may end the run with a finding
       // Step 4: per-instance properties on the family's own instances (replayable by `attncheck replay`).
@@ -426,7 +447,8 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
         }
         if (res.finding && !cfg_.keep_going) return res;  // keep-going: the bias step still runs
       }
-      if (!planted_) family_memo_.put(key, FamilyRun{shared_inst, nonzero_counters(), res.max_ulp_o, std::move(failures)});
+      if (!planted_)
+        family_memo_.put(key, FamilyRun{shared_inst, nonzero_counters(), res.max_ulp_o, std::move(failures), family_faulted});
     }
     // Step 5: the bias property on a small batch.
     if (in.run_bias && !across_.empty()) {

@@ -35,6 +35,10 @@
 //                             fault (crash, hang, error, stray write) is a finding of the property whose check met it,
 //                             replayed by `attncheck replay --plugin`; on the probe instance it abort()s, so libFuzzer
 //                             keeps the input as a crash artifact.
+//   ATTNCHECK_FUZZ_ERROR_FD   a file descriptor (3 or more, inherited) on which a finding that could not be saved is
+//                             said, one line each ("attncheck-fuzz: error: cannot save a finding (...)"): `attncheck
+//                             fuzz` passes a pipe's write end, which fork-mode jobs inherit though their stderr goes
+//                             to libFuzzer's temporary logs
 //   ATTNCHECK_FUZZ_PLANTED_BASE      the planted kernel's base kernel (default fa2)
 //   ATTNCHECK_FUZZ_PLANTED_FEATURES  how many input features its defect needs at once (default 9; planted_kernel.h)
 // Read elsewhere, not checked by config_from_env: ATTNCHECK_FUZZ_STATS=1 prints what the process reached at exit
@@ -76,6 +80,7 @@ struct TargetConfig {
   std::string planted_base = "fa2";
   int planted_features = 9;
   std::vector<std::string> plugins;  // plugin libraries to load first (PATH or PATH:OPTIONS, as --plugin takes them)
+  int error_fd = -1;                 // where a failed save is also said (ATTNCHECK_FUZZ_ERROR_FD), or -1
 };
 
 TargetConfig config_from_env();
@@ -144,6 +149,7 @@ class KernelTarget {
     CounterDelta added;                    // what steps 2 and 4 added to the feedback counters
     double max_ulp_o = 0;
     std::vector<std::pair<const Property*, Outcome>> failures;  // step 4's, reported again in the same order
+    bool faulted = false;  // the kernel faulted on instance 0 (step 2): the family's own finding says so
   };
   // Steps 2 and 4. An instance is at most ~330 KB at the decoder's largest shape (tens of KB typically).
   FamilyMemo<FamilyRun, 1024> family_memo_;
