@@ -27,6 +27,9 @@
 # 5/16). Measured margins are in README.md.
 set -uo pipefail
 fuzzer=$1 seeds=$2 work=$3 n=${4:-16} cap=${5:-20000}
+# ATTNCHECK_AB_FUZZER: another libFuzzer build of the same target (ci/fuzz_smoke.sh passes a sanitizer-free one)
+if [ -n "${ATTNCHECK_AB_FUZZER:-}" ]; then fuzzer=$ATTNCHECK_AB_FUZZER; fi
+echo "feedback_ab: fuzzer $fuzzer"
 export ATTNCHECK_FUZZ_KERNEL=planted ATTNCHECK_FUZZ_PLANTED_BASE=${ATTNCHECK_FUZZ_PLANTED_BASE:-fa2}
 export ATTNCHECK_FUZZ_PLANTED_FEATURES=${ATTNCHECK_FUZZ_PLANTED_FEATURES:-9} ATTNCHECK_FUZZ_QUIET=1
 # Only the observed error matters here: the properties would only slow both arms down equally.
