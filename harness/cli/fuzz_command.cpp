@@ -133,8 +133,9 @@ Child spawn(const std::vector<std::string>& args, const std::vector<std::string>
 // with its usage text. Run by fork/exec, never through a shell (a path with quotes in it ran as a command).
 // The target checks its ATTNCHECK_FUZZ_* settings before it answers: a bad one is an Error with the target's own
 // line ("attncheck-fuzz: error: ..."), not "not a libFuzzer build".
-bool is_libfuzzer_build(const std::string& path) {
-  Child c = spawn({path, "-help=1"}, {});
+// `env` holds what the campaign will pass that the target checks at its start (its plugin libraries).
+bool is_libfuzzer_build(const std::string& path, const std::vector<std::string>& env) {
+  Child c = spawn({path, "-help=1"}, env);
   std::string out;
   const auto start = Clock::now();
   while (seconds_since(start) < 30) {
@@ -158,7 +159,7 @@ bool is_libfuzzer_build(const std::string& path) {
   return out.find("libfuzzer") != std::string::npos;
 }
 
-std::string find_fuzzer(const FuzzOptions& o) {
+std::string find_fuzzer(const FuzzOptions& o, const std::vector<std::string>& env) {
   std::vector<std::string> tries;
   if (!o.fuzzer.empty()) {  // named: it or nothing
     if (::access(o.fuzzer.c_str(), X_OK) != 0)
@@ -172,7 +173,7 @@ std::string find_fuzzer(const FuzzOptions& o) {
   std::string rejected;
   for (const std::string& t : tries) {
     if (::access(t.c_str(), X_OK) != 0) continue;
-    if (is_libfuzzer_build(t)) return t;
+    if (is_libfuzzer_build(t, env)) return t;
     if (!o.fuzzer.empty()) throw Error("--fuzzer " + t + " is not a libFuzzer build (build it with clang: ci/fuzz_smoke.sh --build-only)");
     rejected += " " + t;
   }
@@ -267,7 +268,17 @@ int run_fuzz(const FuzzOptions& o) {
   (void)default_shrink_options();  // a bad ATTNCHECK_SHRINK_SECONDS is exit 2 now, not after the campaign
   Registry& reg = default_registry();
   const Kernel& kernel = reg.get(o.kernel);  // an unknown kernel is a usage error before any fuzzing
-  const std::string fuzzer = find_fuzzer(o);
+  // --plugin: the target loads the same libraries (one per line), so plugin:<name> kernels are fuzzed too. The
+  // ATTNCHECK_PLUGIN_* settings reach it through the inherited environment, as they reach `check`. The fuzzer's
+  // -help=1 probe loads them too: a library that fails only inside the target says so before the campaign.
+  const bool plugin_kernel = o.kernel.rfind("plugin:", 0) == 0;
+  std::vector<std::string> plugin_env;
+  if (plugin_kernel && !loaded_plugins().empty()) {  // a built-in kernel's jobs need not load them
+    std::string list;
+    for (const std::string& p : loaded_plugins()) list += (list.empty() ? "" : "\n") + p;
+    plugin_env.push_back("ATTNCHECK_FUZZ_PLUGINS=" + list);
+  }
+  const std::string fuzzer = find_fuzzer(o, plugin_env);
   // Where the findings go, and the seeds named, are checked before the campaign, not after it.
   require_writable_dir(o.findings, "--findings");
   if (!fs::is_directory(o.seeds)) {
@@ -297,14 +308,7 @@ int run_fuzz(const FuzzOptions& o) {
   std::vector<std::string> env{"ATTNCHECK_FUZZ_KERNEL=" + o.kernel, "ATTNCHECK_FUZZ_FINDINGS=" + raw.string(),
                                "ATTNCHECK_FUZZ_QUIET=1", "ATTNCHECK_FUZZ_CONTINUE=1", "ATTNCHECK_FUZZ_BIAS_T=" + std::to_string(o.bias_t),
                                std::string("ATTNCHECK_FUZZ_FEEDBACK=") + (o.no_feedback ? "0" : "1")};
-  // --plugin: the target loads the same libraries (one per line), so plugin:<name> kernels are fuzzed too. The
-  // ATTNCHECK_PLUGIN_* settings reach it through the inherited environment, as they reach `check`.
-  const bool plugin_kernel = o.kernel.rfind("plugin:", 0) == 0;
-  if (plugin_kernel && !loaded_plugins().empty()) {  // a built-in kernel's jobs need not load them
-    std::string list;
-    for (const std::string& p : loaded_plugins()) list += (list.empty() ? "" : "\n") + p;
-    env.push_back("ATTNCHECK_FUZZ_PLUGINS=" + list);
-  }
+  env.insert(env.end(), plugin_env.begin(), plugin_env.end());
   // An artifact's replay runs the target as the campaign ran it: without the settings above, a timeout found with a
   // large --bias-t replayed as an abort on the first ordinary finding (and wrote it into ./corpus/findings).
   std::string env_words = plugin_kernel ? plugin_replay_env() : "";
