@@ -550,9 +550,10 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   // A finding the target could not save (a full disk) is exit 2, not "no finding" (it was dropped without a word).
   // The target says so on the error channel (ATTNCHECK_FUZZ_ERROR_FD), which fork-mode jobs inherit: here a child
   // process of the stand-in, as a job is libFuzzer's, writes it (its stderr went to a job log attncheck never read).
-  const CmdResult unsaved = fuzz(script("full.sh", "( echo \"attncheck-fuzz: error: cannot save a finding (paper fails "
-                                                   "'unbiased' on tied_max): No space left on device\" "
-                                                   ">&$ATTNCHECK_FUZZ_ERROR_FD 2>/dev/null ) 2>/dev/null; exit 0"), "f11");
+  // (bash, not sh: dash refuses a descriptor number above 9, and the pipe's number depends on what the test inherits)
+  const CmdResult unsaved = fuzz(script("full.sh", "bash -c \"echo \\\"attncheck-fuzz: error: cannot save a finding "
+                                                   "(paper fails 'unbiased' on tied_max): No space left on device\\\" "
+                                                   ">&$ATTNCHECK_FUZZ_ERROR_FD\"; exit 0"), "f11");
   EXPECT_EQ(unsaved.status, 2) << unsaved.out << unsaved.err;
   EXPECT_NE(unsaved.err.find("1 group(s) of findings could not be saved"), std::string::npos) << unsaved.err;
   EXPECT_NE(unsaved.err.find("unbiased / tied_max"), std::string::npos) << unsaved.err;
