@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <vector>
 
 #include "harness/plugin/attncheck_plugin.h"
 #include "harness/plugin/guarded_arena.h"
@@ -239,7 +240,8 @@ attncheck_kernel_desc descriptor(const attncheck_plugin* t, int32_t i) {
   return d;
 }
 
-void check_table(const attncheck_plugin* t, const std::string& path) {
+// The table's descriptors, read once at the plugin's stride (descriptor()), each checked.
+std::vector<attncheck_kernel_desc> check_table(const attncheck_plugin* t, const std::string& path) {
   const std::string where = path + ": ";
   if (!t) throw Error(where + "attncheck_plugin_v1() returned NULL");
   if (t->abi_major != ATTNCHECK_PLUGIN_ABI_VERSION_MAJOR)
@@ -258,8 +260,9 @@ void check_table(const attncheck_plugin* t, const std::string& path) {
     throw Error(where + "kernel #0: struct_size " + std::to_string(t->kernels[0].struct_size) + " is not from 1.0's " +
                 std::to_string(kDescV10Size) + " to 65536: set it to sizeof(attncheck_kernel_desc)");
   std::set<std::string> seen;
+  std::vector<attncheck_kernel_desc> descs;
   for (int32_t i = 0; i < t->n_kernels; ++i) {
-    const attncheck_kernel_desc d = descriptor(t, i);
+    const attncheck_kernel_desc& d = descs.emplace_back(descriptor(t, i));
     const std::string which = where + "kernel #" + std::to_string(i) + (valid_name(d.name) ? " '" + std::string(d.name) + "'" : "") + ": ";
     if (d.struct_size != t->kernels[0].struct_size)
       throw Error(which + "struct_size " + std::to_string(d.struct_size) + " differs from kernel #0's " +
@@ -288,6 +291,7 @@ void check_table(const attncheck_plugin* t, const std::string& path) {
     if (d.max_head_dim < 0 || d.n_head_dims < 0 || (d.n_head_dims > 0 && !d.head_dims))
       throw Error(which + "max_head_dim and n_head_dims must be >= 0, and head_dims non-NULL when n_head_dims > 0");
   }
+  return descs;
 }
 
 // "lib.so:opts" -> ("lib.so", "opts"). The path is the whole text when that exists, else the shortest text before a
@@ -367,7 +371,7 @@ int load_plugin(const std::string& path, Registry& registry, const PluginOptions
                 "harness/plugin/attncheck_plugin.h)");
   }
   const attncheck_plugin* table = entry();
-  check_table(table, path);
+  const std::vector<attncheck_kernel_desc> descs = check_table(table, path);
   const std::string library = (table->library_name ? std::string(table->library_name) + " " : "") + path;
   if (table->init) {
     char msg[1024] = {};
@@ -379,12 +383,11 @@ int load_plugin(const std::string& path, Registry& registry, const PluginOptions
     throw Error("plugin '" + path + "': options '" + options.init_options + "' given but the plugin has no init");
   }
   // Check every name first so that a clash registers nothing.
-  for (int32_t i = 0; i < table->n_kernels; ++i)
-    if (registry.find(std::string("plugin:") + descriptor(table, i).name))
-      throw Error("plugin '" + path + "': kernel plugin:" + descriptor(table, i).name + " is already registered");
-  for (int32_t i = 0; i < table->n_kernels; ++i)
-    registry.add(std::make_unique<PluginKernel>(descriptor(table, i), library, options));
-  return table->n_kernels;
+  for (const attncheck_kernel_desc& d : descs)
+    if (registry.find(std::string("plugin:") + d.name))
+      throw Error("plugin '" + path + "': kernel plugin:" + d.name + " is already registered");
+  for (const attncheck_kernel_desc& d : descs) registry.add(std::make_unique<PluginKernel>(d, library, options));
+  return static_cast<int>(descs.size());
 }
 
 }  // namespace attncheck
