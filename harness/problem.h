@@ -43,6 +43,10 @@ struct Unsupported : Error {
 struct KernelFault : Error {
   using Error::Error;
 };
+// The failure message of a check that met a KernelFault, as check, replay and the fuzzer report it ("kernel fault:
+// ..."); the fuzz target's case note starts with it, which is how `attncheck fuzz` knows not to shrink the case.
+inline std::string kernel_fault_message(const KernelFault& e) { return std::string("kernel fault: ") + e.what(); }
+inline bool is_kernel_fault_message(const std::string& m) { return m.rfind("kernel fault: ", 0) == 0; }
 
 const char* format_name(Format f);     // "bf16", "fp16", "fp32", "fp64", "e4m3", "e5m2"
 Format parse_format(const std::string& name);  // throws Error on an unknown name

@@ -141,7 +141,7 @@ Outcome check_one(const Property& p, const Kernel& k, const Family& f, const Bud
   } catch (const KernelFault& e) {
     // The kernel crashed, hung, returned an error or wrote outside its outputs: a finding, saved and
     // replayable (the family reproduces it), unshrunk.
-    Outcome o = ended(Status::kFail, std::string("kernel fault: ") + e.what());
+    Outcome o = ended(Status::kFail, kernel_fault_message(e));
     o.report = "kernel:   " + k.name() + "\nproperty: " + p.name + "\nverdict:  " + o.message +
                "\nfamily:   " + f.describe() + "\n";
     return o;

@@ -114,7 +114,7 @@ int run_replay(const ReplayOptions& opt) {
         o.kernel = c.kernel;
         o.property = c.property;
         o.status = Status::kFail;
-        o.message = std::string("kernel fault: ") + e.what();
+        o.message = kernel_fault_message(e);
       } catch (const Error& e) {
         throw Error(path + ": " + e.what());  // drift, unknown kernel or property: still name the file
       }

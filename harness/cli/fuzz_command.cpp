@@ -199,27 +199,16 @@ extern "C" void count_stop_signal(int sig) {
 class StopSignals {
  public:
   StopSignals() {
-    struct sigaction sa {};
-    sa.sa_handler = count_stop_signal;
-    sa.sa_flags = SA_RESTART;  // read() and waitpid() go on (an EINTR read looked like the fuzzer's end); poll() returns
-    ::sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGINT, &sa, &old_int_);
-    ::sigaction(SIGTERM, &sa, &old_term_);
-    // A signal ignored when attncheck started (SIGINT in a shell's background job, nohup) stays ignored.
-    if (old_int_.sa_handler == SIG_IGN) ::sigaction(SIGINT, &old_int_, nullptr);
-    if (old_term_.sa_handler == SIG_IGN) ::sigaction(SIGTERM, &old_term_, nullptr);
+    ::sigaction(SIGINT, nullptr, &old_int_);
+    ::sigaction(SIGTERM, nullptr, &old_term_);
+    // SA_RESTART: read() and waitpid() go on (an EINTR read looked like the fuzzer's end); poll() returns.
+    install(SA_RESTART);
   }
   ~StopSignals() { restore(); }
   // From now on the next signal is counted and then ends the handler's life (SA_RESETHAND): one more after it ends
   // attncheck as the default would. For the phase after the fuzzer, where a signal stops minimising at once.
   void one_more() {
-    if (restored_) return;
-    struct sigaction sa {};
-    sa.sa_handler = count_stop_signal;
-    sa.sa_flags = SA_RESTART | SA_RESETHAND;
-    ::sigemptyset(&sa.sa_mask);
-    if (old_int_.sa_handler != SIG_IGN) ::sigaction(SIGINT, &sa, nullptr);
-    if (old_term_.sa_handler != SIG_IGN) ::sigaction(SIGTERM, &sa, nullptr);
+    if (!restored_) install(SA_RESTART | SA_RESETHAND);
   }
   // The dispositions attncheck had before (a further signal then ends it as it would have).
   void restore() {
@@ -232,6 +221,16 @@ class StopSignals {
   StopSignals& operator=(const StopSignals&) = delete;
 
  private:
+  // The counting handler for each signal not ignored when attncheck started (SIGINT in a shell's background job,
+  // nohup: it stays ignored).
+  void install(int flags) {
+    struct sigaction sa {};
+    sa.sa_handler = count_stop_signal;
+    sa.sa_flags = flags;
+    ::sigemptyset(&sa.sa_mask);
+    if (old_int_.sa_handler != SIG_IGN) ::sigaction(SIGINT, &sa, nullptr);
+    if (old_term_.sa_handler != SIG_IGN) ::sigaction(SIGTERM, &sa, nullptr);
+  }
   struct sigaction old_int_ {}, old_term_ {};
   bool restored_ = false;
 };
@@ -252,6 +251,14 @@ Snapshot snapshot(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (const auto id = file_id(e.path().string())) s[e.path().string()] = *id;
   return s;
+}
+
+// Whether a file name in the raw folder is one of libFuzzer's artifacts: the input of a crash, timeout,
+// out-of-memory or leak in the kernel under test.
+bool is_artifact_name(const std::string& name) {
+  for (const char* kind : {"crash-", "timeout-", "oom-", "leak-"})
+    if (name.rfind(kind, 0) == 0) return true;
+  return false;
 }
 
 struct Group {
@@ -334,8 +341,7 @@ int run_fuzz(const FuzzOptions& o) {
         if (!now || *now == was->second) continue;  // as an earlier campaign left it (or gone)
       }
       if (e.path().extension() == ".json" && !first_seen.count(path)) first_seen[path] = t;
-      for (const char* kind : {"crash-", "timeout-", "oom-", "leak-"})
-        if (name.rfind(kind, 0) == 0 && !artifacts.count(path)) artifacts[path] = t;
+      if (is_artifact_name(name)) artifacts.emplace(path, t);  // the first time seen stays
     }
   };
   // The error channel: a pipe whose write end the fuzzer and every fork-mode job inherit (ATTNCHECK_FUZZ_ERROR_FD).
@@ -415,9 +421,8 @@ int run_fuzz(const FuzzOptions& o) {
           // libFuzzer names each artifact it writes: this campaign's even where a rewrite kept the old time
           if (const std::size_t w = line.find("Test unit written to "); w != std::string::npos) {
             const fs::path a = line.substr(w + 21);
-            const std::string name = a.filename().string();
-            for (const char* kind : {"crash-", "timeout-", "oom-", "leak-"})
-              if (a.parent_path() == raw && name.rfind(kind, 0) == 0) artifacts.emplace(a.string(), seconds_since(start));
+            if (a.parent_path() == raw && is_artifact_name(a.filename().string()))
+              artifacts.emplace(a.string(), seconds_since(start));
           }
         }
       }
@@ -566,13 +571,13 @@ int run_fuzz(const FuzzOptions& o) {
       }
       // A kernel fault (the target's note starts with it) is not shrunk, as `check` does not, nor run again here to
       // replay it: each group's run met the fault again (a hang cost its time limit per group). Its replay line runs it.
-      const bool fault = g.first.note.rfind("kernel fault: ", 0) == 0;
+      const bool fault = is_kernel_fault_message(g.first.note);
+      const Budget& b = g.first.budget;
       std::optional<Outcome> shrunk;
       if (fault) {
         message = g.first.note.substr(0, g.first.note.find(" | ")) + " (a fault is not shrunk)";
       } else if (shrinking < shrink_budget && !minimise_stopped) {
         const Property& prop = get_property(g.first.property);
-        Budget b = g.first.budget;
         std::cerr << "attncheck fuzz: minimising " << key.first << " / " << key.second << " ...\n";
         try {
           shrunk = check_and_shrink(prop, kernel, g.first.family, b);
@@ -582,7 +587,6 @@ int run_fuzz(const FuzzOptions& o) {
       }
       if (shrunk) {
         const Outcome& out = *shrunk;
-        Budget b = g.first.budget;
         if (out.status == g.first.expected) {
           best = case_from_outcome(out, b, "fuzz");
           was_minimised = true;
@@ -649,9 +653,9 @@ int run_fuzz(const FuzzOptions& o) {
   if (!lost.empty())  // findings lost: not "no finding", and not only the ones saved
     throw Error(std::to_string(lost.size()) + " group(s) of findings could not be saved in " + raw.string() +
                 " (a full disk?): " + lost.front() + (lost.size() > 1 ? " and more (the summary lists them)" : ""));
-  if (!log_complete)  // the same disk: the target's own lines about lost findings may be what was cut
-    throw Error("the fuzzer's log " + log.string() + " could not be written completely (a full disk?): findings may "
-                "have been lost");
+  if (!log_complete)  // lost saves come on the error channel (counted above); what was cut is the campaign's record
+    throw Error("the fuzzer's log " + log.string() + " could not be written completely (a full disk?): the record of "
+                "the campaign (crash traces, statistics) is incomplete");
   if (!groups.empty() || !artifacts.empty()) return kExitFail;
   if (interrupted) {  // stopped early with nothing found: not a clean "no finding" (a CI cancel read as a pass)
     std::cerr << "attncheck fuzz: stopped by signal " << stop_signal << " after " << static_cast<long>(total)

@@ -32,11 +32,12 @@ std::string env_or(const char* name, const std::string& fallback) {
   return (v && *v) ? std::string(v) : fallback;
 }
 
-std::vector<std::string> split_commas(const std::string& s) {
+// The non-empty items of s between separators.
+std::vector<std::string> split(const std::string& s, char separator) {
   std::vector<std::string> out;
   std::stringstream ss(s);
   std::string item;
-  while (std::getline(ss, item, ','))
+  while (std::getline(ss, item, separator))
     if (!item.empty()) out.push_back(item);
   return out;
 }
@@ -202,7 +203,7 @@ TargetConfig config_from_env() {
   c.feedback_error_only = feedback == "error";
   c.instances = integer("ATTNCHECK_FUZZ_INSTANCES", "1", 1, 1 << 20);
   c.bias_instances = integer("ATTNCHECK_FUZZ_BIAS_T", "32", kMinBiasInstances, 100000);  // property.h: why 24
-  c.properties = split_commas(env_or("ATTNCHECK_FUZZ_PROPERTIES", ""));
+  c.properties = split(env_or("ATTNCHECK_FUZZ_PROPERTIES", ""), ',');
   for (const std::string& name : c.properties) {  // "none": no property (the feedback A/B measures errors only)
     bool known = name == "none";
     std::string list;
@@ -214,12 +215,7 @@ TargetConfig config_from_env() {
   c.planted_base = env_or("ATTNCHECK_FUZZ_PLANTED_BASE", c.planted_base);
   c.planted_features = integer("ATTNCHECK_FUZZ_PLANTED_FEATURES", "9", 1, kPlantedFeatures);
   if (!env_or("ATTNCHECK_FUZZ_ERROR_FD", "").empty()) c.error_fd = integer("ATTNCHECK_FUZZ_ERROR_FD", "-1", 3, 1 << 20);
-  const std::string plugins = env_or("ATTNCHECK_FUZZ_PLUGINS", "");
-  for (std::size_t at = 0; at < plugins.size();) {
-    const std::size_t nl = std::min(plugins.find('\n', at), plugins.size());
-    if (nl > at) c.plugins.push_back(plugins.substr(at, nl - at));
-    at = nl + 1;
-  }
+  c.plugins = split(env_or("ATTNCHECK_FUZZ_PLUGINS", ""), '\n');
   return c;
 }
 
@@ -232,7 +228,7 @@ Outcome checked(const Property& p, const Kernel& k, const Family& f, const Budge
   } catch (const KernelFault& e) {
     Outcome o = make_outcome(p.name, k, f);
     o.status = Status::kFail;
-    o.message = std::string("kernel fault: ") + e.what();
+    o.message = kernel_fault_message(e);
     return o;
   }
 }
@@ -333,7 +329,7 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
     c.kernel = cfg_.kernel;
     // A kernel fault's case says so first: `attncheck fuzz` then neither shrinks it (a fault is not shrunk, as in
     // check) nor runs the faulting kernel again per group to replay it (a hang cost its time limit each).
-    c.note = (o.message.rfind("kernel fault: ", 0) == 0 ? o.message + " | " : std::string()) + "fuzz input " +
+    c.note = (is_kernel_fault_message(o.message) ? o.message + " | " : std::string()) + "fuzz input " +
              to_hex(data, size);
     try {
       res.finding_path = write_finding(cfg_.findings_dir, c);  // on disk before anything is said

@@ -33,8 +33,8 @@
 //                             (what `attncheck fuzz --plugin` passes): a plugin:<name> kernel is then fuzzed through
 //                             the same isolated, guarded calls as `check`; ATTNCHECK_PLUGIN_* apply as there. A kernel
 //                             fault (crash, hang, error, stray write) is a finding of the property whose check met it,
-//                             replayed by `attncheck replay --plugin`; on the probe instance it abort()s, so libFuzzer
-//                             keeps the input as a crash artifact.
+//                             replayed by `attncheck replay --plugin`; on the probe instance alone (the family's own
+//                             instance ran) it abort()s, so libFuzzer keeps the input as a crash artifact.
 //   ATTNCHECK_FUZZ_ERROR_FD   a file descriptor (3 or more, inherited) on which a finding that could not be saved is
 //                             said, one line each ("attncheck-fuzz: error: cannot save a finding (...)"): `attncheck
 //                             fuzz` passes a pipe's write end, which fork-mode jobs inherit though their stderr goes
