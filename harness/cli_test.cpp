@@ -501,9 +501,9 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
     for (char c : x) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
     return q + "'";
   };
-  auto fuzz = [&](const std::string& fuzzer, const std::string& findings) {
+  auto fuzz = [&](const std::string& fuzzer, const std::string& findings, const std::string& extra = "") {
     return run("fuzz --time 1 --fuzzer " + sh_quote(fuzzer) + " --seeds " + seeds + " --corpus " + (dir_ / "corpus").string() +
-               " --findings " + (dir_ / findings).string());
+               " --findings " + (dir_ / findings).string() + extra);
   };
   const CmdResult crash = fuzz(script("crash.sh", "printf x > \"${prefix}crash-0123\"; exit 1"), "f1");
   EXPECT_EQ(crash.status, 1) << crash.out << crash.err;
@@ -532,6 +532,25 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   const std::string stopped_summary = slurp(dir_ / "f10" / "fuzz-paper-summary.json");
   EXPECT_NE(stopped_summary.find("crash-0456"), std::string::npos) << stopped_summary;
   EXPECT_NE(stopped_summary.find("\"interrupted\": true"), std::string::npos) << stopped_summary;
+
+  // A fuzzer still running --grace s past --time (one input of a large --bias-t can run long) is stopped: SIGINT,
+  // then SIGKILL as long again (at most 30 s) later. With no finding that is exit 2, said, never "no finding"; what it
+  // found before is still a finding. (The stand-ins loop past --time 1; one leaves on SIGINT, one ignores it.)
+  const std::string forever = "while :; do sleep 0.1; done";
+  const CmdResult overran = fuzz(script("overrun.sh", "trap 'exit 0' INT; " + forever), "f13", " --grace 1");
+  EXPECT_EQ(overran.status, 2) << overran.out << overran.err;
+  EXPECT_NE(overran.err.find("overran --time by 1 s (one input runs long: a large --bias-t?); stopping it"), std::string::npos) << overran.err;
+  EXPECT_NE(overran.err.find("the fuzzer overran --time by 1 s and was stopped, with no finding"), std::string::npos)
+      << overran.err;
+  const CmdResult deaf = fuzz(script("deaf.sh", "trap '' INT; " + forever), "f14", " --grace 1");
+  EXPECT_EQ(deaf.status, 2) << deaf.out << deaf.err;
+  EXPECT_NE(deaf.err.find("the fuzzer overran --time by 1 s and was stopped"), std::string::npos) << deaf.err;
+  const CmdResult overran_found =
+      fuzz(script("overrun-found.sh", "printf z > \"${prefix}crash-0789\"; trap 'exit 0' INT; " + forever), "f15",
+           " --grace 1");
+  EXPECT_EQ(overran_found.status, 1) << overran_found.out << overran_found.err;
+  EXPECT_NE(overran_found.out.find("crash-0789"), std::string::npos) << overran_found.out;
+  EXPECT_EQ(fuzz(script("ok.sh", "exit 0"), "f16", " --grace 0.5").status, 2) << "--grace below 1 s is refused";
 
   // A kernel fault's raw case (the target's note says so) is listed as it is: not shrunk and not run again here
   // (each group's shrink and replay met the fault again: with a hanging plugin, its time limit per group).

@@ -37,6 +37,7 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -69,6 +70,7 @@ struct FuzzOptions {
   std::uint64_t seed = 1;
   int bias_t = 32;
   bool no_feedback = false;
+  double grace = 120;  // --grace: seconds past --time before the fuzzer is stopped
 };
 
 std::string self_dir() {
@@ -298,9 +300,9 @@ int run_fuzz(const FuzzOptions& o) {
   require_writable_dir(corpus.string(), "--corpus");  // a clear error, not filesystem_error's "internal error"
   require_writable_dir(raw.string(), "--findings");
   const fs::path log = raw / "fuzz.log";
-  // Past --time by this much, the fuzzer is stopped (SIGINT, then SIGKILL kGraceKill s later): libFuzzer checks its
+  // Past --time by --grace s, the fuzzer is stopped (SIGINT, then SIGKILL grace_kill s later): libFuzzer checks its
   // -max_total_time between inputs, and one input (a large --bias-t batch) can run long.
-  constexpr double kGrace = 120, kGraceKill = 30;
+  const double grace = o.grace, grace_kill = std::min(30.0, grace);
 
   std::vector<std::string> args{fuzzer, corpus.string()};
   if (fs::is_directory(o.seeds)) args.push_back(o.seeds);
@@ -442,13 +444,13 @@ int run_fuzz(const FuzzOptions& o) {
                 << "\n";
       ::kill(-child.pid, stops_acted == 1 ? SIGINT : SIGKILL);
     }
-    if (el > o.seconds + kGrace && !overran) {  // libFuzzer stops itself between inputs; this is a safety net
+    if (el > o.seconds + grace && !overran) {  // libFuzzer stops itself between inputs; this is a safety net
       overran = true;
-      std::cerr << "attncheck fuzz: the fuzzer overran --time by " << kGrace << " s (one input runs long: a large "
+      std::cerr << "attncheck fuzz: the fuzzer overran --time by " << grace << " s (one input runs long: a large "
                 << "--bias-t?); stopping it\n";
       ::kill(-child.pid, SIGINT);
     }
-    if (el > o.seconds + kGrace + kGraceKill) ::kill(-child.pid, SIGKILL);
+    if (el > o.seconds + grace + grace_kill) ::kill(-child.pid, SIGKILL);
   }
   int status = 0;
   ::waitpid(child.pid, &status, 0);
@@ -669,9 +671,13 @@ int run_fuzz(const FuzzOptions& o) {
     ::raise(stop_signal);
     return 128 + stop_signal;  // not reached where the signal's default action ends the process
   }
-  if (overran)
-    throw Error("the fuzzer overran --time by " + std::to_string(static_cast<int>(kGrace)) +
-                " s and was stopped, with no finding (one input ran that long: a large --bias-t?); see " + log.string());
+  if (overran) {
+    std::ostringstream by;
+    by << grace;
+    throw Error("the fuzzer overran --time by " + by.str() +
+                " s and was stopped, with no finding (one input ran that long: a large --bias-t? --grace gives it "
+                "longer); see " + log.string());
+  }
   if (!fuzzer_ok)  // no input to show for it: the target did not start, or the fuzzer was killed
     throw Error("the fuzzer ended with " + fuzzer_status + " and left no finding; see " + log.string());
   return kExitPass;
@@ -701,6 +707,11 @@ void add_fuzz(CLI::App& app, Runner& run) {
       ->capture_default_str()
       ->check(number_in(kMinBiasInstances, 100000));
   sub->add_flag("--no-feedback", opt->no_feedback, "Switch the error-guided extra counters off");
+  sub->add_option("--grace", opt->grace,
+                  "Seconds past --time before a fuzzer still running is stopped (SIGINT; SIGKILL up to 30 s later), "
+                  "1 to 1 day: one input of a large --bias-t can run long")
+      ->capture_default_str()
+      ->check(number_in(1.0, 86400.0));
   add_plugin_option(*sub);  // plugin:<name> kernels: the fuzz target loads the same libraries
   sub->footer(
       "Exit status: 0 no finding, 1 findings (minimised, saved, summarised in FINDINGS/fuzz-<kernel>-summary.md\n"
