@@ -1,8 +1,9 @@
 // flash_model_bench.cpp — calls per second of model_forward (and model_backward) at fuzzing sizes.
 // The fuzzer needs >= 2,000 model_forward calls/s for n <= 32, d <= 32 on one core.
-// Run: build/kernels/cpu/flash_model_bench   (items_per_second = calls/s)
+// Run: build/kernels/cpu/flash_model_bench   (items_per_second = calls/s; exit status: kernels/bench_main.h)
 #include <benchmark/benchmark.h>
 
+#include "kernels/bench_main.h"
 #include "kernels/cpu/flash_model.h"
 #include "kernels/cpu/test_support.h"
 
@@ -38,4 +39,7 @@ BENCHMARK_CAPTURE(run_backward, paper, "paper")->Args({32, 32});
 }  // namespace
 }  // namespace attncheck
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (!attncheck::bench::parse_flags(&argc, argv, "flash_model_bench")) return 2;
+  return attncheck::bench::run_selected("flash_model_bench");
+}

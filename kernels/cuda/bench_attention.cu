@@ -12,8 +12,11 @@
 // With ATTNCHECK_BENCH_TILINGS=1, fwdtile/<tiling>/... also runs the forward with the other work splits of
 // FwdTiling (same numerics, bit for bit) on seq 4096, to compare them with the default one (off by default: the
 // full run already takes minutes).
+// A variant the filter did not select prints '-' in the table, and so does its overhead.
+// Exit status (kernels/bench_main.h): 0 every selected benchmark measured; 1 without a CUDA device (said on
+// standard error, nothing run) or when one could not run (cuDNN missing, a CUDA error); 2 a usage error.
 // Run: build-e/kernels/cuda/bench_attention [--benchmark_filter=fwd/.*/d128/.*seq4096]
-//      (ci/gpu.sh runs it and adds cuDNN's numbers through PyTorch)
+//      (ci/gpu.sh runs it; the cuDNN rows come from bench_cudnn_sdpa.cpp in the same program)
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
@@ -22,6 +25,7 @@
 #include <map>
 #include <string>
 
+#include "kernels/bench_main.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/bench_timing.h"
 #include "kernels/cuda/device_buffer.h"
@@ -73,7 +77,7 @@ struct Config {
 
 std::map<std::string, std::map<std::string, double>> g_tflops;  // row -> variant -> TFLOP/s
 
-void run(benchmark::State& state, Config c) {
+void run_config(benchmark::State& state, Config c) {
   const int b = 16384 / c.seq, h = 2048 / c.d;
   const std::size_t n = std::size_t(b) * h * c.seq * c.d;
   DeviceBuffer<std::uint16_t> q(n), k(n), v(n), o(n), d_o(n), dq(n), dk(n), dv(n);
@@ -106,7 +110,17 @@ void run(benchmark::State& state, Config c) {
   g_tflops[c.key()][variant_name(c.variant)] = flops / best_s / 1e12;
 }
 
+// A CUDA error (attncheck::Error from ATTN_CUDA_CHECK) marks the row unmeasured instead of ending the program.
+void run(benchmark::State& state, Config c) {
+  try {
+    run_config(state, c);
+  } catch (const std::exception& e) {
+    bench::skip(state, e.what());
+  }
+}
+
 void print_summary() {
+  if (g_tflops.empty()) return;
   std::printf("\n%-36s %9s %9s %9s %9s %10s %10s\n", "config (TFLOP/s)", "fa2", "fa2-fixed", "paper", "paper-fix",
               "fa2 ovh%", "paper ovh%");
   for (const auto& entry : g_tflops) {
@@ -114,8 +128,18 @@ void print_summary() {
     const std::map<std::string, double>& v = entry.second;
     auto at = [&](const char* n) { auto it = v.find(n); return it == v.end() ? 0.0 : it->second; };
     const double a = at("fa2"), af = at("fa2-fixed"), p = at("paper"), pf = at("paper-fixed");
-    std::printf("%-36s %9.1f %9.1f %9.1f %9.1f %10.2f %10.2f\n", row.c_str(), a, af, p, pf,
-                a > 0 && af > 0 ? 100.0 * (a / af - 1.0) : 0.0, p > 0 && pf > 0 ? 100.0 * (p / pf - 1.0) : 0.0);
+    // '-' where a variant did not run (filtered out; the backward has no fixed rows): never a 0 overhead
+    auto cell = [](double x, int width, int prec) {
+      char buf[32];
+      if (x > 0) std::snprintf(buf, sizeof buf, "%*.*f", width, prec, x);
+      else std::snprintf(buf, sizeof buf, "%*s", width, "-");
+      return std::string(buf);
+    };
+    auto overhead = [&](double base, double fixed) {  // by time: time(fixed) / time(base) - 1, in %
+      return base > 0 && fixed > 0 ? cell(100.0 * (base / fixed - 1.0), 10, 2) : cell(0, 10, 2);
+    };
+    std::printf("%-36s %s %s %s %s %s %s\n", row.c_str(), cell(a, 9, 1).c_str(), cell(af, 9, 1).c_str(),
+                cell(p, 9, 1).c_str(), cell(pf, 9, 1).c_str(), overhead(a, af).c_str(), overhead(p, pf).c_str());
   }
 }
 
@@ -124,9 +148,10 @@ void print_summary() {
 
 int main(int argc, char** argv) {
   using namespace attncheck::cuda;
-  if (attncheck::cuda_device_count() == 0) {
-    std::printf("bench_attention: no CUDA device\n");
-    return 0;
+  if (!attncheck::bench::parse_flags(&argc, argv, "bench_attention")) return 2;
+  if (std::string why; attncheck::cuda_device_count(&why) == 0) {
+    std::fprintf(stderr, "bench_attention: no CUDA device (%s): nothing measured, exit 1\n", why.c_str());
+    return 1;
   }
   for (Pass pass : {Pass::kFwd, Pass::kBwd, Pass::kStep})
     for (int d : {64, 128})
@@ -160,9 +185,7 @@ int main(int argc, char** argv) {
               ->Iterations(5)
               ->Unit(benchmark::kMillisecond);
         }
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
+  const int status = attncheck::bench::run_selected("bench_attention");
   print_summary();
-  return 0;
+  return status;
 }

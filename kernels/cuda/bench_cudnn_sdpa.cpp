@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/bench_main.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cudnn_sdpa.h"
 #include "kernels/cuda/bench_timing.h"
@@ -60,7 +61,7 @@ std::map<std::string, double>& results() {  // row -> TFLOP/s
 void run(benchmark::State& state, bool backward, int d, int seq, bool causal) {
   std::string why;
   if (cuda_device_count() == 0 || !cudnn::available(&why)) {
-    state.SkipWithError(("cuDNN unavailable: " + why).c_str());
+    bench::skip(state, "cuDNN unavailable: " + why);  // a row not measured: the program exits 1
     return;
   }
   static Inputs& in = *new Inputs;  // made once, kept to the end (no device frees during exit)
@@ -85,7 +86,7 @@ void run(benchmark::State& state, bool backward, int d, int seq, bool causal) {
     results()[std::string(backward ? "bwd" : "fwd") + " d" + std::to_string(d) + (causal ? " causal " : " full   ") +
               "seq" + std::to_string(seq)] = flops / best_s / 1e12;
   } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
+    bench::skip(state, e.what());
   }
 }
 
