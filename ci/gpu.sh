@@ -14,15 +14,21 @@
 # ATTNCHECK_GPU_RACECHECK_FULL=1 (racecheck over every test, in parts side by side: ~4 min on an H200),
 # ATTNCHECK_GPU_NO_SUITES=1 (skip the property suites), ATTNCHECK_GPU_SUITES (default "default bias").
 # Order: tests, sanitizers, benchmarks, property suites (the longest step last).
-# Exit status: non-zero when a GPU test or a sanitizer run fails (benchmarks never fail the job).
+# Exit status: 1 when a GPU test, a sanitizer run or the verdict comparison fails (benchmarks never fail the job:
+# their exit status is noted in the report); 2, at once and said in the report, when this host has no usable CUDA
+# device (every GPU test would skip and read as a pass, the benchmarks would measure nothing).
+# Paths in ATTNCHECK_GPU_BUILD and ATTNCHECK_GPU_OUT are relative to the repository root (or absolute).
+# Test (the no-GPU path): ci/ci_scripts_test.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${ATTNCHECK_GPU_BUILD:-build-gpu}
+case $build in /*) ;; *) build="$PWD/$build" ;; esac
 out=${ATTNCHECK_GPU_OUT:-out/gpu}
 mkdir -p "$out"
 status=0
 report="$out/gpu_report.md"
 bin="$build/kernels/cuda"
+cli="$build/harness/attncheck"
 
 if [ "${ATTNCHECK_GPU_SKIP_BUILD:-0}" != 1 ]; then
   bash ci/install_deps.sh
@@ -31,7 +37,7 @@ if [ "${ATTNCHECK_GPU_SKIP_BUILD:-0}" != 1 ]; then
 fi
 
 # A bundle from ci/gpu_bundle.sh carries the shared libraries a bare GPU host lacks.
-[ -d "$build/lib" ] && export LD_LIBRARY_PATH="$PWD/$build/lib:${LD_LIBRARY_PATH:-}"
+[ -d "$build/lib" ] && export LD_LIBRARY_PATH="$build/lib:${LD_LIBRARY_PATH:-}"
 # cuda:cudnn loads libcudnn.so.9 at run time: where the CUDA toolkit has none (e.g. a host whose cuDNN came with
 # PyTorch's wheel), look in the Python packages and put the first one found on the library path.
 if ! ldconfig -p 2>/dev/null | grep -q 'libcudnn.so.9' && [ ! -e /usr/local/cuda/lib64/libcudnn.so.9 ]; then
@@ -47,6 +53,22 @@ fi
   compute-sanitizer --version 2>&1 | tail -1
   echo '```'
 } >"$report"
+
+# No usable CUDA device, no GPU job: say why (CUDA's own reason, as attncheck gives it) and stop.
+no_gpu_reason() {  # prints why the cuda: kernels are absent here; nothing when cuda:fa2 is registered
+  [ -x "$cli" ] || { echo "$cli is missing (build first, or point ATTNCHECK_GPU_BUILD at a bundle)"; return; }
+  # (grep without -q: under pipefail an early exit of grep -q would SIGPIPE the list)
+  "$cli" list kernels 2>/dev/null | grep -x '  cuda:fa2' >/dev/null && return
+  local why
+  why=$("$cli" check -q --suite quick -k cuda:fa2 2>&1 >/dev/null | sed -n 's/.*kernels are not available here: //p' | head -1)
+  echo "${why:-cuda:fa2 is not registered (\`attncheck list kernels\` lists no cuda: kernel)}"
+}
+why=$(no_gpu_reason)
+if [ -n "$why" ]; then
+  { echo "## No usable CUDA device: nothing was run"; echo "$why"; } >>"$report"
+  echo "gpu.sh: no usable CUDA device: $why (report in $report, status 2)" >&2
+  exit 2
+fi
 
 run_step() {  # run_step NAME LOGFILE command...: runs, logs, records PASS/FAIL in the report
   local name=$1 log=$2
@@ -128,9 +150,10 @@ fi
 if [ "${ATTNCHECK_GPU_NO_SUITES:-0}" != 1 ]; then
 echo "## Property suites: CUDA kernels vs their CPU models (same binary, same seeds)" >>"$report"
 # attncheck check exits 1 when a kernel fails a property (paper must): the verdict comparison is the step's result.
-cli="$build/harness/attncheck"
+# A report left by an earlier run is removed first, so a check that wrote none cannot be compared in its place.
 pairs="-k fa2 -k fa2-fixed -k paper -k paper-fixed -k cuda:fa2 -k cuda:fa2-fixed -k cuda:paper -k cuda:paper-fixed"
 for suite in ${ATTNCHECK_GPU_SUITES:-default bias}; do
+  rm -f "$out/suite-$suite.json"
   timeout 600 "$cli" check -q --suite $suite $pairs --findings "$out/findings-$suite" --json "$out/suite-$suite.json" \
     >"$out/suite-$suite.log" 2>&1
 done
@@ -138,13 +161,19 @@ run_step "verdicts: cuda:K == K on the default and bias suites" "$out/verdicts.l
   python3 ci/compare_verdicts.py $(for suite in ${ATTNCHECK_GPU_SUITES:-default bias}; do echo "$out/suite-$suite.json"; done)
 { echo '```'; cat "$out/verdicts.log"; echo '```'; } >>"$report"
 # gpu_matches_cpu_model: each CUDA kernel against its CPU twin over the gpu suite (every check must hold).
+rm -f "$out/suite-gpu.json"
 run_step "gpu_matches_cpu_model: cuda:K against its CPU twin (gpu suite)" "$out/suite-gpu.log" \
   timeout 600 "$cli" check --suite gpu -k cuda:fa2 -k cuda:fa2-fixed -k cuda:paper -k cuda:paper-fixed \
   --findings "$out/findings-gpu" --json "$out/suite-gpu.json"
 python3 - "$out/suite-gpu.json" >>"$report" 2>&1 <<'PY' || true
 import json, sys
 rows = {}
-for c in json.load(open(sys.argv[1]))["outcomes"]:
+try:
+    outcomes = json.load(open(sys.argv[1]))["outcomes"]
+except (OSError, ValueError, KeyError, TypeError) as e:
+    print(f"(no twin summary: cannot read {sys.argv[1]}: {e}; see suite-gpu.log)")
+    sys.exit(0)
+for c in outcomes:
     st = c.get("stats", {})
     r = rows.setdefault(c["kernel"], [0, 0, 0.0, 0.0, 0.0, 0.0, []])
     r[0] += c["status"] == "pass"
@@ -167,6 +196,7 @@ PY
 # (grep without -q: under pipefail an early exit of grep -q would SIGPIPE the list and fail the test)
 if "$cli" list 2>/dev/null | grep 'cuda:cudnn' >/dev/null; then
   for suite in ${ATTNCHECK_GPU_SUITES:-default bias}; do
+    rm -f "$out/cudnn-$suite.json"
     timeout 600 "$cli" check --suite $suite -k cuda:cudnn --findings "$out/findings-cudnn" \
       --json "$out/cudnn-$suite.json" >"$out/cudnn-$suite.log" 2>&1
   done

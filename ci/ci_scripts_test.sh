@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# ci_scripts_test.sh BUILD_DIR — the GPU job's scripts as a user meets them, on any host:
+#   compare_verdicts.py: equal verdicts exit 0, a difference exit 1; a missing, truncated or malformed report and a
+#     report with no cuda:K beside its K (nothing compared) exit 2 with one line, never a traceback or "0 differ";
+#   gpu.sh on a host without a usable CUDA device (skipped where BUILD_DIR's attncheck lists cuda:fa2): exit 2 at
+#     once, saying why on standard error and in the report, instead of "PASS" for tests that all skipped;
+#   gpu.sh on a stand-in GPU build (stub programs: an attncheck that lists cuda:fa2 and writes no report) whose
+#     out folder holds an earlier run's reports of equal verdicts: the comparison must fail, not pass on them.
+# Run: ctest -R ci_scripts   or   bash ci/ci_scripts_test.sh build
+set -uo pipefail
+ci=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "$1" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+fail() {
+  echo "FAIL: $*" >&2
+  echo "  status $rc; stdout: $(head -c 400 "$tmp/out" | tr '\n' ' ')" >&2
+  echo "  stderr: $(head -c 600 "$tmp/err" | tr '\n' ' ')" >&2
+  failures=$((failures + 1))
+}
+compare() {  # compare REPORT...: runs compare_verdicts.py, status in $rc
+  python3 "$ci/compare_verdicts.py" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+no_traceback() { ! grep -q Traceback "$tmp/err"; }
+
+# outcome KERNEL PROPERTY STATUS: one outcome as `attncheck check --json` writes it (the fields the script reads)
+outcome() {
+  printf '{"kernel": "%s", "property": "%s", "status": "%s", "family_label": "normal", "family_description": "d", "message": ""}' "$@"
+}
+report() { echo "{\"format\": \"attncheck-report\", \"outcomes\": [$(IFS=,; echo "$*")]}"; }
+
+report "$(outcome fa2 finite pass)" "$(outcome fa2 accurate fail)" \
+  "$(outcome cuda:fa2 finite pass)" "$(outcome cuda:fa2 accurate fail)" >"$tmp/same.json"
+compare "$tmp/same.json"
+{ [ $rc = 0 ] && grep -q '0 differing verdict(s) of 2 compared' "$tmp/out"; } || fail "equal verdicts: want 0, 2 compared"
+
+report "$(outcome fa2 finite pass)" "$(outcome cuda:fa2 finite fail)" >"$tmp/differ.json"
+compare "$tmp/differ.json"
+{ [ $rc = 1 ] && grep -q 'DIFFERS cuda:fa2=fail fa2=pass' "$tmp/err"; } || fail "a differing verdict: want 1, named"
+
+report "$(outcome fa2 finite pass)" "$(outcome paper finite fail)" >"$tmp/cpu_only.json"
+compare "$tmp/cpu_only.json"
+{ [ $rc = 2 ] && grep -q 'nothing compared' "$tmp/err" && ! grep -q '0 differing' "$tmp/out"; } ||
+  fail "a report without cuda: kernels: want 2 (nothing compared), not '0 differing'"
+
+report "$(outcome fa2 finite pass)" "$(outcome cuda:paper finite pass)" >"$tmp/unpaired.json"
+compare "$tmp/unpaired.json"
+[ $rc = 2 ] || fail "cuda:paper without paper: want 2 (nothing compared)"
+
+head -c 60 "$tmp/same.json" >"$tmp/truncated.json"
+compare "$tmp/same.json" "$tmp/truncated.json"
+{ [ $rc = 2 ] && grep -q 'cannot read .*truncated.json' "$tmp/err" && no_traceback; } || fail "a truncated report: want 2"
+
+for bad in '[]' '{"outcomes": null}' '{"outcomes": [{"kernel": "cuda:fa2"}]}' '{"outcomes": [7]}'; do
+  echo "$bad" >"$tmp/bad.json"
+  compare "$tmp/bad.json"
+  { [ $rc = 2 ] && grep -q 'cannot read' "$tmp/err" && no_traceback; } || fail "a malformed report ($bad): want 2, no traceback"
+done
+
+compare "$tmp/no_such_report.json"
+{ [ $rc = 2 ] && no_traceback; } || fail "a missing report: want 2"
+
+# gpu.sh without a GPU: only the steps before the tests run (the rest is switched off in case it went on).
+if "$build/harness/attncheck" list kernels 2>/dev/null | grep -x '  cuda:fa2' >/dev/null; then
+  echo "ci_scripts_test: a CUDA device is present: gpu.sh's no-GPU path not tested here"
+else
+  rc=0
+  ATTNCHECK_GPU_SKIP_BUILD=1 ATTNCHECK_GPU_BUILD="$build" ATTNCHECK_GPU_OUT="$tmp/gpu" ATTNCHECK_GPU_NO_SANITIZER=1 \
+    ATTNCHECK_GPU_NO_BENCH=1 ATTNCHECK_GPU_NO_SUITES=1 timeout 120 bash "$ci/gpu.sh" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  { [ $rc = 2 ] && grep -q 'no usable CUDA device' "$tmp/err" &&
+    grep -q 'No usable CUDA device: nothing was run' "$tmp/gpu/gpu_report.md" &&
+    ! grep -q 'PASS' "$tmp/gpu/gpu_report.md"; } ||
+    fail "gpu.sh without a GPU: want status 2, the reason on stderr and in the report, no PASS"
+fi
+
+# gpu.sh past its GPU check, with stand-ins: the suites' attncheck check writes no report this time.
+fake="$tmp/fake-build"
+mkdir -p "$fake/harness" "$fake/kernels/cuda" "$tmp/gpu-stale"
+printf '#!/bin/sh\ncase $1 in list) echo "  cuda:fa2" ;; *) echo "stand-in: no report" >&2; exit 2 ;; esac\n' \
+  >"$fake/harness/attncheck"
+for t in cuda_kernels_test mma_probe_test; do printf '#!/bin/sh\necho "[  PASSED  ] 1 test."\n' >"$fake/kernels/cuda/$t"; done
+chmod +x "$fake/harness/attncheck" "$fake"/kernels/cuda/*
+cp "$tmp/same.json" "$tmp/gpu-stale/suite-default.json"
+cp "$tmp/same.json" "$tmp/gpu-stale/suite-bias.json"
+rc=0
+ATTNCHECK_GPU_SKIP_BUILD=1 ATTNCHECK_GPU_BUILD="$fake" ATTNCHECK_GPU_OUT="$tmp/gpu-stale" ATTNCHECK_GPU_NO_SANITIZER=1 \
+  ATTNCHECK_GPU_NO_BENCH=1 timeout 120 bash "$ci/gpu.sh" >"$tmp/out" 2>"$tmp/err" || rc=$?
+{ [ $rc = 1 ] && grep -q 'verdicts: cuda:K == K .*: FAIL' "$tmp/gpu-stale/gpu_report.md"; } ||
+  fail "gpu.sh whose suites wrote no report: want the verdict step FAIL, not a pass on an earlier run's reports"
+
+[ $failures = 0 ] && echo "ci_scripts_test: all cases pass"
+exit $((failures > 0))
