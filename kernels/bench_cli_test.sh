@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench_cli_test.sh PROGRAM — the benchmark programs' command line and exit status as a script meets them
-# (kernels/bench_main.h): --help prints the flags (exit 0, no GPU needed); an unknown flag, a malformed value and
-# a filter that selects nothing are exit 2; a GPU benchmark on a host without a CUDA device says so on standard
+# (kernels/bench_main.h): --help prints the flags (exit 0, no GPU needed); an unknown flag, a malformed value
+# (also those Google Benchmark takes silently) and a filter that selects nothing are exit 2; a GPU benchmark on a host without a CUDA device says so on standard
 # error and exits 1, never 0 with nothing measured; what can be measured is measured (exit 0).
 # PROGRAM is flash_model_bench, bench_attention or bench_forward_many (by its file name). Whether a device is
 # present is read from the program's own "no CUDA device" line, so the same test holds on a GPU host.
@@ -32,8 +32,12 @@ run --help
 run --no_such_flag
 { [ $rc = 2 ] && grep -q -- 'no_such_flag' "$tmp/err"; } || fail "--no_such_flag: want status 2 naming the flag"
 
-run --benchmark_repetitions=abc
-[ $rc = 2 ] || fail "--benchmark_repetitions=abc: want status 2"
+# Bad values Google Benchmark 1.7 takes silently: 0 repetitions ran nothing (exit 0), -3 aborted, xml printed the usage (0)
+for bad in --benchmark_repetitions=abc --benchmark_repetitions=0 --benchmark_repetitions=-3 --benchmark_format=xml \
+  --benchmark_out_format=yaml; do
+  run "$bad" '--benchmark_filter=^run_forward/fa2/16/16$|^fwd/fa2/d64/full/seq1024$|^bm_host_pack/16/'
+  [ $rc = 2 ] || fail "$bad: want status 2"
+done
 
 run '--benchmark_filter=^no_such_benchmark$'
 if [ "$name" = bench_attention ] && no_device; then

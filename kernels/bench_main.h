@@ -6,6 +6,9 @@
 // flag or a malformed value (Google Benchmark prints its own complaint about a bad value and leaves the argument in
 // argv; BENCHMARK_MAIN would exit 1 for it, the same as a failure), or a --benchmark_filter that selects no
 // benchmark or does not compile (Google Benchmark says so and returns normally). --help prints the flags, exit 0.
+// Checked here before Google Benchmark (1.7) sees them, because it takes them without complaint: a repetition count
+// below 1 (0 ran nothing and exited 0; -3 aborted in std::vector::reserve) and a report format other than console,
+// json, csv (it printed the usage and exited 0).
 // Use: parse_flags() first (a GPU program checks its device after it, so --help and typos need no GPU), skip()
 // instead of State::SkipWithError, and `return run_selected("name");` at the end of main.
 // Test: kernels/bench_cli_test.sh (ctest -R bench_cli).
@@ -15,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -34,6 +38,25 @@ inline void skip(benchmark::State& state, const std::string& why) {
 
 // Google Benchmark's flags; false (said on standard error) when an argument is left that it did not take.
 inline bool parse_flags(int* argc, char** argv, const char* program) {
+  for (int i = 1; i < *argc; ++i) {
+    std::string a = argv[i];
+    a.erase(0, a.rfind("--", 0) == 0 ? 2 : a.rfind('-', 0) == 0 ? 1 : 0);  // Google Benchmark takes -flag and --flag
+    const std::size_t eq = a.find('=');
+    const std::string flag = a.substr(0, eq), value = eq == std::string::npos ? "" : a.substr(eq + 1);
+    bool bad = false;
+    if (flag == "benchmark_repetitions") {
+      char* end = nullptr;
+      const long n = std::strtol(value.c_str(), &end, 10);
+      bad = value.empty() || *end != '\0' || n < 1;
+    } else if (flag == "benchmark_format" || flag == "benchmark_out_format") {
+      bad = value != "console" && value != "json" && value != "csv";
+    }
+    if (bad) {
+      std::fprintf(stderr, "%s: malformed value '%s' (repetitions: an integer >= 1; formats: console, json, csv)\n",
+                   program, argv[i]);
+      return false;
+    }
+  }
   benchmark::Initialize(argc, argv);  // --help: prints the flags and exits 0
   if (*argc <= 1) return true;
   std::fprintf(stderr, "%s: unknown flag or malformed value '%s' (--help lists the flags)\n", program, argv[1]);
