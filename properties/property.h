@@ -54,7 +54,7 @@ struct Budget {
   // over those runs is 4.6 and 3.9 against z_m = 6.26 (properties_test.cpp runs N = 1..8 at T = 24).
   // ε is a hard line on a sample mean, so a kernel whose true mean lies within about two standard errors of it
   // flips with the seed: paper-fixed's dV on tied_max (−0.046 ulp, sd 0.0044 over 100 seeds, z −7.6 to −14.0) fails
-  // 18 of 100 seeds at T = 64, 9 of 40 at T = 24 and 0 of 22 at T = 256; fa2's O on `low_rank, one-sign V, dO`
+  // 18 of 100 seeds at T = 64, 9 of 40 at T = 24 and 0 of 25 at T = 256; fa2's O on `low_rank, one-sign V, dO`
   // (−0.042 ulp, sd 0.0039) fails 4 of 100. A larger T settles such a verdict; ε and z_crit are unchanged here.
   double epsilon_ulp = 0.05;
   double z_crit = 6.0;         // ... and |z| >= z_crit (adjusted for the number of tensors tested)
