@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/corpus.h"
+#include "harness/run_report.h"
 
 namespace attncheck {
 namespace {
@@ -27,6 +28,9 @@ struct CmdResult {
   int status = -1;
   std::string out, err;
 };
+
+// The executable as a shell word: the commands below go through sh, and a build folder may have a space in it.
+const std::string kExe = shell_word(ATTNCHECK_EXE);
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);
@@ -46,7 +50,7 @@ class Cli : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   CmdResult run(const std::string& args) {
-    const std::string cmd = std::string(ATTNCHECK_EXE) + " " + args + " >" + (dir_ / "out").string() + " 2>" +
+    const std::string cmd = kExe + " " + args + " >" + (dir_ / "out").string() + " 2>" +
                             (dir_ / "err").string() + " </dev/null";
     const int raw = std::system(cmd.c_str());
     CmdResult r;
@@ -62,7 +66,7 @@ class Cli : public ::testing::Test {
     int fds[2];
     if (::pipe(fds) != 0) return {};
     ::close(fds[0]);
-    const std::string cmd = std::string(ATTNCHECK_EXE) + " " + args + " 2>" + (dir_ / "err").string() + " </dev/null";
+    const std::string cmd = kExe + " " + args + " 2>" + (dir_ / "err").string() + " </dev/null";
     const pid_t pid = ::fork();
     if (pid == 0) {
       ::dup2(fds[1], 1);
@@ -181,7 +185,7 @@ TEST_F(Cli, HelpAndUsageErrors) {
     EXPECT_EQ(r.out.find("checks:"), std::string::npos) << args << ": ran checks anyway\n" << r.out;
   }
   // Output nobody received is not a pass: a closed standard output is exit 2 (it was 0).
-  const int closed = std::system((std::string(ATTNCHECK_EXE) + " list >&- 2>/dev/null").c_str());
+  const int closed = std::system((kExe + " list >&- 2>/dev/null").c_str());
   EXPECT_EQ(WIFEXITED(closed) ? WEXITSTATUS(closed) : -1, 2);
   // A run that tests nothing (every check skipped or degenerate) is not a pass.
   const CmdResult none = run("check -q -k paper --property unbiased --family tied_max --instances 2 --findings " +
@@ -681,7 +685,7 @@ TEST_F(Cli, FailureIsSavedAndReplays) {
   const CmdResult r = run("check -q -k paper --suite bias --family tied_max --findings " + findings.string());
   EXPECT_EQ(r.status, 1) << r.out << r.err;
   // The replay line names the program as it was invoked (here a full path), so it runs as pasted.
-  const std::string marker = std::string("replay: ") + ATTNCHECK_EXE + " replay ";
+  const std::string marker = "replay: " + kExe + " replay ";
   const std::size_t at = r.out.find(marker);
   ASSERT_NE(at, std::string::npos) << r.out;
   const std::string path = r.out.substr(at + marker.size(), r.out.find('\n', at) - at - marker.size());

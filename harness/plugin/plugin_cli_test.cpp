@@ -14,7 +14,18 @@
 #include <regex>
 #include <string>
 
+#include "harness/run_report.h"
+
 namespace {
+
+using attncheck::shell_word;
+// The executable and the plugins as shell words: the commands go through sh, and the build folder may have a space
+// in it. attncheck prints them the same way (replay lines, notes).
+const std::string kExe = shell_word(ATTNCHECK_EXE);
+const std::string kExamplePlugin = shell_word(ATTNCHECK_EXAMPLE_PLUGIN);
+const std::string kFaultyPlugin = shell_word(ATTNCHECK_FAULTY_PLUGIN);
+// A replay line's program: a plain path, or one quoted as a shell word.
+const std::string kProgram = "(?:'[^']*attncheck'|\\S*attncheck)";
 
 struct CliRun {
   int exit_code = -1;
@@ -26,7 +37,7 @@ CliRun attncheck(const std::string& env, const std::string& args) {
   static int counter = 0;
   const std::string findings = testing::TempDir() + "plugin_cli_findings_" + std::to_string(::getpid()) + "_" +
                                std::to_string(counter++);
-  const std::string cmd = env + " " ATTNCHECK_EXE " " + args + " --findings " + findings + " -q 2>&1";
+  const std::string cmd = env + " " + kExe + " " + args + " --findings " + findings + " -q 2>&1";
   CliRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -38,11 +49,11 @@ CliRun attncheck(const std::string& env, const std::string& args) {
   return r;
 }
 
-const std::string kExample = std::string("--plugin ") + ATTNCHECK_EXAMPLE_PLUGIN + " -k plugin:example --suite quick";
+const std::string kExample = "--plugin " + kExamplePlugin + " -k plugin:example --suite quick";
 
 // Without -k, the plugin's kernels are checked beside the built-in ones (they were loaded, then left out).
 TEST(PluginCli, APluginsKernelsAreInTheDefaultSet) {
-  const CliRun r = attncheck("ATTNCHECK_EXAMPLE_DEFECT=none", std::string("check --plugin ") + ATTNCHECK_EXAMPLE_PLUGIN +
+  const CliRun r = attncheck("ATTNCHECK_EXAMPLE_DEFECT=none", "check --plugin " + kExamplePlugin +
                                                                   " --suite quick --property finite");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("\nplugin:example "), std::string::npos) << r.output;  // its row of the summary table
@@ -80,7 +91,7 @@ TEST(PluginCli, SkipRescaleFailsFarOutsideTheBoundAndIsShrunk) {
 // A decline is a skip, not a failure; and a run whose every check was skipped tested nothing, which is not a pass
 // (exit 2, said on stderr): a kernel that declines every problem must not turn CI green.
 TEST(PluginCli, ARunTimeDeclineIsASkipNotAFailure) {
-  const CliRun r = attncheck("", std::string("check --plugin ") + ATTNCHECK_FAULTY_PLUGIN +
+  const CliRun r = attncheck("", "check --plugin " + kFaultyPlugin +
                                   " -k plugin:unsupported --suite quick --property accurate --no-shrink");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("0 FAIL, 1 skip"), std::string::npos) << r.output;
@@ -88,15 +99,15 @@ TEST(PluginCli, ARunTimeDeclineIsASkipNotAFailure) {
 }
 
 TEST(PluginCli, ACrashingPluginIsAFailureNotACrash) {
-  const CliRun r = attncheck("", std::string("check --plugin ") + ATTNCHECK_FAULTY_PLUGIN +
+  const CliRun r = attncheck("", "check --plugin " + kFaultyPlugin +
                                   " -k plugin:crash --suite quick --property accurate --no-shrink");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("plugin:crash: crash: killed by SIGSEGV"), std::string::npos) << r.output;
   // The fault is a finding: saved, with a replay command that loads the plugin again, and the replay
   // reproduces the verdict (the crash) without crashing attncheck.
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("replay: \\S*attncheck replay (\\S+) --plugin (\\S+)"))) << r.output;
-  const std::string cmd = std::string(ATTNCHECK_EXE) + " replay " + m[1].str() + " --plugin " + m[2].str() + " 2>&1";
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("replay: " + kProgram + " replay (\\S+) --plugin ('[^']*'|\\S+)"))) << r.output;
+  const std::string cmd = kExe + " replay " + m[1].str() + " --plugin " + m[2].str() + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string out;
@@ -111,19 +122,19 @@ TEST(PluginCli, ACrashingPluginIsAFailureNotACrash) {
 // A plugin's message is text by the time anyone sees it: its escape sequence and its byte that is not UTF-8 are
 // \xNN on the terminal and in the case file (the byte made saving the finding throw: the finding was lost).
 TEST(PluginCli, AnErrorMessageIsSavedAsText) {
-  const CliRun r = attncheck("", std::string("check --plugin ") + ATTNCHECK_FAULTY_PLUGIN +
+  const CliRun r = attncheck("", "check --plugin " + kFaultyPlugin +
                                   " -k plugin:error --suite quick --property accurate --no-shrink");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("too small\\x1b[2J\\xff"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << "a raw escape reached the terminal";
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("replay: \\S*attncheck replay (\\S+)"))) << r.output;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("replay: " + kProgram + " replay (\\S+)"))) << r.output;
   std::ifstream saved(m[1].str());
   ASSERT_TRUE(saved) << m[1].str();
   // The case names the kernel only; its note says which library found it (replay needs --plugin again).
   std::stringstream text;
   text << saved.rdbuf();
-  EXPECT_NE(text.str().find(std::string("[found with --plugin ") + ATTNCHECK_FAULTY_PLUGIN + "]"), std::string::npos)
+  EXPECT_NE(text.str().find("[found with --plugin " + kFaultyPlugin + "]"), std::string::npos)
       << text.str();
 }
 
@@ -145,11 +156,11 @@ std::string run_shell(const std::string& cmd, int* status, bool stdout_only = fa
 // takes one path, so the cases after it are cases (`replay --plugin lib a.json b.json` loaded a.json as a library).
 // A built-in kernel's line names no --plugin.
 TEST(PluginCli, AFindingsReplayLineCarriesThePluginSettings) {
-  const CliRun r = attncheck("ATTNCHECK_PLUGIN_PAD=3", std::string("check --plugin ") + ATTNCHECK_FAULTY_PLUGIN +
+  const CliRun r = attncheck("ATTNCHECK_PLUGIN_PAD=3", "check --plugin " + kFaultyPlugin +
                                                            " -k plugin:packed --suite quick --property finite --no-shrink");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("replay: (ATTNCHECK_PLUGIN_PAD=3 \\S*attncheck replay (\\S+) --plugin \\S+)")))
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("replay: (ATTNCHECK_PLUGIN_PAD=3 " + kProgram + " replay (\\S+) --plugin (?:'[^']*'|\\S+))")))
       << r.output;
   int st = -1;
   std::string out = run_shell(m[1].str(), &st);
@@ -157,14 +168,14 @@ TEST(PluginCli, AFindingsReplayLineCarriesThePluginSettings) {
   EXPECT_NE(out.find("expected fail, got fail"), std::string::npos) << out;
   const std::string copy = m[2].str() + ".copy.json";
   std::filesystem::copy_file(m[2].str(), copy, std::filesystem::copy_options::overwrite_existing);
-  out = run_shell(std::string("ATTNCHECK_PLUGIN_PAD=3 ") + ATTNCHECK_EXE + " replay -q --plugin " + ATTNCHECK_FAULTY_PLUGIN +
+  out = run_shell("ATTNCHECK_PLUGIN_PAD=3 " + kExe + " replay -q --plugin " + kFaultyPlugin +
                       " " + m[2].str() + " " + copy, &st);
   EXPECT_EQ(st, 0) << out;
   EXPECT_EQ(out.find("cannot load"), std::string::npos) << out;
-  out = run_shell(std::string(ATTNCHECK_EXE) + " list --plugin " + ATTNCHECK_FAULTY_PLUGIN + " kernels", &st);
+  out = run_shell(kExe + " list --plugin " + kFaultyPlugin + " kernels", &st);
   EXPECT_EQ(st, 0) << out;
   EXPECT_NE(out.find("plugin:packed"), std::string::npos) << out;
-  const CliRun b = attncheck("", std::string("check --plugin ") + ATTNCHECK_EXAMPLE_PLUGIN +
+  const CliRun b = attncheck("", "check --plugin " + kExamplePlugin +
                                      " -k paper --property unbiased --family tied_max --instances 24 --no-shrink");
   EXPECT_EQ(b.exit_code, 1) << b.output;
   ASSERT_NE(b.output.find("replay: "), std::string::npos) << b.output;
@@ -175,7 +186,7 @@ TEST(PluginCli, AFindingsReplayLineCarriesThePluginSettings) {
 // one's init prints a line): the terminal report moved to stderr at the descriptor, not only std::cout's buffer.
 TEST(PluginCli, AReportOnStandardOutputKeepsAPluginsOwnOutputOut) {
   int st = -1;
-  const std::string out = run_shell(std::string(ATTNCHECK_EXE) + " check -q --plugin " + ATTNCHECK_FUTURE_PLUGIN +
+  const std::string out = run_shell(kExe + " check -q --plugin " + shell_word(ATTNCHECK_FUTURE_PLUGIN) +
                                         " -k plugin:first --suite quick --property finite --no-shrink --findings " +
                                         testing::TempDir() + "plugin_cli_stdout --json -",
                                     &st, /*stdout_only=*/true);
@@ -185,7 +196,7 @@ TEST(PluginCli, AReportOnStandardOutputKeepsAPluginsOwnOutputOut) {
 }
 
 TEST(PluginCli, ANonPluginLibraryIsAUsageError) {
-  const CliRun r = attncheck("", std::string("check --plugin ") + ATTNCHECK_NO_ENTRY_PLUGIN + " -k plugin:x --suite quick");
+  const CliRun r = attncheck("", "check --plugin " + shell_word(ATTNCHECK_NO_ENTRY_PLUGIN) + " -k plugin:x --suite quick");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("not an attncheck plugin"), std::string::npos) << r.output;
 }
