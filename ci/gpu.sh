@@ -86,12 +86,14 @@ echo "## GPU tests" >>"$report"
 # Every step runs under a timeout: a hung kernel must not eat the GPU host's time.
 run_step "cuda_kernels_test" "$out/tests.log" timeout 300 "$bin/cuda_kernels_test" --gtest_output=xml:"$out/tests.xml"
 run_step "mma_probe_test" "$out/probe.log" timeout 120 "$bin/mma_probe_test"
+# A GPU this build has no code for is no device (an sm_80 copy of the check must say so here, with the reason).
+[ -x "$bin/device_check_test" ] && run_step "device_check_test" "$out/device_check.log" timeout 60 "$bin/device_check_test"
 [ -x "$bin/cudnn_test" ] && run_step "cudnn_test (cuda:cudnn)" "$out/cudnn_test.log" timeout 300 "$bin/cudnn_test"
 {
   echo '```'
   # (not cudnn_test's call-by-call trace of the first graph: "[cudnn] ok ...", "[cudnn] tensor ...", "[cudnn] op ...")
   grep -hE '^\[(agreement|throughput|tensor cores|cudnn)\]|PASSED|FAILED|SKIPPED' "$out/tests.log" "$out/probe.log" \
-    "$out/cudnn_test.log" 2>/dev/null | grep -vE '^\[cudnn\] (ok|tensor|op) '
+    "$out/device_check.log" "$out/cudnn_test.log" 2>/dev/null | grep -vE '^\[cudnn\] (ok|tensor|op) '
   echo '```'
 } >>"$report"
 

@@ -26,7 +26,7 @@ fi
 
 rm -rf "$bundle"
 mkdir -p "$bundle/kernels/cuda" "$bundle/harness/fuzz" "$bundle/lib"
-for b in bench_attention bench_forward_many cuda_kernels_test cudnn_test mma_probe_test; do
+for b in bench_attention bench_forward_many cuda_kernels_test cudnn_test mma_probe_test device_check_test; do
   [ -x "build-gpu/kernels/cuda/$b" ] && install -s "build-gpu/kernels/cuda/$b" "$bundle/kernels/cuda/$b"
 done
 install -s build-gpu/harness/attncheck "$bundle/harness/attncheck"

@@ -19,18 +19,10 @@ inline void cuda_check(cudaError_t e, const char* what, const char* file, int li
               cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
 }
 
-// Number of CUDA devices, 0 when the driver or device is missing (never throws: CI has nvcc but no GPU); `why`
-// (optional) gets CUDA's reason for a 0.
-inline int cuda_device_count(std::string* why = nullptr) {
-  int n = 0;
-  if (const cudaError_t e = cudaGetDeviceCount(&n); e != cudaSuccess) {
-    if (why) *why = std::string("cudaGetDeviceCount: ") + cudaGetErrorName(e) + ", " + cudaGetErrorString(e);
-    (void)cudaGetLastError();  // clear the sticky "no device" error
-    return 0;
-  }
-  if (n == 0 && why) *why = "cudaGetDeviceCount: 0 devices";
-  return n;
-}
+// Number of CUDA devices this build can run on, 0 when the driver or device is missing or when device 0 has no
+// code in this build (never throws: CI has nvcc but no GPU); `why` (optional) gets the reason for a 0. The first
+// call decides (device_check.cu); later calls return its answer.
+int cuda_device_count(std::string* why = nullptr);
 
 }  // namespace attncheck
 

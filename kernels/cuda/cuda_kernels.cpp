@@ -1,6 +1,6 @@
 // cuda_kernels.cpp — the CUDA kernels as attncheck Kernels (harness/kernel.h): cuda:fa2, cuda:fa2-fixed,
 // cuda:paper, cuda:paper-fixed (fixed ones also parameterised: "cuda:fa2-fixed[beta=4,tol=0.002]"), and
-// register_cuda_kernels(), which registers nothing when no CUDA device is present.
+// register_cuda_kernels(), which registers nothing without a CUDA device this build can run on.
 //
 // Host side of every call: inputs (doubles holding bf16 values) are converted to bf16 bits and zero-padded to
 // the kernel's head dim (64 or 128; zeros change no sum, so results equal the unpadded problem's); outputs go
@@ -240,7 +240,7 @@ std::unique_ptr<Kernel> make_cuda_kernel(Variant v, float beta, float tol) {
 
 int register_cuda_kernels(Registry& r) {
   if (std::string why; cuda_device_count(&why) == 0) {
-    r.note_absent("cuda:", "no CUDA device is present (" + why + ")");
+    r.note_absent("cuda:", "no usable CUDA device (" + why + ")");
     return 0;
   }
   using cuda::Variant;

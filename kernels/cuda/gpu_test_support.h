@@ -18,9 +18,10 @@
 
 namespace attncheck::test {
 
-#define ATTN_SKIP_WITHOUT_GPU()                                                         \
-  do {                                                                                  \
-    if (::attncheck::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device present"; \
+// Skips, saying why: no device, or one this build has no code for (cuda_check.h).
+#define ATTN_SKIP_WITHOUT_GPU()                                                                          \
+  do {                                                                                                   \
+    if (std::string why_; ::attncheck::cuda_device_count(&why_) == 0) GTEST_SKIP() << "no usable CUDA device: " << why_; \
   } while (0)
 
 // How often two tensors agree bit for bit, and their largest difference in ulps of `fmt` at the expected
