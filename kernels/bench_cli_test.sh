@@ -35,7 +35,7 @@ run --no_such_flag
 # Bad values Google Benchmark 1.7 takes silently: 0 repetitions ran nothing (exit 0), -3 aborted, xml printed the usage (0)
 for bad in --benchmark_repetitions=abc --benchmark_repetitions=0 --benchmark_repetitions=-3 --benchmark_format=xml \
   --benchmark_out_format=yaml; do
-  run "$bad" '--benchmark_filter=^run_forward/fa2/16/16$|^fwd/fa2/d64/full/seq1024$|^bm_host_pack/16/'
+  run "$bad" '--benchmark_filter=^run_forward/fa2/16/16$|^fwd/fa2/d64/full/seq1024/|^bm_host_pack/16/'
   [ $rc = 2 ] || fail "$bad: want status 2"
 done
 
@@ -52,7 +52,7 @@ case $name in
     { [ $rc = 0 ] && grep -q 'items_per_second' "$tmp/out"; } || fail "one CPU benchmark: want status 0 and a rate"
     ;;
   bench_attention)
-    run '--benchmark_filter=^fwd/fa2/d64/full/seq1024$'
+    run '--benchmark_filter=^fwd/fa2/d64/full/seq1024/'
     if no_device; then
       { [ $rc = 1 ] && ! grep -q 'TFLOPs=' "$tmp/out"; } || fail "no CUDA device: want status 1 and no measurement"
     else
