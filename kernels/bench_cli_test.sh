@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # bench_cli_test.sh PROGRAM — the benchmark programs' command line and exit status as a script meets them
 # (kernels/bench_main.h): --help prints the flags (exit 0, no GPU needed); an unknown flag, a malformed value
-# (also those Google Benchmark takes silently) and a filter that selects nothing are exit 2; a GPU benchmark on a host without a CUDA device says so on standard
-# error and exits 1, never 0 with nothing measured; what can be measured is measured (exit 0).
+# (also those Google Benchmark takes silently) and a filter that selects nothing are exit 2; a GPU benchmark on a
+# host without a usable CUDA device says so on standard error and exits 1, never 0 with nothing measured; what can be
+# measured is measured (exit 0).
 # PROGRAM is flash_model_bench, bench_attention or bench_forward_many (by its file name). Whether a device is
-# present is read from the program's own "no CUDA device" line, so the same test holds on a GPU host.
+# present is read from the program's own "no usable CUDA device" line (a GPU the build has no code for counts as
+# none), so the same test holds on a GPU host.
 # Run: ctest -R bench_cli   or   bash kernels/bench_cli_test.sh build/kernels/cpu/flash_model_bench
 set -uo pipefail
 prog=$1
@@ -24,7 +26,7 @@ fail() {
   echo "  stderr: $(head -c 400 "$tmp/err" | tr '\n' ' ')" >&2
   failures=$((failures + 1))
 }
-no_device() { grep -q 'no CUDA device' "$tmp/err"; }
+no_device() { grep -q 'no usable CUDA device' "$tmp/err"; }
 
 run --help
 { [ $rc = 0 ] && grep -q -- '--benchmark_filter' "$tmp/out"; } || fail "--help: want status 0 and the flags on stdout"

@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
   using namespace attncheck::cuda;
   if (!attncheck::bench::parse_flags(&argc, argv, "bench_attention")) return 2;
   if (std::string why; attncheck::cuda_device_count(&why) == 0) {
-    std::fprintf(stderr, "bench_attention: no CUDA device (%s): nothing measured, exit 1\n", why.c_str());
+    std::fprintf(stderr, "bench_attention: no usable CUDA device (%s): nothing measured, exit 1\n", why.c_str());
     return 1;
   }
   for (Pass pass : {Pass::kFwd, Pass::kBwd, Pass::kStep})

@@ -10,7 +10,7 @@
 // per-instance work (host_packing.h): packing Q, K, V from doubles into bf16 staging, and unpacking O into fresh
 // ForwardOutputs, their allocation and their release by the caller included. They need no GPU, so they also run
 // where there is none, and say how much of forward_many's time the host's memory traffic takes.
-// Without a CUDA device every bm_forward_many row is `ERROR OCCURRED: 'no CUDA device'` and the program exits 1
+// Without a CUDA device every bm_forward_many row is `ERROR OCCURRED: 'no usable CUDA device'` and the program exits 1
 // (2 for a usage error; kernels/bench_main.h): a script must not read the host passes' rows as forward_many's.
 // Run: build-gpu/kernels/cuda/bench_forward_many [--benchmark_filter=128/64]
 #include <benchmark/benchmark.h>
@@ -30,7 +30,7 @@ namespace {
 
 void bm_forward_many(benchmark::State& state) {
   if (cuda_device_count() == 0) {
-    bench::skip(state, "no CUDA device");
+    bench::skip(state, "no usable CUDA device");
     return;
   }
   const int n = static_cast<int>(state.range(0)), d = static_cast<int>(state.range(1));
@@ -114,7 +114,7 @@ BENCHMARK(bm_host_unpack)->Apply(host_args);
 int main(int argc, char** argv) {
   if (!attncheck::bench::parse_flags(&argc, argv, "bench_forward_many")) return 2;
   if (std::string why; attncheck::cuda_device_count(&why) == 0)
-    std::fprintf(stderr, "bench_forward_many: no CUDA device (%s): bm_forward_many measures nothing, the host passes run\n",
+    std::fprintf(stderr, "bench_forward_many: no usable CUDA device (%s): bm_forward_many measures nothing, the host passes run\n",
                  why.c_str());
   return attncheck::bench::run_selected("bench_forward_many");
 }
