@@ -69,8 +69,10 @@ else
   rc=0
   ATTNCHECK_GPU_SKIP_BUILD=1 ATTNCHECK_GPU_BUILD="$build" ATTNCHECK_GPU_OUT="$tmp/gpu" ATTNCHECK_GPU_NO_SANITIZER=1 \
     ATTNCHECK_GPU_NO_BENCH=1 ATTNCHECK_GPU_NO_SUITES=1 timeout 120 bash "$ci/gpu.sh" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  # ... and the reason is attncheck's own (CUDA's answer, or a build without CUDA), not gpu.sh's fallback words
   { [ $rc = 2 ] && grep -q 'no usable CUDA device' "$tmp/err" &&
     grep -q 'No usable CUDA device: nothing was run' "$tmp/gpu/gpu_report.md" &&
+    grep -qE 'cudaGetDeviceCount|cannot run this build|has no CUDA kernels' "$tmp/gpu/gpu_report.md" &&
     ! grep -q 'PASS' "$tmp/gpu/gpu_report.md"; } ||
     fail "gpu.sh without a GPU: want status 2, the reason on stderr and in the report, no PASS"
 fi
@@ -89,6 +91,23 @@ ATTNCHECK_GPU_SKIP_BUILD=1 ATTNCHECK_GPU_BUILD="$fake" ATTNCHECK_GPU_OUT="$tmp/g
   ATTNCHECK_GPU_NO_BENCH=1 timeout 120 bash "$ci/gpu.sh" >"$tmp/out" 2>"$tmp/err" || rc=$?
 { [ $rc = 1 ] && grep -q 'verdicts: cuda:K == K .*: FAIL' "$tmp/gpu-stale/gpu_report.md"; } ||
   fail "gpu.sh whose suites wrote no report: want the verdict step FAIL, not a pass on an earlier run's reports"
+
+# bench_table.py (gpu.sh's joined table): a row whose fixed variants did not run ('-': every bwd row) is kept, with
+# its fa2/cuDNN ratio; a pattern of four numbers dropped all of them once bench_attention printed '-'.
+cat >"$tmp/bench.log" <<'LOG'
+config (TFLOP/s)                           fa2 fa2-fixed     paper paper-fix   fa2 ovh% paper ovh%
+bwd d128 full   seq4096                  255.1         -     195.2         -          -          -
+fwd d128 full   seq4096                  378.9     348.2     227.3     214.4       8.83       6.00
+
+config (TFLOP/s)                 cudnn   (cuDNN 91400, backend graph API)
+bwd d128 full   seq4096          543.8
+fwd d128 full   seq4096          665.7
+LOG
+python3 "$ci/../kernels/cuda/bench_table.py" "$tmp/bench.log" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+{ [ $rc = 0 ] && grep -qF '| bwd | 128 | full | 4096 | 255.1 | – | – | 195.2 | – | – | 543.8 | 0.47 |' "$tmp/out" &&
+  grep -qF '| fwd | 128 | full | 4096 | 378.9 | 348.2 | 8.8 | 227.3 | 214.4 | 6.0 | 665.7 | 0.57 |' "$tmp/out"; } ||
+  fail "bench_table.py: want the bwd row (fixed variants '-') and the fwd row, with their ratios"
 
 [ $failures = 0 ] && echo "ci_scripts_test: all cases pass"
 exit $((failures > 0))

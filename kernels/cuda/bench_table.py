@@ -20,9 +20,11 @@ def main(bench_path, cudnn_path=None):
         if line.startswith("config (TFLOP/s)"):
             section = "cudnn" if "cudnn" in line else "ours"
             continue
-        m = re.match(ROW + r"\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", line)
+        # '-' is a variant that did not run (the backward has no fixed rows): read as 0, shown as '–'. (A pattern of
+        # four numbers dropped every bwd row from the joined table once bench_attention printed '-' for them.)
+        m = re.match(ROW + r"\s+([\d.]+|-)\s+([\d.]+|-)\s+([\d.]+|-)\s+([\d.]+|-)", line)
         if section == "ours" and m:
-            ours[(m[1], int(m[2]), m[3], int(m[4]))] = [float(m[i]) for i in range(5, 9)]
+            ours[(m[1], int(m[2]), m[3], int(m[4]))] = [0.0 if m[i] == "-" else float(m[i]) for i in range(5, 9)]
         m = re.match(ROW + r"\s+([\d.]+)\s*$", line)
         if section == "cudnn" and m:
             cudnn[(m[1], int(m[2]), m[3], int(m[4]))] = float(m[5])
