@@ -2,7 +2,7 @@
 // bench_attention, bench_forward_many), so that a script can tell a measurement from a run that measured nothing.
 //
 // Exit status: 0 every benchmark the filter selects measured something; 1 one or more could not (no CUDA device,
-// no cuDNN, a CUDA error), each reason counted on standard error after the tables; 2 a usage error: an unknown
+// no cuDNN, a CUDA error), each reason counted on standard error once the benchmarks have run; 2 a usage error: an unknown
 // flag or a malformed value (Google Benchmark prints its own complaint about a bad value and leaves the argument in
 // argv; BENCHMARK_MAIN would exit 1 for it, the same as a failure), or a --benchmark_filter that selects no
 // benchmark or does not compile (Google Benchmark says so and returns normally). --help prints the flags, exit 0.

@@ -5,7 +5,9 @@
 // H200; CMAKE_CUDA_ARCHITECTURES), so on an A100 or a Blackwell card every launch failed with "no kernel image",
 // every GPU test failed instead of skipping, and the cuda: kernels were registered and failed every check. The probe
 // kernel below is compiled with this library's architectures, as the flash kernels are: if the runtime can load it
-// on device 0, it can load them. (The first call creates device 0's context, as the first kernel would.)
+// on device 0, it can load them. The first call creates device 0's context, as the first kernel would: on a GPU host
+// every attncheck process that registers the built-in kernels (`list`, a CPU-only `check`) pays for one (a CUDA
+// context also means CUDA does not survive a fork: plugins that use CUDA run in-process, harness/plugin/README.md).
 #include <cuda_runtime.h>
 
 #include <string>
@@ -39,11 +41,16 @@ DeviceAnswer ask_the_device() {
     (void)cudaGetLastError();
     cudaDeviceProp p{};
     const bool named = cudaGetDeviceProperties(&p, 0) == cudaSuccess;
-    a.why = "device 0" + (named ? " (" + std::string(p.name) + ", compute capability " + std::to_string(p.major) + "." +
-                                      std::to_string(p.minor) + ")"
-                                : std::string()) +
-            " cannot run this build's code, built for CUDA architectures " ATTNCHECK_CUDA_ARCHITECTURES " (" +
-            cudaGetErrorName(e) + "): rebuild with -DCMAKE_CUDA_ARCHITECTURES=<its architecture>";
+    const std::string device = "device 0" + (named ? " (" + std::string(p.name) + ", compute capability " +
+                                                     std::to_string(p.major) + "." + std::to_string(p.minor) + ")"
+                                                : std::string());
+    // Only these say the code is not for this GPU; anything else (a device held in exclusive-process mode, no
+    // memory for a context, a driver too old) is said as CUDA says it.
+    const bool no_code = e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction ||
+                         e == cudaErrorUnsupportedPtxVersion;
+    a.why = no_code ? device + " cannot run this build's code, built for CUDA architectures " ATTNCHECK_CUDA_ARCHITECTURES
+                          " (" + std::string(cudaGetErrorName(e)) + "): rebuild with -DCMAKE_CUDA_ARCHITECTURES=<its architecture>"
+                    : device + " cannot be used: " + cudaGetErrorName(e) + ", " + cudaGetErrorString(e);
     return a;
   }
   a.count = n;
