@@ -30,7 +30,7 @@ void expect_null_control_passes_default_suite(const char* kernel) {
   const Kernel& k = default_registry().get(kernel);
   for (std::uint64_t seed : {1, 2, 3}) {
     for (SuiteEntry e : suite("default")) {
-      e.family.seed = mix64(e.family.seed ^ mix64(seed));
+      e.family.seed = reseeded(e.family.seed, seed);
       const Outcome o = get_property(e.property).check(k, e.family, Budget{});
       EXPECT_TRUE(o.status == Status::kPass || o.status == Status::kSkip)
           << kernel << " seed " << seed << " " << e.property << " on " << e.family.describe() << ": "
@@ -59,7 +59,7 @@ TEST(NullControls, PassEveryFamilyOfTheBiasSuiteOnEightSeedsAtTheMinimumT) {
     const Kernel& k = default_registry().get(kernel);
     for (std::uint64_t seed = 1; seed <= 8; ++seed) {
       for (SuiteEntry e : suite("bias")) {
-        e.family.seed = mix64(e.family.seed ^ mix64(seed));
+        e.family.seed = reseeded(e.family.seed, seed);
         const Outcome o = get_property("unbiased").check(k, e.family, b);
         const std::string where = std::string(kernel) + " --seed " + std::to_string(seed) + " on " + e.label;
         ASSERT_EQ(o.status, Status::kPass) << where << ": " << o.message;

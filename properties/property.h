@@ -98,5 +98,8 @@ struct SuiteEntry {
 };
 std::vector<SuiteEntry> suite(const std::string& name);  // "default", "bias", "gpu", "quick"; throws Error otherwise
 std::vector<std::string> suite_names();
+// The seed of a suite entry's family in a run with seed N (`attncheck check --seed N`): its own seed mixed with N, so
+// another N draws other instances of the same families.
+std::uint64_t reseeded(std::uint64_t family_seed, std::uint64_t run_seed);
 
 }  // namespace attncheck

@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <utility>
 
+#include "kernels/formats.h"
 #include "properties/property.h"
 
 namespace attncheck {
@@ -103,6 +104,8 @@ std::vector<SuiteEntry> quick_suite() {
 }  // namespace
 
 std::vector<std::string> suite_names() { return {"default", "bias", "gpu", "quick"}; }
+
+std::uint64_t reseeded(std::uint64_t family_seed, std::uint64_t run_seed) { return mix64(family_seed ^ mix64(run_seed)); }
 
 std::vector<SuiteEntry> suite(const std::string& name) {
   if (name == "default") return default_suite();

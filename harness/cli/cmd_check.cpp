@@ -110,7 +110,7 @@ std::vector<SuiteEntry> pick_entries(const CheckOptions& opt) {
       return v.empty() || std::find(v.begin(), v.end(), s) != v.end();
     };
     if (!has(opt.families, e.family.generator) || !has(opt.properties, e.property)) continue;
-    if (opt.seed_given) e.family.seed = mix64(e.family.seed ^ mix64(opt.seed));
+    if (opt.seed_given) e.family.seed = reseeded(e.family.seed, opt.seed);
     out.push_back(std::move(e));
   }
   if (out.empty()) throw Error("no check of suite '" + opt.suite + "' matches the --family/--property filters");
