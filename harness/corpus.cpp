@@ -3,10 +3,11 @@
 //
 // Invariants: a loaded Case is fully validated (every field present and typed, tensors sized by the problem,
 // every value a valid non-NaN pattern of its declared format); every error names the file and the field.
-// save_case writes <path>.tmp.<pid> and renames it over <path> (atomic on POSIX), so a crash never leaves a
+// save_case writes <path>.tmp.<pid>.<random> and renames it over <path> (atomic on POSIX), so a crash never leaves a
 // half-written finding. Replay: ctest -L corpus; by hand: attncheck replay corpus/regression/*.json
 #include "harness/corpus.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -87,7 +89,7 @@ std::uint64_t fnv1a(const std::string& s) {
 
 // At most kMaxNamePart characters: a longer part keeps its first 55 and "~" and 8 hex digits of the whole name's
 // hash. A plugin kernel's name has no length limit, and a 300-character one made every finding's file name too long
-// to create (each failure was unsaved: exit 2). 64 leaves room for property, generator, hash and the ".tmp.<pid>"
+// to create (each failure was unsaved: exit 2). 64 leaves room for property, generator, hash and the ".tmp.<pid>.<8 hex>"
 // of the write within NAME_MAX (255).
 constexpr std::size_t kMaxNamePart = 64;
 
@@ -241,6 +243,39 @@ bool written_in_place(const std::string& path) {
 }
 }  // namespace
 
+namespace {
+// Opens a new temporary file beside `path` that no other writer has: O_EXCL on "<path>.tmp.<pid>.<8 random hex
+// digits>". The pid alone did not make it unique: two attncheck runs in two containers (pid namespaces) or on two
+// hosts sharing a corpus directory have the same pid (1, or a small one), and two deterministic runs reach the same
+// finding at the same moment: both wrote one <path>.tmp.1, one's rename took the other's file, and the other's rename
+// failed ("No such file or directory": the finding counted as unsaved, exit 2; 5 of 15 such pairs). Returns -1 with
+// errno set when no file could be created.
+int open_unique_temp(const std::string& path, std::string& tmp) {
+  std::random_device random;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    char suffix[16];
+    std::snprintf(suffix, sizeof suffix, ".%08x", static_cast<unsigned>(random()));
+    tmp = path + ".tmp." + std::to_string(::getpid()) + suffix;
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // 0666: the umask applies
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  return -1;  // errno is EEXIST
+}
+
+// Writes all of text to fd and closes it; errno of the first failure (a full disk: at write, or at close on NFS).
+int write_all_and_close(int fd, const std::string& text) {
+  int err = 0;
+  for (std::size_t done = 0; done < text.size() && err == 0;) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n > 0) done += static_cast<std::size_t>(n);
+    else if (n < 0 && errno != EINTR) err = errno;
+    else if (n == 0) err = EIO;
+  }
+  if (::close(fd) != 0 && err == 0 && errno != EINTR) err = errno;
+  return err;
+}
+}  // namespace
+
 void write_text_file(const std::string& path, const std::string& text) {
   if (written_in_place(path)) {
     std::ofstream out(path, std::ios::binary);
@@ -249,16 +284,12 @@ void write_text_file(const std::string& path, const std::string& text) {
     if (!out.flush()) throw Error("cannot write " + path + ": " + std::strerror(errno));
     return;
   }
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
-    out << text;
-    if (!out.flush()) {
-      const int err = errno;
-      std::remove(tmp.c_str());
-      throw Error("cannot write " + tmp + ": " + std::strerror(err));
-    }
+  std::string tmp;
+  const int fd = open_unique_temp(path, tmp);
+  if (fd < 0) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
+  if (const int err = write_all_and_close(fd, text); err != 0) {
+    std::remove(tmp.c_str());
+    throw Error("cannot write " + tmp + ": " + std::strerror(err));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;

@@ -6,8 +6,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace attncheck {
@@ -166,6 +168,31 @@ TEST(Corpus, ANoteThatIsNotUtf8IsSaved) {
   const std::string path = (d / "case.json").string();
   ASSERT_NO_THROW(save_case(path, c));
   EXPECT_EQ(load_case(path).note, "plugin said \xef\xbf\xbd\xef\xbf\xbd");
+  fs::remove_all(d);
+}
+
+// Another writer's temporary file beside the target is left alone. Two runs in two containers (or on two hosts)
+// sharing a corpus directory have the same pid, and deterministic runs save the same finding at the same moment:
+// with a temporary named <path>.tmp.<pid> only, one run truncated and renamed away the other's file, whose rename
+// then failed (the finding unsaved, exit 2). The file stands for that other writer's; ours must be a new one.
+TEST(Corpus, AnotherWritersTemporaryFileIsLeftAlone) {
+  const fs::path d = temp_dir("tmp_unique");
+  const std::string path = (d / "case.json").string();
+  const std::string theirs = path + ".tmp." + std::to_string(::getpid());
+  std::ofstream(theirs) << "the other writer's bytes";
+  ASSERT_NO_THROW(write_text_file(path, "ours\n"));
+  std::ifstream ours_in(path), theirs_in(theirs);
+  const std::string ours_text((std::istreambuf_iterator<char>(ours_in)), {});
+  const std::string theirs_text((std::istreambuf_iterator<char>(theirs_in)), {});
+  EXPECT_EQ(ours_text, "ours\n");
+  EXPECT_EQ(theirs_text, "the other writer's bytes");
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(d)) files += e.is_regular_file();
+  EXPECT_EQ(files, 2) << "the case and their temporary file, nothing else";
+  // The saved file is readable as any other file (0666 less the umask), not a private temporary's 0600.
+  const mode_t mask = ::umask(022);
+  ::umask(mask);
+  EXPECT_EQ(static_cast<mode_t>(fs::status(path).permissions() & fs::perms::all), 0666 & ~mask);
   fs::remove_all(d);
 }
 
