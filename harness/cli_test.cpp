@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -646,6 +647,44 @@ TEST_F(Cli, SmallCheckRunWritesReports) {
   for (const auto& o : j["outcomes"]) EXPECT_EQ(o["property"], prop);
   EXPECT_NE(slurp(dir_ / "r.xml").find("<testsuite name=\"oracle\""), std::string::npos);
   EXPECT_NE(r.out.find("oracle"), std::string::npos) << r.out;  // the summary table
+}
+
+// A run killed part-way (Ctrl-C, a CI job's SIGTERM or time limit, SIGKILL) writes no report, since reports are
+// written at the end; it left the earlier run's --json / --junit report in place, and a CI step that reads the path
+// anyway (a JUnit publisher run "always") took that one, all passes, for this run's. Now the earlier report is gone
+// once the run has started, and what the killed run found is saved, whole, and replays.
+TEST_F(Cli, AKilledRunLeavesNoEarlierReportBehind) {
+  const fs::path findings = dir_ / "found", report = dir_ / "run.json", junit = dir_ / "run.xml";
+  std::ofstream(report) << R"({"format": "attncheck-run", "summary": {"fail": 0}})" << "\n";
+  std::ofstream(junit) << R"(<testsuites tests="1" failures="0" errors="0"/>)" << "\n";
+  // paper's bias suite at T = 1024, unshrunk: its first failure is saved within a second, the whole run takes ~8 s.
+  const std::string cmd = "exec " + kExe + " check -q --no-shrink -k paper --suite bias --instances 1024 --findings " +
+                          shell_word(findings.string()) + " --json " + shell_word(report.string()) + " --junit " +
+                          shell_word(junit.string()) + " >/dev/null 2>&1 </dev/null";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const auto first_finding = [&] {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(findings, ec))
+      if (e.path().extension() == ".json") return e.path();
+    return fs::path();
+  };
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (first_finding().empty() && std::chrono::steady_clock::now() < give_up) ::usleep(5000);
+  ::kill(pid, SIGKILL);
+  int ws = 0;
+  ASSERT_EQ(::waitpid(pid, &ws, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL) << "the run ended before it was killed: wait status " << ws;
+  const fs::path found = first_finding();
+  ASSERT_FALSE(found.empty()) << "no finding in 60 s";
+  EXPECT_FALSE(fs::exists(report)) << "the earlier run's JSON report is still there: " << slurp(report);
+  EXPECT_FALSE(fs::exists(junit)) << "the earlier run's JUnit report is still there: " << slurp(junit);
+  const CmdResult r = run("replay -q " + shell_word(found.string()));
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
 }
 
 // The paper kernel's bias: check exits 1, saves each failure before printing its replay line, and the saved

@@ -204,6 +204,17 @@ int run_check(const CheckOptions& opt) {
   if (opt.junit_given && !junit_stdout) require_writable_file(opt.junit_path, "--junit");
   if (opt.json_given && opt.junit_given && !json_stdout && !junit_stdout && one_regular_file(opt.json_path, opt.junit_path))
     throw Error("--json and --junit name one file (" + opt.junit_path + "): the JUnit report would replace the JSON one");
+  // An earlier run's report at --json / --junit is removed before any check. Reports are written at the end: a run
+  // interrupted or killed before it (Ctrl-C, a CI job's SIGTERM or time limit) left the earlier report in place, and a
+  // CI step that reads the path anyway (a JUnit publisher run "always") took it, all passes perhaps, for this run's.
+  // Now the report is this run's or missing. Only a regular file goes (not a link, device or pipe written in place;
+  // not standard output's file), and require_writable_file has refused a saved case there.
+  for (const auto& [given, to_stdout, path, option] : {std::tuple{opt.json_given, json_stdout, opt.json_path, "--json"},
+                                                       std::tuple{opt.junit_given, junit_stdout, opt.junit_path, "--junit"}}) {
+    struct stat st {};
+    if (given && !to_stdout && ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && std::remove(path.c_str()) != 0)
+      throw Error(std::string(option) + " " + path + ": cannot remove the earlier report: " + std::strerror(errno));
+  }
   StdoutOnStderr terminal(json_stdout || junit_stdout);  // a report on standard output is the only thing there
   RunReport report;
   for (const Kernel* k : kernels) report.kernels.push_back(k->name());
