@@ -1,14 +1,16 @@
 // cuda_twin_test.cpp — host-only checks of the CPU twin of the CUDA forward (cuda_twin.h), of the
-// tensor-core model it uses (mma_model.h) and of the kernels' host packing (host_packing.h), runnable without a GPU
-// (label unit). The twin's agreement with the
-// GPU itself is cuda_kernels_test's ForwardAgreesWithItsCpuTwin (label gpu).
+// tensor-core model it uses (mma_model.h), of the kernels' host packing (host_packing.h) and of the problems the
+// CUDA kernels refuse before any CUDA call (cuda_kernels.cpp), runnable without a GPU (label unit). The twin's
+// agreement with the GPU itself is cuda_kernels_test's ForwardAgreesWithItsCpuTwin (label gpu).
 // Run: ctest -R cuda_twin
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
 
 #include "kernels/cpu/flash_model.h"
 #include "kernels/cpu/test_support.h"
+#include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/cuda_twin.h"
 #include "kernels/cuda/gpu_test_support.h"
 #include "kernels/cuda/host_packing.h"
@@ -35,6 +37,62 @@ TEST(HostPacking, NanGoesInCanonicalAndNonBf16ValuesAreRefused) {
     ADD_FAILURE() << "0.1 was packed";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("O value 0.1"), std::string::npos) << e.what();
+  }
+}
+
+// A problem the CUDA kernels cannot run is refused with an Error naming the cause and the problem before any CUDA
+// call (so this runs without a GPU, and no message may be a CUDA error: a launch with a bad shape fails with CUDA's
+// "invalid configuration argument", naming neither). heads_q past 65,535, the launches' gridDim.y, passed every host
+// check and failed in the launch; the others are the caps' and Problem::validate's refusals, kept here.
+TEST(HostChecks, CudaKernelsRefuseWhatTheyCannotRunBeforeAnyCudaCall) {
+  struct Bad {
+    int b, hq, hkv, nq, nk, d;
+    const char* why;
+  };
+  const Bad kBad[] = {
+      {1, 1, 1, 4, 4, 256, "head_dim 256 too large"},     {1, 1, 1, 4, 4, 0, "head_dim must be positive"},
+      {1, 1, 1, 0, 4, 64, "n_q must be positive"},        {1, 1, 1, 4, 0, 64, "n_k must be positive"},
+      {0, 1, 1, 4, 4, 64, "batch must be positive"},      {1, 3, 2, 4, 4, 64, "must divide heads_q"},
+      {1, 65536, 1, 1, 1, 1, "heads_q 65536 is more than the 65535"},
+  };
+  auto expect_refused = [](const Kernel& k, const Instance& in, bool backward, const std::string& why) {
+    try {
+      if (backward) {
+        ForwardOutput fwd;
+        fwd.o.assign(in.q.size(), 0.0), fwd.lse.assign(in.problem.rows(), 0.0);
+        (void)k.backward(in, fwd);
+      } else {
+        (void)k.forward(in);
+      }
+      ADD_FAILURE() << k.name() << (backward ? " backward" : " forward") << " ran " << in.problem.describe();
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(why), std::string::npos) << k.name() << (backward ? " backward: " : " forward: ") << msg;
+      EXPECT_EQ(msg.find("CUDA error"), std::string::npos) << k.name() << ": " << msg;
+    }
+  };
+  for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
+    const auto k = cuda::make_cuda_kernel(v);
+    for (const Bad& x : kBad) {
+      Instance in;
+      in.problem = Problem::of_shape(x.b, x.hq, x.hkv, x.nq, x.nk, x.d, false);
+      in.q.assign(in.problem.q_size(), 0.5), in.d_o = in.q;
+      in.k.assign(in.problem.kv_size(), 0.5), in.v = in.k;
+      for (bool backward : {false, true}) expect_refused(*k, in, backward, x.why);
+    }
+    // An input format the kernels do not take, and tensors of the wrong size.
+    Instance in = random_instance(make_problem(1, 2, 1, 5, 7, 64, true), 3);
+    Instance fp16 = in;
+    fp16.problem.input_format = Format::kF16;
+    Instance short_q = in;
+    short_q.q.pop_back();
+    Instance masked = in;
+    masked.problem.has_mask = true;  // and no keep-mask given
+    for (bool backward : {false, true}) {
+      expect_refused(*k, fp16, backward, "no fp16 input");
+      expect_refused(*k, short_q, backward, "Q, K, V sizes do not match");
+      expect_refused(*k, masked, backward, "keep-mask has the wrong size");
+    }
   }
 }
 
