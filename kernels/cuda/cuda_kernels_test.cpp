@@ -217,6 +217,30 @@ TEST(CudaFixedPolicy, InfiniteToleranceCountsOnlyExistingKeys) {
   }
 }
 
+// The fixed policy's threshold itself: thr = round(r − tolerance, S format), counted with >=. near_tie_ladder puts
+// a runner-up 0.24 to 3.4 tolerances below each row's max, so the rows on either side of the threshold sit side by
+// side; moving the threshold half a tolerance either way changes O in some rows of each head (TwinFixedPolicy in
+// cuda_twin_test checks that on the twin, where it runs in CI). Here the GPU must give the twin's O with the rate
+// ForwardAgreesWithItsCpuTwin holds (>= 99.9%: only exp2f differs). LSE is printed, not held: logf's last bits
+// differ in ~10% of fa2's rows against the twin (CudaShapes). Before this test a threshold of r − tolerance/2
+// (mutation testing, session 22) passed every GPU test and suite: none put a runner-up between half a tolerance and a
+// tolerance below a row's max.
+TEST(CudaFixedPolicy, TheThresholdSitsAtTheTolerance) {
+  ATTN_SKIP_WITHOUT_GPU();
+  for (int d : {64, 128}) {
+    const Instance in = near_tie_ladder(d, 4242);
+    for (Variant v : {Variant::kFa2Fixed, Variant::kPaperFixed}) {
+      const ForwardOutput got = cuda::make_cuda_kernel(v)->forward(in), want = cuda::twin_forward(v, in);
+      Agreement o, lse;
+      o.add(got.o, want.o, Format::kBF16);
+      lse.add(got.lse, want.lse, builtin_spec(cuda::variant_name(v)).lse_fmt);
+      std::printf("[threshold] %s d%d near-tie ladder vs twin: O %s; LSE %s\n", cuda::variant_name(v), d,
+                  o.describe().c_str(), lse.describe().c_str());
+      EXPECT_GE(o.rate(), 0.999) << cuda::variant_name(v) << " d" << d << " O: " << o.describe();
+    }
+  }
+}
+
 // Every work split of the forward (FwdTiling) runs each row through the same per-tile steps in the same order
 // (only which warp holds a row differs), so O and LSE must equal the default split's bit for bit: no tolerance.
 // Shapes: the GPU test instances, plus long key sequences (runs of unmasked tiles between masked diagonal and tail

@@ -177,6 +177,40 @@ TEST(CudaTwin, CloseToTheCpuModel) {
   }
 }
 
+// near_tie_ladder (gpu_test_support.h) is what CudaFixedPolicy.TheThresholdSitsAtTheTolerance (label gpu) runs to
+// pin the GPU's threshold: it can pin it only if moving the tolerance by half either way changes O. Here, in the
+// twin: the rows whose shift decision (runner-up >= round(r − tol, S format), worked out from the ladder's exact
+// scores) differs between 1e-3 and 0.5e-3, or 1e-3 and 1.5e-3, are exactly the rows whose O differs, and there are
+// such rows on both sides, in both heads, for both fixed variants and both kernel head dims.
+TEST(TwinFixedPolicy, TheNearTieLadderDecidesTheThreshold) {
+  for (int d : {64, 128}) {
+    const Instance in = near_tie_ladder(d, 4242);
+    const Problem& p = in.problem;
+    for (Variant v : {Variant::kFa2Fixed, Variant::kPaperFixed}) {
+      const Format s_fmt = builtin_spec(cuda::variant_name(v)).s_fmt;
+      const ForwardOutput at = cuda::twin_forward(v, in, 2.0f, 1e-3f);
+      for (float other : {0.5e-3f, 1.5e-3f}) {
+        const ForwardOutput moved = cuda::twin_forward(v, in, 2.0f, other);
+        int decided[2] = {0, 0};
+        for (int h = 0; h < p.heads_q; ++h)
+          for (int i = 0; i < p.n_q; ++i) {
+            const int c = i % 7;
+            const double r = (h + 1) * 0x1.0p-4, runner = (h + 1) * (0x1.0p-4 - (c + 1) * 0x1.0p-12);
+            const auto shifted = [&](double tol) { return runner >= round_to(r - static_cast<float>(tol), s_fmt); };
+            const bool differs_by_rule = shifted(1e-3f) != shifted(other);
+            bool o_differs = false;
+            for (int x = 0; x < d; ++x) o_differs |= at.o[p.q_at(0, h, i, x)] != moved.o[p.q_at(0, h, i, x)];
+            EXPECT_EQ(o_differs, differs_by_rule) << cuda::variant_name(v) << " d" << d << " tol " << other << " head "
+                                                  << h << " row " << i;
+            decided[h] += differs_by_rule;
+          }
+        EXPECT_GT(decided[0], 0) << cuda::variant_name(v) << " d" << d << " tol " << other;
+        EXPECT_GT(decided[1], 0) << cuda::variant_name(v) << " d" << d << " tol " << other;
+      }
+    }
+  }
+}
+
 // The twin's backward is the CPU model's with the tensor cores' sums (cuda_twin.h): δ is the model's bit for bit
 // (no sum of the tensor cores in it), and the gradients differ only where a sum's order moved a bf16 rounding:
 // rarely (a few fp32 ulps against a bf16 ulp, 2^-8: well under 1% of elements; >= 98% asserted, a broken stride or

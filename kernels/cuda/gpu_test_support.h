@@ -78,6 +78,32 @@ inline Instance with_tied_keys(Instance in, int distinct) {
   return in;
 }
 
+// A ladder of near ties about the fixed policy's threshold thr = round(r − tolerance, S format) (numerics_spec.h):
+// every score is exact in bf16 and in fp32 (scale 1; each query row is one unit vector times 1 or 2, so a score is
+// one key element, or twice it), so fa2's fp32 S and the paper's bf16 S are the same numbers. Row i of head h
+// (q = (h + 1)·e_c, c = i mod 7) has its tile max r = (h + 1)·2^-4 at two keys of tile 0 (5, 40) and of the tail
+// tile (128, 129): one at r, the other (h + 1)·(c + 1)·2^-12 below it, 0.24 to 3.4 tolerances of 1e-3, which is
+// (c + 1) or 2(c + 1) bf16 ulps of r; every other key is −(j + 1)·2^-4 (a tile max with no runner-up within 8
+// tolerances). So rows at gaps just inside and just outside the tolerance sit side by side, and a threshold moved
+// by half a tolerance either way moves whether a row's max is shifted (TwinFixedPolicy checks that the twin's O
+// then differs). n_q 70, n_k 130 (three key tiles, the last a tail), GQA 2:1, V ~ N(0, 1) in bf16.
+inline Instance near_tie_ladder(int d, std::uint64_t seed) {
+  Problem p = make_problem(1, 2, 1, 70, 130, d, false);
+  p.scale = 1.0;
+  Instance in = random_instance(p, seed);
+  std::fill(in.q.begin(), in.q.end(), 0.0);
+  for (int h = 0; h < p.heads_q; ++h)
+    for (int i = 0; i < p.n_q; ++i) in.q[p.q_at(0, h, i, i % 7)] = h + 1.0;
+  for (int j = 0; j < p.n_k; ++j)
+    for (int c = 0; c < p.head_dim; ++c) {
+      double k = -(j + 1) * 0x1.0p-4;
+      if (c < 7 && (j == 5 || j == 128)) k = 0x1.0p-4;
+      if (c < 7 && (j == 40 || j == 129)) k = 0x1.0p-4 - (c + 1) * 0x1.0p-12;
+      in.k[p.kv_at(0, 0, j, c)] = k;
+    }
+  return in;
+}
+
 // The GPU tests' shapes: tails (n not a multiple of 64), n = 1, GQA, bottom-right causal with n_q > n_k (rows that
 // see no key) and n_q < n_k, a padded head dim (40 -> 64), both kernel head dims, a keep-mask (80% kept, two rows
 // of every head with no key kept) with and without causal, an additive bias (standard normal, rounded to bf16 as
