@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ci_scripts_test.sh BUILD_DIR — the GPU job's scripts as a user meets them, on any host:
-#   compare_verdicts.py: equal verdicts exit 0, a difference exit 1; a missing, truncated or malformed report and a
+#   compare_verdicts.py: equal verdicts exit 0, a difference exit 1 (also where a failure's family shrank, or an
+#     outcome has no partner); a missing, truncated or malformed report and a
 #     report with no cuda:K beside its K (nothing compared) exit 2 with one line, never a traceback or "0 differ";
 #   gpu.sh on a host without a usable CUDA device (skipped where BUILD_DIR's attncheck lists cuda:fa2): exit 2 at
 #     once, saying why on standard error and in the report, instead of "PASS" for tests that all skipped;
@@ -39,6 +40,32 @@ compare "$tmp/same.json"
 report "$(outcome fa2 finite pass)" "$(outcome cuda:fa2 finite fail)" >"$tmp/differ.json"
 compare "$tmp/differ.json"
 { [ $rc = 1 ] && grep -q 'DIFFERS cuda:fa2=fail fa2=pass' "$tmp/err"; } || fail "a differing verdict: want 1, named"
+
+# A failure's family_description is its shrunk family; the pair is the family as checked (family_checked). Keyed on
+# the description, a cuda:K that fails where K passes went unpaired: "0 differing verdict(s) of 0 compared" here.
+shrunk() {  # shrunk KERNEL STATUS DESCRIPTION
+  printf '{"kernel": "%s", "property": "accurate", "status": "%s", "family_label": "normal", "family_description": "%s", "family_checked": "d", "message": ""}' "$@"
+}
+report "$(shrunk fa2 pass d)" "$(shrunk cuda:fa2 fail 'd, shrunk to n_k 2')" "$(outcome fa2 finite pass)" \
+  "$(outcome cuda:fa2 finite pass)" >"$tmp/shrunk.json"
+compare "$tmp/shrunk.json"
+{ [ $rc = 1 ] && grep -q 'DIFFERS cuda:fa2=fail fa2=pass: accurate' "$tmp/err" &&
+  grep -q '1 differing verdict(s) of 2 compared' "$tmp/out"; } ||
+  fail "cuda:K failing (shrunk family) where K passes: want 1, DIFFERS, 2 compared"
+
+# Two reports (the default and bias suites) share entries: each report's outcomes pair among themselves. Keyed without
+# the report, the second's outcome replaced the first's, and the first report's difference was not seen.
+report "$(outcome fa2 finite pass)" "$(outcome cuda:fa2 finite fail)" >"$tmp/suite_a.json"
+report "$(outcome fa2 finite pass)" "$(outcome cuda:fa2 finite pass)" >"$tmp/suite_b.json"
+compare "$tmp/suite_a.json" "$tmp/suite_b.json"
+{ [ $rc = 1 ] && grep -q '1 differing verdict(s) of 2 compared' "$tmp/out"; } ||
+  fail "a difference in the first of two reports sharing an entry: want 1, 2 compared"
+
+# An outcome of one kernel with none of the other under its key is a difference too (one suite run ran both).
+report "$(outcome fa2 finite pass)" "$(outcome cuda:fa2 finite pass)" "$(outcome cuda:fa2 accurate pass)" >"$tmp/alone.json"
+compare "$tmp/alone.json"
+{ [ $rc = 1 ] && grep -q 'UNPAIRED cuda:fa2=pass, no fa2: accurate' "$tmp/err" && grep -q '1 outcome(s) unpaired' "$tmp/out"; } ||
+  fail "an outcome of cuda:fa2 with none of fa2: want 1, UNPAIRED"
 
 report "$(outcome fa2 finite pass)" "$(outcome paper finite fail)" >"$tmp/cpu_only.json"
 compare "$tmp/cpu_only.json"

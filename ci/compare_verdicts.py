@@ -4,9 +4,13 @@
   compare_verdicts.py REPORT.json [REPORT.json ...]
 
 Reads `attncheck check --json` reports holding both a CPU model K and its CUDA kernel cuda:K, pairs their
-outcomes by (suite entry label, property, family description) and prints one line per pair that differs.
+outcomes by (report, suite entry label, property, family as checked) and prints one line per pair that differs. The family as
+checked is the report's `family_checked` (a failure's `family_description` is its shrunk family, which differs between
+two kernels that fail differently, and between a failure and a pass: keyed on it, such pairs went unpaired and
+uncounted, "0 differing"). An outcome of cuda:K with no outcome of K under its key, or the reverse, is listed as
+unpaired and counts as a difference (both ran in one suite run: every check of one has the other's).
 A check the CUDA kernel skips (a capability it lacks) is counted apart, not as a mismatch, and listed with why.
-Exit status 1 when any verdict differs; 2 on unreadable input (missing, truncated, or not a report: said, never a
+Exit status 1 when any verdict differs or any outcome is unpaired; 2 on unreadable input (missing, truncated, or not a report: said, never a
 traceback) and when nothing was compared (no cuda:K beside its K, or no check they share: a CPU-only report must not
 read as "0 differ"); else 0. Prints a per-kernel summary table.
 Test: ci/ci_scripts_test.sh (ctest -R ci_scripts).
@@ -36,7 +40,7 @@ def load(paths):
             missing = [k for k in ("kernel", "property", "status") if not isinstance(o, dict) or not isinstance(o.get(k), str)]
             if missing:
                 fail(f"cannot read {path}: outcome {i} lacks {', '.join(missing)}")
-        outcomes += found
+        outcomes += [(path, o) for o in found]
     return outcomes
 
 
@@ -47,40 +51,49 @@ def main():
     by_kernel = defaultdict(dict)
     reasons = {}
     skips = []
-    for o in load(sys.argv[1:]):
-        key = (o.get("family_label", ""), o["property"], o.get("family_description", ""))
+    for path, o in load(sys.argv[1:]):
+        # The report is part of the key: the default and bias suites share entries (same label, property, family),
+        # and keyed without it the second report's outcome replaced the first's (216 of 236 pairs compared).
+        key = (o.get("family_label", ""), o["property"], o.get("family_checked", o.get("family_description", "")), path)
         by_kernel[o["kernel"]][key] = o["status"]
         reasons[(o["kernel"], key)] = o.get("message", "")
-    mismatches = compared = 0
-    print("| CUDA kernel | CPU model | same verdict | differ | skipped on GPU |")
-    print("|---|---|---|---|---|")
+    mismatches = compared = unpaired = 0
+    print("| CUDA kernel | CPU model | same verdict | differ | skipped on GPU | unpaired |")
+    print("|---|---|---|---|---|---|")
     for gpu in sorted(k for k in by_kernel if k.startswith("cuda:")):
         cpu = gpu[len("cuda:"):]
         if cpu not in by_kernel:
             continue
-        same = differ = skipped = 0
+        same = differ = skipped = alone = 0
+        for kernel, other in ((gpu, cpu), (cpu, gpu)):
+            for key in sorted(set(by_kernel[kernel]) - set(by_kernel[other])):
+                alone += 1
+                print(f"UNPAIRED {kernel}={by_kernel[kernel][key]}, no {other}: {key[1]} on {key[0]} ({key[2]}) in {key[3]}",
+                      file=sys.stderr)
         for key, status in by_kernel[gpu].items():
             if key not in by_kernel[cpu]:
                 continue
             if status == "skip" and by_kernel[cpu][key] != "skip":  # skipped on both: "does not apply", same
                 skipped += 1
-                skips.append(f"skipped on {gpu}: {key[1]} on {key[0]} ({key[2]}): {reasons[(gpu, key)]}")
+                skips.append(f"skipped on {gpu}: {key[1]} on {key[0]} ({key[2]}) in {key[3]}: {reasons[(gpu, key)]}")
             elif status == by_kernel[cpu][key]:
                 same += 1
             else:
                 differ += 1
-                print(f"DIFFERS {gpu}={status} {cpu}={by_kernel[cpu][key]}: {key[1]} on {key[0]} ({key[2]})",
+                print(f"DIFFERS {gpu}={status} {cpu}={by_kernel[cpu][key]}: {key[1]} on {key[0]} ({key[2]}) in {key[3]}",
                       file=sys.stderr)
         mismatches += differ
         compared += same + differ
-        print(f"| {gpu} | {cpu} | {same} | {differ} | {skipped} |")
+        unpaired += alone
+        print(f"| {gpu} | {cpu} | {same} | {differ} | {skipped} | {alone} |")
     for line in skips:
         print(line)
     if compared == 0:
         fail(f"nothing compared: no check of a cuda:K kernel beside its CPU model K in {' '.join(sys.argv[1:])} "
              f"(kernels: {', '.join(sorted(by_kernel)) or 'none'})")
-    print(f"compare_verdicts: {mismatches} differing verdict(s) of {compared} compared")
-    return 1 if mismatches else 0
+    print(f"compare_verdicts: {mismatches} differing verdict(s) of {compared} compared"
+          + (f"; {unpaired} outcome(s) unpaired" if unpaired else ""))
+    return 1 if mismatches or unpaired else 0
 
 
 if __name__ == "__main__":
