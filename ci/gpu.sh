@@ -99,7 +99,7 @@ run_step "mma_probe_test" "$out/probe.log" timeout 120 "$bin/mma_probe_test"
 
 if [ "${ATTNCHECK_GPU_NO_SANITIZER:-0}" != 1 ]; then
   echo "## compute-sanitizer" >>"$report"
-  # memcheck, synccheck, initcheck: the whole of cuda_kernels_test (all 44 tests, ~30 s each on an H200). racecheck
+  # memcheck, synccheck, initcheck: the whole of cuda_kernels_test (all 53 tests, ~61 s each on an H200). racecheck
   # (~30x slower: the whole binary in one process ran past 570 s, the long-batch tests alone take ~210 s): by
   # default the four variants' SameInputSameBits (forward and backward on both head dims, tails, causal, GQA,
   # keep-mask, bias), forward_many, the infinite-tolerance test and the poison tests (~50 s). With

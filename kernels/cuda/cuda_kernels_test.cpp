@@ -322,6 +322,92 @@ INSTANTIATE_TEST_SUITE_P(Splits, CudaFwdTiling,
                                            cuda::FwdTiling::kWgmma192),
                          [](const auto& info) { return split_name(info.param); });
 
+// The backward's work splits (BwdTiling) promise the default split's bits (flash_bwd.h: the per-element order of
+// operations does not depend on the split), as the forward's do; until session 22 no test, benchmark or caller ran a
+// split other than the default. Each split's δ, dQ, dK, dV against the default's, bit for bit, from the default
+// forward's O and LSE, every variant, on the GPU test shapes without a keep-mask or bias (the splits share the mask
+// code with the default; those shapes run through the Kernel interface, which takes the default) plus two longer
+// ones; the outputs poisoned (0xFF bytes) before each launch, so an element a split leaves unwritten differs.
+std::string bwd_split_name(cuda::BwdTiling t) {
+  static const char* const kNames[] = {"default", "k64r128", "k128r128", "k64r64", "k128r64", "k64r128ilp"};
+  return kNames[static_cast<int>(t)];
+}
+
+class CudaBwdTiling : public ::testing::TestWithParam<cuda::BwdTiling> {
+ protected:
+  void SetUp() override { ATTN_SKIP_WITHOUT_GPU(); }
+};
+
+TEST_P(CudaBwdTiling, GivesTheDefaultSplitsBits) {
+  std::vector<Instance> ins;
+  for (const Instance& in : instances(true))
+    if (!in.problem.has_mask && !in.problem.has_bias) ins.push_back(in);
+  std::uint64_t seed = 91;
+  for (const Problem& p : {make_problem(1, 4, 1, 300, 257, 128, true), make_problem(2, 2, 2, 190, 333, 64, false)})
+    ins.push_back(random_instance(p, ++seed));
+  std::size_t compared = 0, differ = 0;
+  for (const Instance& in : ins) {
+    const Problem& p = in.problem;
+    const int d = p.head_dim, kd = cuda::padded_dim(d);
+    const std::size_t q_rows = p.q_size() / d, kv_rows = p.kv_size() / d;
+    std::vector<std::uint16_t> hq(q_rows * kd), hdo(hq.size()), hk(kv_rows * kd), hv(hk.size());
+    cuda::pack_rows(in.q, d, kd, hq.data(), "test", "Q");
+    cuda::pack_rows(in.d_o, d, kd, hdo.data(), "test", "dO");
+    cuda::pack_rows(in.k, d, kd, hk.data(), "test", "K");
+    cuda::pack_rows(in.v, d, kd, hv.data(), "test", "V");
+    cuda::DeviceBuffer<std::uint16_t> dq_in(hq.size()), ddo(hq.size()), dk_in(hk.size()), dv_in(hv.size()), o(hq.size());
+    const std::size_t per_head_kv = std::size_t(p.batch) * p.heads_q * p.n_k * kd;  // GQA's dK, dV per query head
+    cuda::DeviceBuffer<std::uint16_t> dq(hq.size()), dk(hk.size()), dv(hv.size()), dkh(per_head_kv), dvh(per_head_kv);
+    cuda::DeviceBuffer<float> lse(p.rows()), delta(p.rows());
+    dq_in.upload(hq), ddo.upload(hdo), dk_in.upload(hk), dv_in.upload(hv);
+    cuda::FwdParams f;
+    f.q = dq_in.get(), f.k = dk_in.get(), f.v = dv_in.get(), f.o = o.get(), f.lse = lse.get();
+    f.batch = p.batch, f.heads_q = p.heads_q, f.heads_kv = p.heads_kv, f.n_q = p.n_q, f.n_k = p.n_k;
+    f.scale = static_cast<float>(p.scale);
+    f.scale_log2e = static_cast<float>(static_cast<double>(f.scale) * 1.4426950408889634);
+    f.causal = p.causal;
+    cuda::BwdParams b;
+    b.q = f.q, b.k = f.k, b.v = f.v, b.o = f.o, b.d_o = ddo.get(), b.lse = f.lse, b.delta = delta.get();
+    b.dq = dq.get(), b.dk = dk.get(), b.dv = dv.get(), b.dk_head = dkh.get(), b.dv_head = dvh.get();
+    b.batch = p.batch, b.heads_q = p.heads_q, b.heads_kv = p.heads_kv, b.n_q = p.n_q, b.n_k = p.n_k;
+    b.scale = f.scale, b.scale_log2e = f.scale_log2e, b.causal = p.causal;
+    for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
+      cuda::launch_flash_fwd(v, kd, f, nullptr);
+      struct Grads {
+        std::vector<std::uint16_t> dq, dk, dv;
+        std::vector<float> delta;
+      };
+      auto run = [&](cuda::BwdTiling t) {
+        for (cuda::DeviceBuffer<std::uint16_t>* g : {&dq, &dk, &dv})
+          ATTN_CUDA_CHECK(cudaMemset(g->get(), 0xff, g->size() * 2));
+        ATTN_CUDA_CHECK(cudaMemset(delta.get(), 0xff, p.rows() * 4));
+        cuda::BwdParams bt = b;
+        bt.tiling = t;
+        cuda::launch_flash_bwd(v, kd, bt, nullptr);
+        ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+        return Grads{dq.download(), dk.download(), dv.download(), delta.download()};
+      };
+      const Grads want = run(cuda::BwdTiling::kDefault), got = run(GetParam());
+      std::size_t bad = 0;
+      for (std::size_t r = 0; r < q_rows; ++r)
+        for (int c = 0; c < d; ++c) bad += got.dq[r * kd + c] != want.dq[r * kd + c];
+      for (std::size_t r = 0; r < kv_rows; ++r)
+        for (int c = 0; c < d; ++c)
+          bad += (got.dk[r * kd + c] != want.dk[r * kd + c]) + (got.dv[r * kd + c] != want.dv[r * kd + c]);
+      bad += std::memcmp(got.delta.data(), want.delta.data(), p.rows() * sizeof(float)) != 0;
+      compared += q_rows * d + 2 * kv_rows * d + 1, differ += bad;
+      EXPECT_EQ(bad, 0u) << cuda::variant_name(v) << " " << p.describe();
+    }
+  }
+  std::printf("[bwd tiling] %s vs default: %zu of %zu dQ/dK/dV values (and δ per shape) differ\n",
+              bwd_split_name(GetParam()).c_str(), differ, compared);
+}
+
+INSTANTIATE_TEST_SUITE_P(Splits, CudaBwdTiling,
+                         ::testing::Values(cuda::BwdTiling::kKeys128Rows128, cuda::BwdTiling::kKeys64Rows64,
+                                           cuda::BwdTiling::kKeys128Rows64, cuda::BwdTiling::kKeys64Rows128Ilp),
+                         [](const auto& info) { return bwd_split_name(info.param); });
+
 // forward_many's throughput is a benchmark, not a test: kernels/cuda/bench_forward_many.cpp.
 
 // An LCG's next value in [−1, 1), truncated to bf16 bits (the long-batch tests' inputs).
