@@ -192,12 +192,7 @@ TEST_P(CudaKernel, ForwardManyEqualsForward) {
 
 INSTANTIATE_TEST_SUITE_P(Variants, CudaKernel,
                          ::testing::Values(Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed),
-                         [](const auto& info) {
-                           std::string n = cuda::variant_name(info.param);
-                           for (char& c : n)
-                             if (c == '-') c = '_';
-                           return n;
-                         });
+                         [](const auto& info) { return gtest_name(cuda::variant_name(info.param)); });
 
 // The fixed policy's "more than one score >= thr" is decided from the row's top two scores, except where
 // thr = −inf (tolerance = inf): then keys past n_k (held as −inf) would pass too, and tail tiles count their
@@ -239,6 +234,16 @@ TEST(CudaFixedPolicy, TheThresholdSitsAtTheTolerance) {
       EXPECT_GE(o.rate(), 0.999) << cuda::variant_name(v) << " d" << d << " O: " << o.describe();
     }
   }
+}
+
+// A launch's shape, scale and causal flag for problem p (the tests below fill in the device pointers).
+cuda::FwdParams fwd_params_of(const Problem& p) {
+  cuda::FwdParams f;
+  f.batch = p.batch, f.heads_q = p.heads_q, f.heads_kv = p.heads_kv, f.n_q = p.n_q, f.n_k = p.n_k;
+  f.scale = static_cast<float>(p.scale);
+  f.scale_log2e = static_cast<float>(static_cast<double>(f.scale) * 1.4426950408889634);
+  f.causal = p.causal;
+  return f;
 }
 
 // Every work split of the forward (FwdTiling) runs each row through the same per-tile steps in the same order
@@ -287,12 +292,8 @@ TEST_P(CudaFwdTiling, GivesTheDefaultSplitsBits) {
     cuda::DeviceBuffer<std::uint16_t> dq(hq.size()), dk(hk.size()), dv(hv.size()), o(hq.size());
     cuda::DeviceBuffer<float> lse(p.rows());
     dq.upload(hq), dk.upload(hk), dv.upload(hv);
-    cuda::FwdParams f;
+    cuda::FwdParams f = fwd_params_of(p);
     f.q = dq.get(), f.k = dk.get(), f.v = dv.get(), f.o = o.get(), f.lse = lse.get();
-    f.batch = p.batch, f.heads_q = p.heads_q, f.heads_kv = p.heads_kv, f.n_q = p.n_q, f.n_k = p.n_k;
-    f.scale = static_cast<float>(p.scale);
-    f.scale_log2e = static_cast<float>(static_cast<double>(f.scale) * 1.4426950408889634);
-    f.causal = p.causal;
     for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
       auto run = [&](cuda::FwdTiling t) {
         ATTN_CUDA_CHECK(cudaMemset(o.get(), 0xff, hq.size() * 2));  // poison: an unwritten element differs
@@ -360,12 +361,8 @@ TEST_P(CudaBwdTiling, GivesTheDefaultSplitsBits) {
     cuda::DeviceBuffer<std::uint16_t> dq(hq.size()), dk(hk.size()), dv(hv.size()), dkh(per_head_kv), dvh(per_head_kv);
     cuda::DeviceBuffer<float> lse(p.rows()), delta(p.rows());
     dq_in.upload(hq), ddo.upload(hdo), dk_in.upload(hk), dv_in.upload(hv);
-    cuda::FwdParams f;
+    cuda::FwdParams f = fwd_params_of(p);
     f.q = dq_in.get(), f.k = dk_in.get(), f.v = dv_in.get(), f.o = o.get(), f.lse = lse.get();
-    f.batch = p.batch, f.heads_q = p.heads_q, f.heads_kv = p.heads_kv, f.n_q = p.n_q, f.n_k = p.n_k;
-    f.scale = static_cast<float>(p.scale);
-    f.scale_log2e = static_cast<float>(static_cast<double>(f.scale) * 1.4426950408889634);
-    f.causal = p.causal;
     cuda::BwdParams b;
     b.q = f.q, b.k = f.k, b.v = f.v, b.o = f.o, b.d_o = ddo.get(), b.lse = f.lse, b.delta = delta.get();
     b.dq = dq.get(), b.dk = dk.get(), b.dv = dv.get(), b.dk_head = dkh.get(), b.dv_head = dvh.get();

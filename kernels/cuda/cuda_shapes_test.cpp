@@ -188,12 +188,7 @@ TEST_P(CudaShapes, ForwardManyEqualsForward) {
 
 INSTANTIATE_TEST_SUITE_P(Variants, CudaShapes,
                          ::testing::Values(Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed),
-                         [](const auto& info) {
-                           std::string n = cuda::variant_name(info.param);
-                           for (char& c : n)
-                             if (c == '-') c = '_';
-                           return n;
-                         });
+                         [](const auto& info) { return gtest_name(cuda::variant_name(info.param)); });
 
 }  // namespace
 }  // namespace attncheck::test

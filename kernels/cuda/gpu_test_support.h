@@ -24,6 +24,13 @@ namespace attncheck::test {
     if (std::string why_; ::attncheck::cuda_device_count(&why_) == 0) GTEST_SKIP() << "no usable CUDA device: " << why_; \
   } while (0)
 
+// A kernel's name as a gtest parameter name ("fa2-fixed" -> "fa2_fixed": gtest allows letters, digits and '_').
+inline std::string gtest_name(std::string n) {
+  for (char& c : n)
+    if (c == '-') c = '_';
+  return n;
+}
+
 // How often two tensors agree bit for bit, and their largest difference in ulps of `fmt` at the expected
 // value (NaN == NaN and equal infinities count as agreement; a NaN/inf mismatch counts as an infinite ulp).
 struct Agreement {
