@@ -687,8 +687,6 @@ TEST_F(Cli, AKilledRunLeavesNoEarlierReportBehind) {
   EXPECT_EQ(r.status, 0) << r.out << r.err;
 }
 
-// The paper kernel's bias: check exits 1, saves each failure before printing its replay line, and the saved
-// case replays with the same verdict (exit 0).
 // `attncheck check | head`: the reader goes away. The run was killed by SIGPIPE (exit 141) with most findings unsaved
 // and no --json report; now it saves every finding, writes the report and exits 2 for the output it could not write.
 TEST_F(Cli, AReaderThatGoesAwayLosesNothing) {
@@ -719,6 +717,8 @@ TEST_F(Cli, AFindingsPathIsPrintedAsText) {
   EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << "a raw escape reached the terminal";
 }
 
+// The paper kernel's bias: check exits 1, saves each failure before printing its replay line, and the saved
+// case replays with the same verdict (exit 0).
 TEST_F(Cli, FailureIsSavedAndReplays) {
   const fs::path findings = dir_ / "findings";
   const CmdResult r = run("check -q -k paper --suite bias --family tied_max --findings " + findings.string());
