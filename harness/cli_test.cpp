@@ -468,6 +468,15 @@ TEST_F(Cli, ReplayGoesOnPastALinkLoopAndEscapesBinaryBytes) {
   EXPECT_EQ(dirs.status, 2) << dirs.out << dirs.err;
   EXPECT_NE(dirs.out.find("3 cases: 1 match, 0 differ, 2 could not be replayed"), std::string::npos) << dirs.out;
   EXPECT_NE(dirs.err.find("empty: a directory with no case files"), std::string::npos) << dirs.err;
+  // A directory whose cases sit one folder down (corpus/ itself) names those folders.
+  const fs::path tree = dir_ / "tree";
+  fs::create_directories(tree / "regression");
+  fs::create_directories(tree / "seeds");
+  std::ofstream(tree / "regression" / "a.json") << good_case().dump(1);
+  const CmdResult up = run("replay -q " + tree.string());
+  EXPECT_EQ(up.status, 2) << up.out << up.err;
+  EXPECT_NE(up.err.find("tree: a directory with no case files (*.json); its folders " + (tree / "regression").string() +
+                        " have some: replay them by name"), std::string::npos) << up.err;
   EXPECT_NE(dirs.err.find("pipe.json: not a regular file"), std::string::npos) << dirs.err;
   // Names from a file reach the terminal only as text: an escape sequence or a NUL in the kernel is refused, shown
   // as \xNN.

@@ -48,6 +48,29 @@ struct Named {
   std::string error;  // "" = replay it
 };
 
+// For a directory with no case files of its own: the folders in it that have some, named for the user (`replay
+// corpus` holds none; corpus/regression and corpus/findings do). Not recursive replay: a tree can hold the fuzz
+// seeds and summaries, and a replay says what it runs. "" when none.
+std::string subfolders_with_cases(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> with;
+  std::error_code ec;
+  for (const auto& sub : fs::directory_iterator(dir, ec)) {
+    std::error_code sub_ec;
+    if (!sub.is_directory(sub_ec)) continue;
+    for (const auto& e : fs::directory_iterator(sub.path(), sub_ec))
+      if (has_json_extension(e.path()) && !is_fuzz_summary(e.path())) {
+        with.push_back(printable(sub.path().string()));
+        break;
+      }
+  }
+  if (with.empty()) return "";
+  std::sort(with.begin(), with.end());
+  std::string list;
+  for (const std::string& w : with) list += (list.empty() ? "" : " ") + w;
+  return "; its folders " + list + " have some: replay them by name";
+}
+
 std::vector<Named> case_files(const std::vector<std::string>& args) {
   namespace fs = std::filesystem;
   std::vector<Named> out;
@@ -66,7 +89,7 @@ std::vector<Named> case_files(const std::vector<std::string>& args) {
     for (const std::string& s : summaries)  // named, as a run report there is (they were left out without a word)
       std::cout << "skip   " << printable(s) << ": a fuzz summary, not a case\n";
     if (ec) out.push_back({a, a + ": cannot list the directory: " + ec.message()});
-    else if (in_dir.empty()) out.push_back({a, a + ": a directory with no case files (*.json)"});
+    else if (in_dir.empty()) out.push_back({a, a + ": a directory with no case files (*.json)" + subfolders_with_cases(a)});
     std::sort(in_dir.begin(), in_dir.end());
     for (std::string& f : in_dir) out.push_back({std::move(f), ""});
   }
