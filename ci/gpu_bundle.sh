@@ -32,7 +32,6 @@ done
 install -s build-gpu/harness/attncheck "$bundle/harness/attncheck"
 [ -n "$fuzz_bin" ] && install -s "$fuzz_bin" "$bundle/harness/fuzz/attncheck_fuzz_kernel"
 # Shared libraries from Debian packages the GPU host may not have (the driver, CUDA runtime and libc stay theirs).
-find "$bundle" -type f -perm -u+x | xargs ldd 2>/dev/null | awk '$3 ~ /^\// {print $3}' | sort -u |
-  grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux|libdl|libpthread|librt|libcuda|libcudart|libcudnn|libnvrtc)[.-]' |
-  while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
+mapfile -t programs < <(find "$bundle" -type f -perm -u+x)
+bash ci/bundle_libs.sh "$bundle/lib" "${programs[@]}"
 echo "gpu_bundle.sh: $(du -sh "$bundle" | cut -f1) in $bundle ($(ls "$bundle/lib" | tr '\n' ' '))"

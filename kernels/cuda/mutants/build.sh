@@ -39,10 +39,7 @@ for m in "${mutants[@]}"; do
   cp "$here/$m.patch" "$dest/"
 done
 cmake --build build-gpu --target cuda_kernels_test attncheck  # leave build-gpu as the tree is
-# Shared libraries from Debian packages a bare GPU host lacks (as ci/gpu_bundle.sh).
-ldd "$dest/m0/attncheck" "$dest/m0/cuda_kernels_test" | awk '$3 ~ /^\// {print $3}' | sort -u |
-  grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux|libdl|libpthread|librt|libcuda|libcudart|libcudnn|libnvrtc)[.-]' |
-  while read -r lib; do cp -L "$lib" "$dest/lib/"; done
+bash ci/bundle_libs.sh "$dest/lib" "$dest/m0/attncheck" "$dest/m0/cuda_kernels_test"  # what a bare GPU host lacks
 cp "$here/run_mutants.sh" "$here/mut_summary.py" ci/compare_verdicts.py "$dest/"
 cp "$here/README.md" "$dest/MUTANTS.md"
 git rev-parse HEAD >"$dest/BUILT_FROM"
