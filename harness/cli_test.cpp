@@ -696,6 +696,142 @@ TEST_F(Cli, AKilledRunLeavesNoEarlierReportBehind) {
   EXPECT_EQ(r.status, 0) << r.out << r.err;
 }
 
+// Ctrl-C (or a CI job's SIGTERM) during `check`: the run ends at the check in progress and still writes its summary
+// and both reports, marked interrupted, listing the checks it never ran; a failure already found is saved. Before,
+// the signal ended attncheck where it was: no summary, no report.
+struct Started {
+  pid_t pid = -1;
+  // The wait status, or -1 when the run had not ended `limit_s` seconds after the signal (it is then killed).
+  int signal_and_wait(int sig, double limit_s, bool whole_group = false) {
+    ::kill(whole_group ? -pid : pid, sig);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
+    int ws = 0;
+    while (::waitpid(pid, &ws, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > give_up) {
+        ::kill(-pid, SIGKILL);
+        ::waitpid(pid, &ws, 0);
+        return -1;
+      }
+      ::usleep(10000);
+    }
+    return ws;
+  }
+};
+// `attncheck ARGS` in a process group of its own (as a terminal's foreground job: a signal to the group reaches every
+// process in it), SIGINT and SIGTERM at their defaults (ctest may have been started with SIGINT ignored, and an
+// ignored signal stays ignored), output to dir/out and dir/err. Returns once `ready` exists and 0.5 s more have passed
+// (the handler is installed right after the findings folder is made).
+Started start_check(const std::string& args, const fs::path& dir, const fs::path& ready, const std::string& env = "") {
+  const std::string cmd = env + "exec " + kExe + " " + args + " >" + shell_word((dir / "out").string()) + " 2>" +
+                          shell_word((dir / "err").string()) + " </dev/null";
+  Started s;
+  s.pid = ::fork();
+  if (s.pid == 0) {
+    ::setpgid(0, 0);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::setpgid(s.pid, s.pid);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(ready) && std::chrono::steady_clock::now() < give_up) ::usleep(5000);
+  ::usleep(500000);
+  return s;
+}
+
+TEST_F(Cli, AnInterruptedCheckWritesItsReportsAndSavesWhatItFound) {
+  const fs::path findings = dir_ / "found", report = dir_ / "run.json", junit = dir_ / "run.xml";
+  // paper's bias suite at T = 1024, then oracle's: paper's first failure is saved within a second, the whole run
+  // takes ~15 s; the signal comes 0.5 s after that first finding.
+  Started job = start_check("check -q -k paper -k oracle --suite bias --instances 1024 --findings " +
+                                shell_word(findings.string()) + " --json " + shell_word(report.string()) + " --junit " +
+                                shell_word(junit.string()),
+                            dir_, findings / ".", "");
+  // The findings folder exists at once; wait for the first case in it instead.
+  const auto first_finding = [&] {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(findings, ec))
+      if (e.path().extension() == ".json") return e.path();
+    return fs::path();
+  };
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (first_finding().empty() && std::chrono::steady_clock::now() < give_up) ::usleep(5000);
+  ::usleep(500000);
+  const int ws = job.signal_and_wait(SIGINT, 30);
+  const std::string out = slurp(dir_ / "out"), err = slurp(dir_ / "err");
+  ASSERT_NE(ws, -1) << "still running 30 s after SIGINT\n" << err;
+  ASSERT_TRUE(WIFEXITED(ws)) << "ended by a signal (no graceful stop?): wait status " << ws << "\n" << err;
+  EXPECT_EQ(WEXITSTATUS(ws), 1) << "a failure was found before the signal\n" << err;
+  EXPECT_NE(err.find("attncheck: interrupted: stopping at the check in progress"), std::string::npos) << err;
+  EXPECT_NE(out.find("INTERRUPTED by SIGINT: "), std::string::npos) << out;
+  ASSERT_TRUE(fs::exists(report)) << err;
+  const json j = json::parse(slurp(report));
+  EXPECT_EQ(j["run"]["interrupted"], "SIGINT");
+  EXPECT_GE(j["summary"]["fail"].get<int>(), 1);
+  const std::size_t not_run = j["not_run"].size(), ran = j["outcomes"].size();
+  EXPECT_EQ(j["summary"]["not_run"].get<std::size_t>(), not_run);
+  ASSERT_GE(not_run, 1u) << "the run went to the end: no interruption tested";
+  EXPECT_EQ(j["not_run"].back()["kernel"], "oracle");
+  for (const json& o : j["outcomes"])  // every outcome kept is a finished check's: paper's, with a verdict
+    EXPECT_TRUE(o["status"] == "pass" || o["status"] == "fail") << o.dump();
+  // The same checks as a run to the end: the ones run and the ones listed as not run.
+  const CmdResult whole = run("check -q -k paper -k oracle --suite bias --instances 24 --no-shrink --findings " +
+                              (dir_ / "whole").string() + " --json " + (dir_ / "whole.json").string());
+  EXPECT_EQ(ran + not_run, json::parse(slurp(dir_ / "whole.json"))["outcomes"].size()) << whole.err;
+  const std::string xml = slurp(junit);
+  EXPECT_NE(xml.find("errors=\"" + std::to_string(not_run) + "\""), std::string::npos) << xml.substr(0, 400);
+  EXPECT_NE(xml.find("<error message=\"not run: the run was interrupted by SIGINT"), std::string::npos);
+  const fs::path found = first_finding();
+  ASSERT_FALSE(found.empty());
+  const CmdResult r = run("replay -q " + shell_word(found.string()));
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+}
+
+// With nothing found, an interrupted run is not a pass: it ends by the signal (128 + N in a shell), after its reports.
+// The check in progress stops at its next instance: 10^8 instances would run for hours (a per-instance property, and
+// `unbiased`, whose loop is its own).
+TEST_F(Cli, AnInterruptedCheckThatFoundNothingEndsByTheSignal) {
+  for (const char* which : {"--property accurate --family normal", "--suite bias --family max_zero"}) {
+    SCOPED_TRACE(which);
+    const fs::path findings = dir_ / "found", report = dir_ / "run.json";
+    Started job = start_check(std::string("check -q -k oracle ") + which + " --instances 100000000 --findings " +
+                                  shell_word(findings.string()) + " --json " + shell_word(report.string()),
+                              dir_, findings);
+    const int ws = job.signal_and_wait(SIGTERM, 20);
+    const std::string out = slurp(dir_ / "out"), err = slurp(dir_ / "err");
+    ASSERT_NE(ws, -1) << "still running 20 s after SIGTERM: the check in progress did not stop\n" << err;
+    EXPECT_TRUE(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGTERM) << "wait status " << ws << "\n" << err;
+    EXPECT_NE(err.find("attncheck: interrupted by SIGTERM after 0 of 1 checks"), std::string::npos) << err;
+    EXPECT_NE(out.find("INTERRUPTED by SIGTERM: 1 of 1 checks not run"), std::string::npos) << out;
+    EXPECT_NE(out.find("not run"), std::string::npos) << out;
+    ASSERT_TRUE(fs::exists(report)) << err;
+    const json j = json::parse(slurp(report));
+    EXPECT_EQ(j["run"]["interrupted"], "SIGTERM");
+    EXPECT_EQ(j["summary"], json::parse(R"({"pass": 0, "fail": 0, "skip": 0, "degenerate": 0, "not_run": 1})"));
+    EXPECT_EQ(j["outcomes"].size(), 0u);
+    fs::remove_all(findings);
+  }
+}
+
+// A plugin call in progress when Ctrl-C reaches the process group: the call is abandoned at once (not waited for
+// up to its time limit and then saved as a hang), and no "killed by SIGINT" finding is made of the signal.
+TEST_F(Cli, AnInterruptedPluginCallIsAbandonedNotAFinding) {
+  const fs::path findings = dir_ / "found", report = dir_ / "run.json";
+  Started job = start_check("check -q --plugin " + shell_word(ATTNCHECK_FAULTY_PLUGIN) +
+                                " -k plugin:hang --property accurate --family normal --findings " +
+                                shell_word(findings.string()) + " --json " + shell_word(report.string()),
+                            dir_, findings, "ATTNCHECK_PLUGIN_TIMEOUT=120 ");
+  const int ws = job.signal_and_wait(SIGINT, 20, /*whole_group=*/true);
+  const std::string err = slurp(dir_ / "err");
+  ASSERT_NE(ws, -1) << "still running 20 s after SIGINT: the plugin call was waited for\n" << err;
+  EXPECT_TRUE(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGINT) << "wait status " << ws << "\n" << err;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(findings, ec)) ADD_FAILURE() << "a finding was saved: " << slurp(e.path());
+  ASSERT_TRUE(fs::exists(report)) << err;
+  EXPECT_EQ(json::parse(slurp(report))["summary"]["not_run"], 1);
+}
+
 // `attncheck check | head`: the reader goes away. The run was killed by SIGPIPE (exit 141) with most findings unsaved
 // and no --json report; now it saves every finding, writes the report and exits 2 for the output it could not write.
 TEST_F(Cli, AReaderThatGoesAwayLosesNothing) {

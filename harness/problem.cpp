@@ -2,9 +2,17 @@
 #include "harness/problem.h"
 
 #include <cmath>
+#include <csignal>
 #include <sstream>
 
 namespace attncheck {
+
+namespace {
+volatile std::sig_atomic_t g_stop_requested = 0;  // a signal handler sets it: sig_atomic_t, nothing else
+}  // namespace
+void request_stop() noexcept { g_stop_requested = 1; }
+bool stop_requested() noexcept { return g_stop_requested != 0; }
+void clear_stop_request() noexcept { g_stop_requested = 0; }
 
 std::string printable(const std::string& s, bool keep_newlines) {
   const auto byte = [&](std::size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0u; };

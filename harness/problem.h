@@ -38,6 +38,18 @@ struct Unsupported : Error {
   using Error::Error;
 };
 
+// Asking the checks in progress to stop (`attncheck check` on SIGINT/SIGTERM: harness/cli/stop_signals.h). Safe to
+// call from a signal handler. The instance loops (run_per_instance, unbiased) then throw Interrupted before their
+// next instance, and a plugin call in progress is killed (isolated_call.cpp): a check cut short has no verdict.
+// Shrinking stops and keeps the smallest failure it has (a real failure, saved as found). Only
+// clear_stop_request clears it.
+void request_stop() noexcept;
+bool stop_requested() noexcept;
+void clear_stop_request() noexcept;
+struct Interrupted : Error {
+  using Error::Error;
+};
+
 // A kernel under test misbehaved (a plugin crashed, hung, returned an error code, wrote outside its outputs):
 // a finding about the kernel, saved and replayable like a failed property, not a usage error.
 struct KernelFault : Error {

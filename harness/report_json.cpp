@@ -11,11 +11,16 @@
 // is the failing instance, or for `unbiased` the exemplar (an instance erring in the direction of the mean).
 // finding/replay are null when no case was written; finding_error says why a failure's case could not be written
 // (else null).
+// A run stopped by a signal (run_report.h): run.interrupted names it ("SIGINT"; null for a run that went to the
+// end), summary.not_run counts the checks it never ran and "not_run" lists them as [{"kernel","property",
+// "family_label","family_checked"}] (empty for a complete run). A reader that gates on summary.fail alone would take an
+// interrupted run for a pass: check run.interrupted (or the exit status, 128 + the signal).
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "harness/run_report.h"
 
@@ -78,6 +83,11 @@ std::string key_number(const Outcome& o) {
   return "";
 }
 
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
 json run_to_json(const RunReport& r) {
   json outcomes = json::array();
   for (const auto& e : r.entries) {
@@ -100,6 +110,12 @@ json run_to_json(const RunReport& r) {
                         {"replay", e.finding.empty() ? json(nullptr) : json(replay_command(e.finding, e.replay_extra, e.replay_env))},
                         {"finding_error", e.finding_error.empty() ? json(nullptr) : json(e.finding_error)}});
   }
+  json not_run = json::array();
+  for (const auto& e : r.not_run)
+    not_run.push_back({{"kernel", e.outcome.kernel},
+                       {"property", e.outcome.property},
+                       {"family_label", e.label},
+                       {"family_checked", e.checked}});
   return {{"format", kRunReportTag},
           {"version", kRunReportVersion},
           {"run",
@@ -112,13 +128,16 @@ json run_to_json(const RunReport& r) {
               {"epsilon_ulp", r.budget.epsilon_ulp},
               {"z_crit", r.budget.z_crit}}},
             {"started_at", r.started_at},
-            {"wall_seconds", r.wall_seconds}}},
+            {"wall_seconds", r.wall_seconds},
+            {"interrupted", r.interrupted_by ? json(signal_name(r.interrupted_by)) : json(nullptr)}}},
           {"summary",
            {{"pass", r.count(Status::kPass)},
             {"fail", r.count(Status::kFail)},
             {"skip", r.count(Status::kSkip)},
-            {"degenerate", r.count(Status::kDegenerate)}}},
-          {"outcomes", outcomes}};
+            {"degenerate", r.count(Status::kDegenerate)},
+            {"not_run", r.not_run.size()}}},
+          {"outcomes", outcomes},
+          {"not_run", not_run}};
 }
 
 }  // namespace attncheck

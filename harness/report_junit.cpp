@@ -1,13 +1,14 @@
 // report_junit.cpp — JUnit XML for CI dashboards: one <testsuite> per kernel, one <testcase> per (property,
 // family), named by the family as checked (not the shrunk one, so a check keeps its name in a dashboard's history
 // when it starts failing); <failure message=...> holds the shrunk report and the replay command; skips and degenerate
-// families are <skipped message=.../>. Every attribute and text node goes through xml_escape, which also
-// drops characters XML 1.0 forbids (control characters other than tab, newline, carriage return) and writes
-// U+FFFD for bytes that are not UTF-8.
+// families are <skipped message=.../>; a check an interrupted run never ran is <error type="interrupted"/>. Every
+// attribute and text node goes through xml_escape, which also drops characters XML 1.0 forbids (control characters
+// other than tab, newline, carriage return) and writes U+FFFD for bytes that are not UTF-8.
 // Tested by report_test.cpp (a well-formedness checker parses the output back).
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "harness/run_report.h"
@@ -75,32 +76,47 @@ std::string run_to_junit(const RunReport& r) {
   // Group by kernel, keeping the order kernels were given in.
   std::vector<std::string> order = r.kernels;
   std::map<std::string, std::vector<const RunEntry*>> by_kernel;
-  for (const auto& e : r.entries) {
-    if (!by_kernel.count(e.outcome.kernel) && std::find(order.begin(), order.end(), e.outcome.kernel) == order.end())
-      order.push_back(e.outcome.kernel);
-    by_kernel[e.outcome.kernel].push_back(&e);
-  }
+  // A check an interrupted run never ran is an <error> (a dashboard shows it red, not as a pass or a skip).
+  std::set<const RunEntry*> not_run;
+  for (const auto* list : {&r.entries, &r.not_run})
+    for (const auto& e : *list) {
+      if (!by_kernel.count(e.outcome.kernel) && std::find(order.begin(), order.end(), e.outcome.kernel) == order.end())
+        order.push_back(e.outcome.kernel);
+      by_kernel[e.outcome.kernel].push_back(&e);
+      if (list == &r.not_run) not_run.insert(&e);
+    }
+  const std::string not_run_message =
+      "not run: the run was interrupted by " + signal_name(r.interrupted_by) + " before this check ended";
   std::ostringstream x;
   const int skipped = r.count(Status::kSkip) + r.count(Status::kDegenerate);
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  x << "<testsuites name=\"attncheck " << xml_escape(r.suite) << "\" tests=\"" << r.entries.size() << "\" failures=\""
-    << r.count(Status::kFail) << "\" errors=\"0\" skipped=\"" << skipped << "\" time=\"" << secs(r.wall_seconds) << "\">\n";
+  x << "<testsuites name=\"attncheck " << xml_escape(r.suite) << "\" tests=\"" << r.entries.size() + r.not_run.size()
+    << "\" failures=\"" << r.count(Status::kFail) << "\" errors=\"" << r.not_run.size() << "\" skipped=\"" << skipped
+    << "\" time=\"" << secs(r.wall_seconds) << "\">\n";
   for (const auto& kernel : order) {
     const auto& es = by_kernel[kernel];
-    int fails = 0, skips = 0;
+    int fails = 0, skips = 0, errors = 0;
     double time = 0;
     for (const RunEntry* e : es) {
+      if (not_run.count(e)) {
+        ++errors;
+        continue;
+      }
       fails += e->outcome.status == Status::kFail;
       skips += e->outcome.status == Status::kSkip || e->outcome.status == Status::kDegenerate;
       time += e->outcome.seconds + e->outcome.shrink_seconds;
     }
     x << "  <testsuite name=\"" << xml_escape(kernel) << "\" tests=\"" << es.size() << "\" failures=\"" << fails
-      << "\" errors=\"0\" skipped=\"" << skips << "\" time=\"" << secs(time) << "\" timestamp=\"" << xml_escape(r.started_at)
-      << "\">\n";
+      << "\" errors=\"" << errors << "\" skipped=\"" << skips << "\" time=\"" << secs(time) << "\" timestamp=\""
+      << xml_escape(r.started_at) << "\">\n";
     for (const RunEntry* e : es) {
       const Outcome& o = e->outcome;
       x << "    <testcase classname=\"attncheck." << xml_escape(kernel) << "\" name=\""
         << xml_escape(o.property + " / " + (e->checked.empty() ? o.family.describe() : e->checked)) << "\" time=\"" << secs(o.seconds + o.shrink_seconds) << "\"";
+      if (not_run.count(e)) {
+        x << ">\n      <error message=\"" << xml_escape(not_run_message) << "\" type=\"interrupted\"/>\n    </testcase>\n";
+        continue;
+      }
       if (o.status == Status::kPass) {
         x << "/>\n";
         continue;

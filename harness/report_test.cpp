@@ -5,6 +5,7 @@
 
 #include <iconv.h>
 
+#include <csignal>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -291,6 +292,78 @@ TEST(ReportJunit, WellFormedWithCountsAndEscapedText) {
     EXPECT_EQ(tc.children[0].name, "skipped");
   }
   EXPECT_NE(oracle.children[0].children[0].attrs.at("message").find("degenerate"), std::string::npos);
+}
+
+// An interrupted run (SIGINT after the paper checks): the reports say so and name what did not run, so a reader that
+// counts failures cannot take it for a pass: JSON run.interrupted and not_run, JUnit one <error> per check not run,
+// the table "k/n run" / "not run" and an INTERRUPTED line.
+RunReport interrupted_report() {
+  RunReport r = sample_report();
+  r.entries.erase(r.entries.begin() + 2, r.entries.begin() + 4);  // oracle's two checks never ran
+  for (const char* p : {"unbiased", "accurate"}) {
+    RunEntry e;
+    e.outcome.kernel = "oracle";
+    e.outcome.property = p;
+    e.label = "tied_max";
+    e.checked = "tied_max [" + kHostile + "]";
+    r.not_run.push_back(e);
+  }
+  RunEntry paper_finite;  // and one of paper's: its cell then reads FAIL (a failure is a failure), not "k/n run"
+  paper_finite.outcome.kernel = "paper", paper_finite.outcome.property = "finite";
+  r.not_run.push_back(paper_finite);
+  r.interrupted_by = SIGINT;
+  return r;
+}
+
+TEST(ReportInterrupted, JsonSaysWhichSignalAndListsTheChecksNotRun) {
+  const json j = json::parse(run_to_json(interrupted_report()).dump());
+  EXPECT_EQ(j["run"]["interrupted"], "SIGINT");
+  EXPECT_EQ(j["summary"]["not_run"], 3);
+  ASSERT_EQ(j["not_run"].size(), 3u);
+  EXPECT_EQ(j["not_run"][0], json({{"kernel", "oracle"}, {"property", "unbiased"}, {"family_label", "tied_max"},
+                                    {"family_checked", "tied_max [" + kHostile + "]"}}));
+  EXPECT_EQ(j["outcomes"].size(), 3u);
+  const json whole = json::parse(run_to_json(sample_report()).dump());  // a run that went to the end
+  EXPECT_TRUE(whole["run"]["interrupted"].is_null());
+  EXPECT_EQ(whole["summary"]["not_run"], 0);
+  EXPECT_EQ(whole["not_run"], json::array());
+}
+
+TEST(ReportInterrupted, JunitHasAnErrorPerCheckNotRun) {
+  const std::string xml = run_to_junit(interrupted_report());
+  Element root;
+  ASSERT_NO_THROW(root = XmlChecker(xml).parse()) << xml;
+  EXPECT_EQ(root.attrs["tests"], "6");
+  EXPECT_EQ(root.attrs["errors"], "3");
+  ASSERT_EQ(root.children.size(), 2u);
+  EXPECT_EQ(root.children[0].attrs.at("errors"), "1");
+  const Element& oracle = root.children[1];
+  EXPECT_EQ(oracle.attrs.at("tests"), "2");
+  EXPECT_EQ(oracle.attrs.at("errors"), "2");
+  EXPECT_EQ(oracle.attrs.at("skipped"), "0");
+  ASSERT_EQ(oracle.children.size(), 2u);
+  for (const Element& tc : oracle.children) {
+    ASSERT_EQ(tc.children.size(), 1u);
+    EXPECT_EQ(tc.children[0].name, "error");
+    EXPECT_EQ(tc.children[0].attrs.at("type"), "interrupted");
+    EXPECT_NE(tc.children[0].attrs.at("message").find("interrupted by SIGINT"), std::string::npos);
+  }
+}
+
+TEST(ReportInterrupted, TheTableMarksIncompleteCells) {
+  RunReport r = interrupted_report();
+  std::string t = summary_table(r);
+  EXPECT_NE(t.find("INTERRUPTED by SIGINT: 3 of 6 checks not run"), std::string::npos) << t;
+  EXPECT_NE(t.find("FAIL 1/1"), std::string::npos) << t;  // paper's finite: failed once, once not run
+  EXPECT_NE(t.find("pass"), std::string::npos) << t;      // paper's accurate: its one check ran, a complete cell
+  EXPECT_NE(t.find("not run"), std::string::npos) << t;   // oracle's cells: none ran
+  r.not_run.push_back(r.not_run.front());  // one more accurate check of paper's, not run
+  r.not_run.back().outcome.kernel = "paper";
+  r.not_run.back().outcome.property = "accurate";
+  t = summary_table(r);
+  const std::string paper_row = t.substr(t.find("\npaper"), t.find("\noracle") - t.find("\npaper"));
+  EXPECT_NE(paper_row.find("1/2 run"), std::string::npos) << t;  // not a plain pass
+  EXPECT_EQ(paper_row.find("pass"), std::string::npos) << t;
 }
 
 TEST(SummaryTable, OneRowPerKernelWithKeyNumbers) {

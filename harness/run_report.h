@@ -1,8 +1,8 @@
 // run_report.h — what one `attncheck check` run produced, and its three renderings: the JSON report
 // (report_json.cpp), the JUnit XML report (report_junit.cpp) and the terminal summary table (summary_table.cpp).
 //
-// JSON: {"format": "attncheck-run", "version": 1, "run": {...}, "summary": {...}, "outcomes": [...]}, one
-// outcome per (kernel, property, family) checked. JUnit: one <testsuite> per kernel, one <testcase> per
+// JSON: {"format": "attncheck-run", "version": 1, "run": {...}, "summary": {...}, "outcomes": [...], "not_run": [...]},
+// one outcome per (kernel, property, family) checked. JUnit: one <testsuite> per kernel, one <testcase> per
 // (property, family), <failure> carrying the message, the report and the replay command, <skipped/> for skips
 // and degenerate families. Everything is escaped. Tests: report_test.cpp parses both back.
 #pragma once
@@ -41,6 +41,13 @@ struct RunReport {
   std::string started_at;  // ISO-8601 UTC
   double wall_seconds = 0;
   std::vector<RunEntry> entries;
+  // A run stopped by SIGINT or SIGTERM (`check` ends after the check in progress, whose outcome is discarded):
+  // the signal's number, 0 when the run went to the end; and the checks it never ran (outcome.kernel and
+  // outcome.property, label and checked filled; no verdict). JSON: run.interrupted ("SIGINT"/"SIGTERM" or null),
+  // summary.not_run and a "not_run" list; JUnit: each one a <testcase> with an <error>; the summary table marks
+  // the cells they leave incomplete.
+  int interrupted_by = 0;
+  std::vector<RunEntry> not_run;
 
   int count(Status s) const;
 };
@@ -57,6 +64,9 @@ std::string replay_command(const std::string& finding_path, const std::string& e
 void set_replay_program(const std::string& argv0);
 // The statistic that best summarises an outcome in one short cell ("z=9.1", "err/bound=3.2", ...), or "".
 std::string key_number(const Outcome& o);
+
+// "SIGINT", "SIGTERM", ... ("signal N" for a number glibc has no name for): how the reports name RunReport::interrupted_by.
+std::string signal_name(int sig);
 
 nlohmann::json run_to_json(const RunReport& r);
 std::string run_to_junit(const RunReport& r);

@@ -1,6 +1,7 @@
 // summary_table.cpp — the terminal summary of a check run: one row per kernel, one column per property.
 // A cell aggregates every family of that property: FAIL k/n (k of the n families checked failed, with the first
-// failure's key number), else pass if any passed, else degen / skip; "-" when the suite has no such pair.
+// failure's key number), else pass if any passed, else degen / skip; "-" when the suite has no such pair. An
+// interrupted run's cell short of checks reads "k/n run" (k of its n checks ran, none failed) or "not run".
 // bias_table: the `unbiased` property family by family (rows) and kernel by kernel (columns), because a kernel
 // can pass one tie family and fail another (paper-fixed: tied_max passes, max_zero fails), and that is the
 // point of the property. Plain ASCII, fixed width. Tested by report_test.cpp.
@@ -106,10 +107,15 @@ std::string summary_table(const RunReport& r) {
     if (std::find(props.begin(), props.end(), e.outcome.property) == props.end()) props.push_back(e.outcome.property);
   }
   struct Cell {
-    int pass = 0, fail = 0, skip = 0, degen = 0;
+    int pass = 0, fail = 0, skip = 0, degen = 0, not_run = 0;
     std::string key;
   };
   std::map<std::pair<std::string, std::string>, Cell> cells;
+  for (const auto& e : r.not_run) {  // an interrupted run: a cell short of checks says so, never a plain "pass"
+    if (std::find(kernels.begin(), kernels.end(), e.outcome.kernel) == kernels.end()) kernels.push_back(e.outcome.kernel);
+    if (std::find(props.begin(), props.end(), e.outcome.property) == props.end()) props.push_back(e.outcome.property);
+    ++cells[{e.outcome.kernel, e.outcome.property}].not_run;
+  }
   for (const auto& e : r.entries) {
     Cell& c = cells[{e.outcome.kernel, e.outcome.property}];
     switch (e.outcome.status) {
@@ -128,6 +134,10 @@ std::string summary_table(const RunReport& r) {
     if (c.fail) {
       const int n = c.pass + c.fail + c.degen;
       return "FAIL " + std::to_string(c.fail) + "/" + std::to_string(n) + (c.key.empty() ? "" : " " + c.key);
+    }
+    if (c.not_run) {  // "3/10 run": 3 checks ran (none failed), 7 did not
+      const int ran = c.pass + c.skip + c.degen;
+      return ran ? std::to_string(ran) + "/" + std::to_string(ran + c.not_run) + " run" : "not run";
     }
     if (c.pass) return "pass";
     if (c.degen) return "degen";
@@ -155,6 +165,9 @@ std::string summary_table(const RunReport& r) {
   s << r.entries.size() << " checks: " << r.count(Status::kPass) << " pass, " << r.count(Status::kFail) << " FAIL, "
     << r.count(Status::kSkip) << " skip, " << r.count(Status::kDegenerate) << " degenerate (discarded) in "
     << static_cast<int>(r.wall_seconds * 10) / 10.0 << " s\n";
+  if (r.interrupted_by)
+    s << "INTERRUPTED by " << signal_name(r.interrupted_by) << ": " << r.not_run.size() << " of "
+      << r.entries.size() + r.not_run.size() << " checks not run; this is not a complete run\n";
   return s.str();
 }
 

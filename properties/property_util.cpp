@@ -50,6 +50,7 @@ Outcome run_per_instance(const std::string& property, const Kernel& k, const Fam
   int applicable = 0;
   for (int idx = 0; idx < std::max(1, b.instances); ++idx) {
     if (b.seconds > 0 && idx > 0 && seconds_since(t0) > b.seconds) break;
+    if (stop_requested()) throw Interrupted("stopped before instance " + std::to_string(idx) + " of " + property);
     const std::shared_ptr<const Instance> in = make_instance_shared(f, static_cast<std::uint64_t>(idx));
     nlohmann::json stats = nlohmann::json::object();
     std::string why = one(kt, *in, f, stats);

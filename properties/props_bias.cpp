@@ -210,6 +210,7 @@ BiasStatistic bias_statistic_of(const Kernel& k, const Family& f, const Budget& 
   const int total = b.instances;
   for (int first = 0; first < total;) {  // a time budget stops drawing only once kMinBiasInstances are in
     if (b.seconds > 0 && first >= kMinBiasInstances && seconds_since(t0) > b.seconds) break;
+    if (stop_requested()) throw Interrupted("stopped before instance " + std::to_string(first) + " of unbiased");
     const int count = std::min(chunk, total - first);
     std::vector<std::shared_ptr<const Instance>> ins;
     std::vector<const Instance*> ptrs;

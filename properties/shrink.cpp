@@ -152,10 +152,12 @@ Outcome shrink_failure(const Property& p, const Kernel& k, const Budget& b, cons
   int steps = 0;
   std::set<std::string> tried;
   bool progress = true;
-  while (progress && steps < opt.max_steps && seconds_since(t0) < opt.max_seconds) {
+  // A stop request (Ctrl-C in `check`) ends shrinking where it is: `best` is a failure as found, and saving it beats
+  // losing it (a candidate the request cut short threw Interrupted, caught below as "not simpler").
+  while (progress && steps < opt.max_steps && seconds_since(t0) < opt.max_seconds && !stop_requested()) {
     progress = false;
     for (const Family& cand : shrink_candidates(best.family)) {
-      if (seconds_since(t0) >= opt.max_seconds) break;
+      if (seconds_since(t0) >= opt.max_seconds || stop_requested()) break;
       const std::string key = family_to_json(cand).dump();
       if (!tried.insert(key).second) continue;
       Outcome o;

@@ -4,7 +4,8 @@
 //
 // Determinism: each check is a pure function of (kernel, family, budget); --seed mixes into every family's
 // seed (mix64), so one seed names one run. Progress goes to stderr: a rewritten line on a TTY, else a line
-// every kProgressEvery seconds. Exit 0 all pass, 1 any failure, 2 usage/input error.
+// every kProgressEvery seconds. Exit 0 all pass, 1 any failure, 2 usage/input error; stopped by SIGINT/SIGTERM
+// with no failure: ended by that signal (128 + N) once the summary and reports are written.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include <memory>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/stop_signals.h"
 #include "harness/corpus.h"
 #include "harness/plugin/plugin_cli.h"
 #include "harness/run_report.h"
@@ -135,6 +137,8 @@ Outcome check_one(const Property& p, const Kernel& k, const Family& f, const Bud
     Outcome o = p.check(k, f, b);
     if (o.status == Status::kFail && o.report.empty()) o.report = failure_report(p, k, o);
     return o;
+  } catch (const Interrupted&) {
+    throw;  // a stop request (Ctrl-C): the check has no verdict, run_check stops the run
   } catch (const Unsupported& e) {
     // The kernel declined the problem at run time (harness/problem.h): a skip, as for capabilities.
     return ended(Status::kSkip, e.what());
@@ -228,14 +232,30 @@ int run_check(const CheckOptions& opt) {
   Progress progress(kernels.size() * entries.size(), opt.quiet);
   std::size_t done = 0;
   int unsaved = 0;  // failures whose case could not be written
+  // SIGINT or SIGTERM (Ctrl-C, a CI job's cancel or time limit) ends the run after the check in progress: its
+  // instance loop stops at the next instance (its outcome is discarded), a failure already found is shrunk no further
+  // and saved, and the summary and reports are written, marked interrupted, with the checks not run listed. Before,
+  // the signal ended attncheck where it was: no summary, no report. A second signal ends it at once (stop_signals.h).
+  StopSignals on_signal(StopSignals::For::kCheck);
   for (const Kernel* k : kernels) {
     for (const SuiteEntry& e : entries) {
       const Property& p = get_property(e.property);
-      progress.show(done++, k->name() + " " + p.name + " " + e.family.generator);
       RunEntry entry;
       entry.label = e.label;
       entry.checked = e.family.describe();
-      entry.outcome = check_one(p, *k, e.family, report.budget, !opt.no_shrink);
+      entry.outcome.kernel = k->name();
+      entry.outcome.property = p.name;
+      if (g_stop_signals > 0) {
+        report.not_run.push_back(std::move(entry));
+        continue;
+      }
+      progress.show(done++, k->name() + " " + p.name + " " + e.family.generator);
+      try {
+        entry.outcome = check_one(p, *k, e.family, report.budget, !opt.no_shrink);
+      } catch (const Interrupted&) {
+        report.not_run.push_back(std::move(entry));
+        continue;
+      }
       const Outcome& o = entry.outcome;
       if (o.status == Status::kFail) {
         // A plugin kernel's replay needs its library loaded again and the settings its calls ran under (pad,
@@ -271,6 +291,8 @@ int run_check(const CheckOptions& opt) {
       report.entries.push_back(std::move(entry));
     }
   }
+  on_signal.restore();  // from here a signal ends attncheck as it would have (the reports then are missing, not old)
+  report.interrupted_by = g_stop_signals > 0 ? static_cast<int>(g_last_stop_signal) : 0;
   progress.clear();
   report.wall_seconds = seconds_since(t0);
   const std::string bias = bias_table(report);
@@ -306,6 +328,16 @@ int run_check(const CheckOptions& opt) {
     return kExitUsage;
   }
   if (report.count(Status::kFail)) return kExitFail;
+  if (const int sig = report.interrupted_by) {  // not a pass, whatever ran: ended by the signal, as a shell expects
+    std::cerr << "attncheck: interrupted by " << signal_name(sig) << " after " << report.entries.size() << " of "
+              << report.entries.size() + report.not_run.size() << " checks; "
+              << (opt.json_given || opt.junit_given ? "the report(s) say which did not run" : "no failure found") << "\n";
+    std::cout.flush();
+    std::fflush(stdout);
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+    return 128 + sig;  // not reached where the signal's default action ends the process
+  }
   if (report.count(Status::kPass) == 0) {  // every check skipped or discarded: a green run that tested nothing
     // The summary table says only "skip": the reasons (distinct ones, in order, at most 5) are said here.
     std::vector<std::string> why;
@@ -351,7 +383,9 @@ void add_check(CLI::App& app, Runner& run) {
   add_plugin_option(*sub);  // --plugin PATH (harness/plugin/plugin_cli.h)
   sub->footer(
       "Exit status: 0 every check passed, 1 a property failed, 2 usage or input error (or nothing was tested: every\n"
-      "check skipped or degenerate; or a failure's case could not be saved).\n"
+      "check skipped or degenerate; or a failure's case could not be saved). Interrupted (SIGINT, SIGTERM): the check in\n"
+      "progress ends early, the summary and reports are written and marked interrupted, and the exit is 1 if a property\n"
+      "failed, else by the signal (130, 143); a second signal stops at once.\n"
       "RapidCheck: RC_PARAMS in the environment (seed/reproduce tokens) is passed through unchanged.");
   sub->callback([&run, opt, seed, json, junit] {
     opt->seed_given = seed->count() > 0;

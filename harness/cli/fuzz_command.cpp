@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/stop_signals.h"
 #include "harness/corpus.h"
 #include "harness/plugin/plugin_cli.h"
 #include "harness/run_report.h"
@@ -83,8 +84,6 @@ struct Child {
   pid_t pid = -1;
   int out = -1;  // the child's stdout+stderr
 };
-
-extern "C" void count_stop_signal(int sig);  // run_fuzz's SIGINT/SIGTERM handler (below)
 
 Child spawn(const std::vector<std::string>& args, const std::vector<std::string>& env) {
   int fds[2];
@@ -186,56 +185,12 @@ std::string find_fuzzer(const FuzzOptions& o, const std::vector<std::string>& en
               "); build it with clang: ci/fuzz_smoke.sh --build-only, or pass --fuzzer PATH");
 }
 
-// SIGINT and SIGTERM during a campaign: counted here, acted on by run_fuzz's loop. The first stops the fuzzer (it is
-// sent SIGINT: libFuzzer's own handler prints its statistics and exits), and the campaign then minimises and writes
-// its summary as when its time is up; a second stops the fuzzer at once (SIGKILL) and minimising too (the groups
-// not yet minimised keep their raw cases). Before, the signal ended attncheck at once: no minimisation, no
-// summary, and the fuzzer, in a process group of its own, ran on without a parent.
-volatile std::sig_atomic_t g_stop_signals = 0;
-volatile std::sig_atomic_t g_last_stop_signal = 0;
-extern "C" void count_stop_signal(int sig) {
-  g_stop_signals = g_stop_signals + 1;
-  g_last_stop_signal = sig;
-}
-
-class StopSignals {
- public:
-  StopSignals() {
-    ::sigaction(SIGINT, nullptr, &old_int_);
-    ::sigaction(SIGTERM, nullptr, &old_term_);
-    // SA_RESTART: read() and waitpid() go on (an EINTR read looked like the fuzzer's end); poll() returns.
-    install(SA_RESTART);
-  }
-  ~StopSignals() { restore(); }
-  // From now on the next signal is counted and then ends the handler's life (SA_RESETHAND): one more after it ends
-  // attncheck as the default would. For the phase after the fuzzer, where a signal stops minimising at once.
-  void one_more() {
-    if (!restored_) install(SA_RESTART | SA_RESETHAND);
-  }
-  // The dispositions attncheck had before (a further signal then ends it as it would have).
-  void restore() {
-    if (restored_) return;
-    restored_ = true;
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-
- private:
-  // The counting handler for each signal not ignored when attncheck started (SIGINT in a shell's background job,
-  // nohup: it stays ignored).
-  void install(int flags) {
-    struct sigaction sa {};
-    sa.sa_handler = count_stop_signal;
-    sa.sa_flags = flags;
-    ::sigemptyset(&sa.sa_mask);
-    if (old_int_.sa_handler != SIG_IGN) ::sigaction(SIGINT, &sa, nullptr);
-    if (old_term_.sa_handler != SIG_IGN) ::sigaction(SIGTERM, &sa, nullptr);
-  }
-  struct sigaction old_int_ {}, old_term_ {};
-  bool restored_ = false;
-};
+// SIGINT and SIGTERM during a campaign (StopSignals::For::kFuzz, stop_signals.h): counted, acted on by run_fuzz's
+// loop. The first stops the fuzzer (it is sent SIGINT: libFuzzer's own handler prints its statistics and exits), and
+// the campaign then minimises and writes its summary as when its time is up; a second stops the fuzzer at once
+// (SIGKILL) and minimising too (the groups not yet minimised keep their raw cases). Before, the signal ended
+// attncheck at once: no minimisation, no summary, and the fuzzer, in a process group of its own, ran on without a
+// parent.
 
 // A file's identity for "did this campaign write it": its inode and modification time. A raw case is written by a
 // rename of a fresh file (a new inode), libFuzzer's artifact by a rewrite (a new time, to the nanosecond where the
@@ -356,8 +311,7 @@ int run_fuzz(const FuzzOptions& o) {
   const int err_read = err_pipe[0];
   std::vector<std::string> spawn_env = env;
   spawn_env.push_back("ATTNCHECK_FUZZ_ERROR_FD=" + std::to_string(err_pipe[1]));
-  g_stop_signals = 0;
-  StopSignals on_signal;  // from here until the fuzzer has ended and minimising is stopped or done
+  StopSignals on_signal(StopSignals::For::kFuzz);  // from here until the fuzzer has ended and minimising is stopped or done
   Child child = spawn(args, spawn_env);
   ::close(err_pipe[1]);  // the fuzzer's copies are the only writers
   std::ofstream logf(log);

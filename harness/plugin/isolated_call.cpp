@@ -45,10 +45,17 @@ struct SharedControl {
   SharedControl& operator=(const SharedControl&) = delete;
 };
 
-[[noreturn]] void child_main(const std::function<int(char*, std::size_t)>& fn, ControlPage* page, int pipe_write) {
+[[noreturn]] void child_main(const std::function<int(char*, std::size_t)>& fn, ControlPage* page, int pipe_write,
+                            const sigset_t& mask) {
   // Die with the real signal, not through the parent's (or a sanitizer's) handler.
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS}) signal(sig, SIG_DFL);
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // a harness killed mid-call takes its child along
+  // Ctrl-C reaches the whole foreground process group, this child too: killed by it, the call read as the plugin
+  // crashing ("killed by SIGINT"), saved as a finding. Stopping is the harness's business (it finishes or abandons
+  // the check, stop_signals.h); the time limit and PDEATHSIG still end a child that does not return.
+  signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
+  sigprocmask(SIG_SETMASK, &mask, nullptr);  // blocked across fork (run_plugin_call); a pending one is now ignored
   int status = 3;                    // ATTNCHECK_ERR_INTERNAL if fn throws (it is C; it should not)
   try {
     status = fn(page->message, kMessageBytes);
@@ -86,15 +93,23 @@ int run_plugin_call(const std::function<int(char*, std::size_t)>& fn, const Call
   SharedControl control;
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) throw Error(std::string("plugin call: pipe failed: ") + strerror(errno));
+  // SIGINT and SIGTERM wait until the child ignores them (child_main): one arriving between fork and that ran the
+  // harness's handler in the child (`check` said "interrupted" twice). In the parent they arrive after the fork.
+  sigset_t stop_set, before;
+  sigemptyset(&stop_set);
+  sigaddset(&stop_set, SIGINT);
+  sigaddset(&stop_set, SIGTERM);
+  sigprocmask(SIG_BLOCK, &stop_set, &before);
   const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    child_main(fn, control.page, fds[1], before);
+  }
+  sigprocmask(SIG_SETMASK, &before, nullptr);
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
     throw Error(std::string("plugin call: fork failed: ") + strerror(errno));
-  }
-  if (pid == 0) {
-    close(fds[0]);
-    child_main(fn, control.page, fds[1]);
   }
   close(fds[1]);
 
@@ -109,6 +124,7 @@ int run_plugin_call(const std::function<int(char*, std::size_t)>& fn, const Call
       timed_out = true;
       break;
     }
+    if (stop_requested()) break;  // Ctrl-C in `check`: the call is abandoned (below), not waited for
     pollfd pfd{fds[0], POLLIN, 0};
     const int r = poll(&pfd, 1, static_cast<int>(left));
     if (r < 0 && errno == EINTR) continue;
@@ -117,10 +133,13 @@ int run_plugin_call(const std::function<int(char*, std::size_t)>& fn, const Call
     if (r > 0 && read(fds[0], &c, 1) <= 0) break;  // EOF: the write end closed
   }
   close(fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
+  const bool abandoned = !timed_out && stop_requested();
+  if (timed_out || abandoned) kill(pid, SIGKILL);
   int ws = 0;
   while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
   }
+  if (abandoned && control.page->done != kChildDone)  // no verdict on the kernel: it was stopped, not faulty
+    throw Interrupted("plugin call to " + kernel + " stopped on request");
   if (timed_out && control.page->done != kChildDone) {
     char limit[64];
     std::snprintf(limit, sizeof limit, "%g", limits.time_limit_s);

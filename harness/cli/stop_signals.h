@@ -1,0 +1,46 @@
+// stop_signals.h — SIGINT and SIGTERM as "stop gracefully" for the long-running subcommands (`fuzz`, `check`).
+//
+// The handler only counts (async-signal-safe); the command's loop acts on the count. `fuzz`: the first stops the
+// fuzzer and the findings are minimised and summarised, a second skips that (fuzz_command.cpp). `check`: the first
+// ends the run after the check in progress (whose instance loop stops at its next instance, and whose shrinking keeps
+// what it has: properties/property.h, request_stop) with the summary and both reports marked interrupted; the
+// handler puts the earlier dispositions back as it runs, so a second signal ends attncheck at once (cmd_check.cpp).
+// A signal ignored when attncheck started (SIGINT in a shell's background job, nohup) stays ignored.
+#pragma once
+
+#include <signal.h>
+
+#include <csignal>
+
+namespace attncheck::cli {
+
+// How many stop signals arrived since the command installed StopSignals, and the last one's number.
+extern volatile std::sig_atomic_t g_stop_signals;
+extern volatile std::sig_atomic_t g_last_stop_signal;
+
+// The counting handler (`fuzz` tells its own handler from the fuzzer's by it, in the forked child).
+extern "C" void count_stop_signal(int sig);
+
+class StopSignals {
+ public:
+  enum class For { kFuzz, kCheck };
+  // kFuzz: counts every signal (SA_RESTART: read() and waitpid() go on; poll() returns). kCheck: also asks the
+  // running check to stop (request_stop), says on stderr what happens next, and is removed by its first signal.
+  // Either way the count starts at 0.
+  explicit StopSignals(For what);
+  ~StopSignals() { restore(); }
+  // From now on the next signal is counted and then ends the handler's life (SA_RESETHAND): one more after it ends
+  // attncheck as the default would. For `fuzz`'s phase after the fuzzer, where a signal stops minimising at once.
+  void one_more();
+  // The dispositions attncheck had before (a further signal then ends it as it would have).
+  void restore();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  void install(void (*handler)(int), int flags);
+  struct sigaction old_int_ {}, old_term_ {};
+  bool restored_ = false;
+};
+
+}  // namespace attncheck::cli
