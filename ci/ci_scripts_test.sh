@@ -2,7 +2,8 @@
 # ci_scripts_test.sh BUILD_DIR — the GPU job's scripts as a user meets them, on any host:
 #   compare_verdicts.py: equal verdicts exit 0, a difference exit 1 (also where a failure's family shrank, or an
 #     outcome has no partner); a missing, truncated or malformed report and a
-#     report with no cuda:K beside its K (nothing compared) exit 2 with one line, never a traceback or "0 differ";
+#     report with no cuda:K beside its K (nothing compared) or of an interrupted run exit 2 with one line, never a
+#     traceback or "0 differ";
 #   gpu.sh on a host without a usable CUDA device (skipped where BUILD_DIR's attncheck lists cuda:fa2): exit 2 at
 #     once, saying why on standard error and in the report, instead of "PASS" for tests that all skipped;
 #   gpu.sh on a stand-in GPU build (stub programs: an attncheck that lists cuda:fa2 and writes no report) whose
@@ -75,6 +76,14 @@ compare "$tmp/cpu_only.json"
 report "$(outcome fa2 finite pass)" "$(outcome cuda:paper finite pass)" >"$tmp/unpaired.json"
 compare "$tmp/unpaired.json"
 [ $rc = 2 ] || fail "cuda:paper without paper: want 2 (nothing compared)"
+
+# A report of an interrupted run (Ctrl-C, a CI cancel: `check` writes it, run.interrupted set): the checks it ran may
+# all agree, but some never ran; without the check it read "0 differing", exit 0.
+echo "{\"run\": {\"interrupted\": \"SIGTERM\"}, \"not_run\": [{}, {}], \"outcomes\": [$(outcome fa2 finite pass), $(outcome cuda:fa2 finite pass)]}" \
+  >"$tmp/interrupted.json"
+compare "$tmp/interrupted.json"
+{ [ $rc = 2 ] && grep -q 'interrupted by SIGTERM; 2 check(s) did not run' "$tmp/err" && no_traceback; } ||
+  fail "an interrupted run's report: want 2, said"
 
 head -c 60 "$tmp/same.json" >"$tmp/truncated.json"
 compare "$tmp/same.json" "$tmp/truncated.json"

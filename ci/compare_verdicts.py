@@ -11,7 +11,7 @@ uncounted, "0 differing"). An outcome of cuda:K with no outcome of K under its k
 unpaired and counts as a difference (both ran in one suite run: every check of one has the other's).
 A check the CUDA kernel skips (a capability it lacks) is counted apart, not as a mismatch, and listed with why.
 Exit status 1 when any verdict differs or any outcome is unpaired; 2 on unreadable input (missing, truncated, or not a report: said, never a
-traceback) and when nothing was compared (no cuda:K beside its K, or no check they share: a CPU-only report must not
+traceback), on a report of an interrupted run (`run.interrupted`: some checks never ran) and when nothing was compared (no cuda:K beside its K, or no check they share: a CPU-only report must not
 read as "0 differ"); else 0. Prints a per-kernel summary table.
 Test: ci/ci_scripts_test.sh (ctest -R ci_scripts).
 """
@@ -36,6 +36,10 @@ def load(paths):
         found = report.get("outcomes") if isinstance(report, dict) else None
         if not isinstance(found, list):
             fail(f"cannot read {path}: not an `attncheck check --json` report (no list \"outcomes\")")
+        run = report.get("run")
+        if isinstance(run, dict) and run.get("interrupted"):  # some checks never ran: not a comparison to pass
+            fail(f"{path}: the run was interrupted by {run['interrupted']}; "
+                 f"{len(report.get('not_run') or [])} check(s) did not run")
         for i, o in enumerate(found):
             missing = [k for k in ("kernel", "property", "status") if not isinstance(o, dict) or not isinstance(o.get(k), str)]
             if missing:
