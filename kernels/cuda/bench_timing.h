@@ -3,8 +3,7 @@
 //
 // Timing: two warm-up calls (the first may build a plan), then per benchmark iteration CUDA events around
 // kReps back-to-back launches on the default stream; the manual iteration time is their mean; the reported
-// TFLOP/s use the best iteration. FLOPs as FlashAttention counts them: forward 4·b·h·n_q·n_k·d, halved when
-// causal, backward 2.5× the forward.
+// TFLOP/s use the best iteration. FLOPs: attention_flops (bench_flops.h).
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -12,15 +11,12 @@
 
 #include <algorithm>
 
+#include "kernels/cuda/bench_flops.h"
 #include "kernels/cuda/cuda_check.h"
 
 namespace attncheck::cuda {
 
 constexpr int kBenchReps = 10;
-
-inline double attention_flops(int b, int h, int n_q, int n_k, int d, bool causal, bool backward) {
-  return 4.0 * b * h * double(n_q) * n_k * d * (causal ? 0.5 : 1.0) * (backward ? 2.5 : 1.0);
-}
 
 // Times `once` (one launch, asynchronous) as described above; returns the best seconds per launch.
 template <class Fn>
