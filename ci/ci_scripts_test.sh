@@ -7,7 +7,8 @@
 #   gpu.sh on a host without a usable CUDA device (skipped where BUILD_DIR's attncheck lists cuda:fa2): exit 2 at
 #     once, saying why on standard error and in the report, instead of "PASS" for tests that all skipped;
 #   gpu.sh on a stand-in GPU build (stub programs: an attncheck that lists cuda:fa2 and writes no report) whose
-#     out folder holds an earlier run's reports of equal verdicts: the comparison must fail, not pass on them.
+#     out folder holds an earlier run's reports of equal verdicts: the comparison must fail, not pass on them;
+#   bench_table.py: rows whose fixed variants did not run are kept; a log without rows exits 1, saying so.
 # Run: ctest -R ci_scripts   or   bash ci/ci_scripts_test.sh build
 set -uo pipefail
 ci=$(cd "$(dirname "$0")" && pwd)
@@ -144,6 +145,13 @@ rc=$?
 { [ $rc = 0 ] && grep -qF '| bwd | 128 | full | 4096 | 255.1 | – | – | 195.2 | – | – | 543.8 | 0.47 |' "$tmp/out" &&
   grep -qF '| fwd | 128 | full | 4096 | 378.9 | 348.2 | 8.8 | 227.3 | 214.4 | 6.0 | 665.7 | 0.57 |' "$tmp/out"; } ||
   fail "bench_table.py: want the bwd row (fixed variants '-') and the fwd row, with their ratios"
+
+# ... and a log without our rows (bench_attention stopped before its table) is an error, not a header alone and 0.
+printf 'bench_attention: no usable CUDA device\n' >"$tmp/bench_empty.log"
+python3 "$ci/../kernels/cuda/bench_table.py" "$tmp/bench_empty.log" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+{ [ $rc = 1 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q 'no rows of our kernels' "$tmp/err"; } ||
+  fail "bench_table.py on a log without rows: want 1, one line on stderr, nothing on stdout"
 
 [ $failures = 0 ] && echo "ci_scripts_test: all cases pass"
 exit $((failures > 0))

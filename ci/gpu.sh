@@ -146,8 +146,11 @@ if [ "${ATTNCHECK_GPU_NO_BENCH:-0}" != 1 ]; then
   timeout 300 "$bin/bench_forward_many" >"$out/bench_forward_many.log" 2>&1 || echo "(bench_forward_many exited $?)" >>"$report"
   { echo '```'; grep -E 'bm_forward_many|bm_host_' "$out/bench_forward_many.log"; echo '```'; } >>"$report"
   # cuDNN's rows come from the same program (bench_cudnn_sdpa.cpp, cuDNN's backend API) when it found libcudnn.
-  python3 kernels/cuda/bench_table.py "$out/bench.log" >"$out/bench_table.md" 2>&1 &&
+  if python3 kernels/cuda/bench_table.py "$out/bench.log" >"$out/bench_table.md" 2>&1; then
     { echo; echo "Joined (fix overhead = base/fixed − 1, by time):"; cat "$out/bench_table.md"; } >>"$report"
+  else
+    echo "(no joined table: $(tail -1 "$out/bench_table.md"))" >>"$report"
+  fi
 fi
 if [ "${ATTNCHECK_GPU_NO_SUITES:-0}" != 1 ]; then
 echo "## Property suites: CUDA kernels vs their CPU models (same binary, same seeds)" >>"$report"

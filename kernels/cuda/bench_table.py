@@ -6,6 +6,7 @@
 # (time_fwd + time_bwd), which is the same sum of two launches timed apart.
 # Run: python3 kernels/cuda/bench_table.py bench.log [cudnn.log]
 #   (a second file: cuDNN rows from elsewhere, e.g. bench_cudnn.py through PyTorch, in the same row format)
+#   Exit 1 with one line on stderr, and no table, when bench.log holds no row of our kernels.
 import re
 import sys
 
@@ -32,6 +33,9 @@ def main(bench_path, cudnn_path=None):
         m = re.match(ROW + r"\s+([\d.]+)", line)
         if m:
             cudnn.setdefault((m[1], int(m[2]), m[3], int(m[4])), float(m[5]))
+    if not ours:  # bench_attention measured nothing (it stopped early): a header alone would pass for a table
+        sys.exit(f"bench_table.py: no rows of our kernels in {bench_path} (no 'config (TFLOP/s)' table with fwd, bwd "
+                 "or step rows): nothing to join")
     for key in [k for k in ours if k[0] == "step"]:
         f, b = cudnn.get(("fwd",) + key[1:], 0.0), cudnn.get(("bwd",) + key[1:], 0.0)
         if f > 0 and b > 0:
