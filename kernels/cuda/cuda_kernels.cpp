@@ -45,9 +45,6 @@ struct FwdWorkspace {
   PoisonedOutput<float> lse;
 };
 
-// The most query heads a launch takes: flash_fwd.cu and flash_bwd.cu put them on gridDim.y (at most 65,535).
-constexpr int kMaxHeadsQ = 65535;
-
 float scale_log2e_of(float scale) { return static_cast<float>(static_cast<double>(scale) * 1.4426950408889634); }
 
 class CudaFlashKernel final : public Kernel {
@@ -92,13 +89,8 @@ class CudaFlashKernel final : public Kernel {
   }
   void check_supported(const Instance& in, bool need_backward) const {
     check_instance(name_, caps(), in, need_backward);
-    // Every launch (forward, backward) has one grid row per query head, and CUDA allows 65,535 rows (gridDim.y);
-    // Problem::validate allows more (b1 hq65536 nq1 nk1 is small). Past it the launch fails with CUDA's "invalid
-    // configuration argument", which names neither the cause nor the problem: refuse here, before any CUDA call.
-    if (in.problem.heads_q > kMaxHeadsQ)
-      throw Error("kernel " + name_ + " cannot run " + in.problem.describe() + ": heads_q " +
-                  std::to_string(in.problem.heads_q) + " is more than the " + std::to_string(kMaxHeadsQ) +
-                  " query heads its launches take (one grid row per query head: CUDA's gridDim.y limit)");
+    // The launches' own check (flash_fwd.h), here too: forward_many makes its stream before it launches.
+    check_heads_q(in.problem.heads_q, "kernel " + name_ + " cannot run " + in.problem.describe());
   }
   FwdParams base_params(const Problem& p) const {
     FwdParams f;

@@ -1,7 +1,8 @@
 // cuda_twin_test.cpp — host-only checks of the CPU twin of the CUDA forward (cuda_twin.h), of the
 // tensor-core model it uses (mma_model.h), of the kernels' host packing (host_packing.h) and of the problems the
-// CUDA kernels refuse before any CUDA call (cuda_kernels.cpp), runnable without a GPU (label unit). The twin's
-// agreement with the GPU itself is cuda_kernels_test's ForwardAgreesWithItsCpuTwin (label gpu).
+// CUDA kernels and their launch functions refuse before any CUDA call (cuda_kernels.cpp, flash_fwd.h), runnable
+// without a GPU (label unit). The twin's agreement with the GPU itself is cuda_kernels_test's
+// ForwardAgreesWithItsCpuTwin (label gpu).
 // Run: ctest -R cuda_twin
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 #include "kernels/cpu/test_support.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/cuda_twin.h"
+#include "kernels/cuda/flash_bwd.h"
 #include "kernels/cuda/gpu_test_support.h"
 #include "kernels/cuda/host_packing.h"
 #include "kernels/cuda/mma_model.h"
@@ -93,6 +95,30 @@ TEST(HostChecks, CudaKernelsRefuseWhatTheyCannotRunBeforeAnyCudaCall) {
       expect_refused(*k, short_q, backward, "Q, K, V sizes do not match");
       expect_refused(*k, masked, backward, "keep-mask has the wrong size");
     }
+  }
+}
+
+// The launch functions themselves (bench_attention calls them without a Kernel) refuse heads_q past gridDim.y's
+// 65,535 with the Kernels' words, before any CUDA call: they launched and failed with "invalid configuration
+// argument" on a GPU, and with a CUDA error where there is none. Null pointers: nothing may be touched.
+TEST(HostChecks, LaunchesRefuseTooManyQueryHeadsBeforeAnyCudaCall) {
+  auto expect_refused = [](const char* who, auto launch) {
+    try {
+      launch();
+      ADD_FAILURE() << who << " launched heads_q 65536";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(std::string(who) + ": heads_q 65536 is more than the 65535"), std::string::npos) << msg;
+      EXPECT_EQ(msg.find("CUDA error"), std::string::npos) << msg;
+    }
+  };
+  cuda::FwdParams f;
+  f.heads_q = 65536, f.heads_kv = 1;
+  cuda::BwdParams b;
+  b.heads_q = 65536, b.heads_kv = 1;
+  for (int kd : {64, 128}) {
+    expect_refused("launch_flash_fwd", [&] { cuda::launch_flash_fwd(Variant::kFa2, kd, f, nullptr); });
+    expect_refused("launch_flash_bwd", [&] { cuda::launch_flash_bwd(Variant::kFa2, kd, b, nullptr); });
   }
 }
 

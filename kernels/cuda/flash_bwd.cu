@@ -461,6 +461,7 @@ std::size_t flash_bwd_ds_bytes(const BwdParams& p) {
 void launch_flash_bwd(Variant variant, int head_dim, const BwdParams& p, cudaStream_t stream) {
   if (p.batch <= 0 || p.heads_q <= 0 || p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0 || p.n_q <= 0 || p.n_k <= 0)
     throw Error("launch_flash_bwd: bad shape");
+  check_heads_q(p.heads_q, "launch_flash_bwd");
   if (head_dim == 64) return launch_variant<64>(variant, p, stream);
   if (head_dim == 128) return launch_variant<128>(variant, p, stream);
   throw Error("launch_flash_bwd: head_dim " + std::to_string(head_dim) + " (kernels exist for 64 and 128)");

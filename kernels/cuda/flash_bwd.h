@@ -56,6 +56,7 @@ struct BwdParams {
 // Bytes of the dS workspace: one 64 × 64 bf16 tile per (batch, query head, query tile, key tile).
 std::size_t flash_bwd_ds_bytes(const BwdParams& p);
 
+// Launches one backward pass on `stream`. head_dim must be 64 or 128; heads_q at most kMaxHeadsQ (flash_fwd.h).
 void launch_flash_bwd(Variant variant, int head_dim, const BwdParams& p, cudaStream_t stream);
 
 }  // namespace attncheck::cuda

@@ -693,9 +693,16 @@ void launch_variant(Variant v, FwdTiling tiling, const FwdParams& p, cudaStream_
 
 }  // namespace
 
+void check_heads_q(int heads_q, const std::string& who) {
+  if (heads_q > kMaxHeadsQ)
+    throw Error(who + ": heads_q " + std::to_string(heads_q) + " is more than the " + std::to_string(kMaxHeadsQ) +
+                " query heads its launches take (one grid row per query head: CUDA's gridDim.y limit)");
+}
+
 void launch_flash_fwd(Variant variant, int head_dim, const FwdParams& p, cudaStream_t stream, FwdTiling tiling) {
   if (p.batch <= 0 || p.heads_q <= 0 || p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0 || p.n_q <= 0 || p.n_k <= 0)
     throw Error("launch_flash_fwd: bad shape");
+  check_heads_q(p.heads_q, "launch_flash_fwd");
   if (head_dim == 64) return launch_variant<64>(variant, tiling, p, stream);
   if (head_dim == 128) return launch_variant<128>(variant, tiling, p, stream);
   throw Error("launch_flash_fwd: head_dim " + std::to_string(head_dim) + " (kernels exist for 64 and 128)");

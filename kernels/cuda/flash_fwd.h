@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 
 namespace attncheck::cuda {
 
@@ -55,7 +56,16 @@ enum class FwdTiling : int {
 // Whether this build has the wgmma splits (a build for sm_90a; CMake turns sm_90 into sm_90a for the kernels).
 bool fwd_has_wgmma();
 
-// Launches one forward pass on `stream` (asynchronous). head_dim must be 64 or 128.
+// The most query heads a launch takes: the forward and the backward put one grid row per query head on gridDim.y,
+// which CUDA limits to 65,535. Problem::validate allows more (b1 hq65536 nq1 nk1 is small); past it a launch fails
+// with CUDA's "invalid configuration argument", which names neither the cause nor the problem.
+constexpr int kMaxHeadsQ = 65535;
+// Throws Error "<who>: heads_q N is more than the 65535 query heads its launches take (...)" past kMaxHeadsQ. Host
+// only, no CUDA call: launch_flash_fwd and launch_flash_bwd call it first, and the Kernels (cuda_kernels.cpp) in
+// their checks before they create a stream or stage anything.
+void check_heads_q(int heads_q, const std::string& who);
+
+// Launches one forward pass on `stream` (asynchronous). head_dim must be 64 or 128; heads_q at most kMaxHeadsQ.
 void launch_flash_fwd(Variant variant, int head_dim, const FwdParams& p, cudaStream_t stream,
                       FwdTiling tiling = FwdTiling::kDefault);
 
