@@ -167,7 +167,7 @@ std::vector<ForwardOutput> CudaFlashKernel::forward_many(const std::vector<const
     w.lse.arm(total_batch * q_per_b, stream);
     FwdParams f = base_params(p0);
     f.q = w.dq.get(), f.k = w.dk.get(), f.v = w.dv.get(), f.o = w.o.get(), f.lse = w.lse.get();
-    f.batch = static_cast<int>(total_batch);
+    f.batch = static_cast<int>(total_batch);  // fits: group_for_launch refuses a group past INT_MAX
     f.mask = p0.has_mask ? w.dmask.get() : nullptr;
     f.bias = p0.has_bias ? w.dbias.get() : nullptr;
     launch_flash_fwd(v_, kd, f, stream);

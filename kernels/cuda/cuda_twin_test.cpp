@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <limits>
 #include <string>
 
 #include "kernels/cpu/flash_model.h"
@@ -39,6 +40,24 @@ TEST(HostPacking, NanGoesInCanonicalAndNonBf16ValuesAreRefused) {
     ADD_FAILURE() << "0.1 was packed";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("O value 0.1"), std::string::npos) << e.what();
+  }
+}
+
+// forward_many runs each group of one shape as one launch, whose batch is an int: a group past INT_MAX is refused
+// before any CUDA call (it was cast to a negative batch). Only the problems are read: no tensors needed.
+TEST(HostPacking, AGroupWhoseBatchPassesAnIntIsRefused) {
+  Instance big;
+  big.problem = Problem::of_shape(std::numeric_limits<int>::max(), 1, 1, 1, 1, 1, false);
+  Instance one = big;
+  one.problem.batch = 1;
+  const auto key = [](const Problem& p) { return p.n_q; };
+  EXPECT_EQ(cuda::group_for_launch({&big}, key)[0].total_batch(), std::size_t(std::numeric_limits<int>::max()));
+  try {
+    (void)cuda::group_for_launch({&big, &one}, key);
+    ADD_FAILURE() << "a group of batch 2^31 was made";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("add up to a batch of 2147483648, more than a launch takes"), std::string::npos) << msg;
   }
 }
 

@@ -96,7 +96,7 @@ std::vector<ForwardOutput> CudnnKernel::forward_many(const std::vector<const Ins
     const int d = p0.head_dim, kd = padded_dim(d);
     const std::size_t total = group.total_batch();
     const std::size_t q_per_b = std::size_t(p0.heads_q) * p0.n_q, kv_per_b = std::size_t(p0.heads_kv) * p0.n_k;
-    const cudnn::SdpaShape shape = shape_of(p0, static_cast<int>(total));
+    const cudnn::SdpaShape shape = shape_of(p0, static_cast<int>(total));  // fits: group_for_launch checked
     const std::size_t bias_per_b = shape.bias ? q_per_b * p0.n_k : 0;
     std::vector<std::uint16_t> hq(total * q_per_b * kd), hk(total * kv_per_b * kd), hv(total * kv_per_b * kd),
         hb(total * bias_per_b);

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <string>
@@ -95,7 +96,9 @@ inline void unpack_rows(const std::uint16_t* src, std::size_t rows, int d, int k
 }
 
 // forward_many's batching: instances that one launch can run together (equal key(problem), which holds
-// everything the launch depends on except the batch), concatenated along the batch dimension.
+// everything the launch depends on except the batch), concatenated along the batch dimension. A launch's batch is
+// an int (FwdParams, cudnn::SdpaShape): a group past INT_MAX is an Error here, before any CUDA call, not a
+// negative batch after the cast.
 struct BatchGroup {
   std::vector<std::size_t> members;   // indices into the caller's instances, in their order
   std::vector<std::size_t> batch_at;  // first batch entry of each member; back() = the launch's batch
@@ -112,6 +115,10 @@ std::vector<BatchGroup> group_for_launch(const std::vector<const Instance*>& ins
     g.batch_at.assign(g.members.size() + 1, 0);
     for (std::size_t m = 0; m < g.members.size(); ++m)
       g.batch_at[m + 1] = g.batch_at[m] + static_cast<std::size_t>(ins[g.members[m]]->problem.batch);
+    if (g.total_batch() > std::size_t(std::numeric_limits<int>::max()))
+      throw Error("forward_many: " + std::to_string(g.members.size()) + " instances of one shape add up to a batch " +
+                  "of " + std::to_string(g.total_batch()) + ", more than a launch takes (its batch is an int, at " +
+                  "most " + std::to_string(std::numeric_limits<int>::max()) + "); pass them in several calls");
     out.push_back(std::move(g));
   }
   return out;
