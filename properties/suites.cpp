@@ -4,6 +4,7 @@
 //            `paper-fixed` passes.
 //   bias:    `unbiased` over every tie / sign family (and the normal control).
 //   gpu:     `gpu_matches_cpu_model` (GPU kernels against their CPU twins) over the families of special paths.
+//   long:    the properties that see tiling bugs at lengths past several 64- and 128-wide key tiles (below).
 //   quick:   a handful of checks for a smoke run.
 // Family seeds are fixed here; the CLI's --seed mixes into them.
 #include <initializer_list>
@@ -91,6 +92,53 @@ std::vector<SuiteEntry> gpu_suite() {
   return s;
 }
 
+// The default suite's families are small (n_k <= 40): one 64-key tile of the CUDA kernels and of the CPU models'
+// default tiles, so a kernel's own tiling (the running max and sum rescaled across key tiles, tails at 64 and 128,
+// a wholly masked key tile, ties in different tiles) is met only where a family sets tiny tiles, which a GPU or
+// plugin kernel cannot take. `long`: the properties that see such bugs, at lengths past several 64- and 128-wide
+// tiles with tails (n 130-260), head dims 64 and 128, in the kernel's own tiles.
+std::vector<SuiteEntry> long_suite() {
+  auto at = [](const std::string& generator, int n_q, int n_k, int d,
+               std::initializer_list<std::pair<const char*, double>> params = {}) {
+    Family f = fam(generator, params);
+    f.problem.n_q = n_q, f.problem.n_k = n_k, f.problem.head_dim = d;
+    f.problem.scale = Problem::default_scale(d);  // 1/sqrt(d), as a model would run (the small families' d16: 1/4)
+    f.tile_q = f.tile_k = 0;                      // the kernel's own tiles
+    return f;
+  };
+  std::vector<SuiteEntry> s;
+  const auto entry = [&](const std::string& property, Family f) {
+    const Problem& p = f.problem;
+    const std::string label = f.generator + ", " + std::to_string(p.n_q) + "x" + std::to_string(p.n_k) + " d" +
+                              std::to_string(p.head_dim);
+    s.push_back(variant(property, std::move(f), label));
+  };
+  for (const int d : {64, 128}) {
+    entry("accurate", at("normal", 130, 200, d));
+    entry("accurate", at("tied_max", 130, 200, d));  // ties land in different key tiles
+  }
+  entry("accurate", at("near_tie", 130, 200, 64));
+  entry("accurate", at("low_rank", 130, 200, 64));
+  entry("accurate", at("causal", 200, 200, 64));
+  entry("accurate", at("causal_cross", 70, 260, 64));
+  entry("accurate", at("causal_short_keys", 260, 70, 64));
+  entry("accurate", at("tails", 129, 193, 128));
+  Family gqa = at("gqa", 150, 150, 64);
+  gqa.problem.heads_q = 8, gqa.problem.heads_kv = 2;
+  entry("accurate", gqa);
+  entry("finite", at("large_logits", 130, 200, 64));
+  entry("finite", at("very_negative_rows", 130, 200, 64));
+  entry("masked_value", at("padding", 130, 200, 64, {{"pad", 72}}));  // the last key tile wholly masked, and more
+  entry("masked_value", at("first_tile_masked", 130, 200, 64, {{"first_masked", 128}}));  // two 64-key tiles
+  entry("masked_row", at("masked_rows", 130, 200, 64));
+  entry("causal_prefix", at("causal", 200, 200, 64));
+  entry("causal_prefix", at("causal_cross", 70, 260, 64));
+  entry("within_v_range", at("sink", 130, 200, 64, {{"sink_pos", 150}}));  // the sink in the third key tile
+  entry("deterministic", at("normal", 130, 200, 64));
+  for (const char* g : {"tied_max", "max_zero", "near_tie"}) entry("unbiased", at(g, 130, 200, 64));
+  return s;
+}
+
 std::vector<SuiteEntry> quick_suite() {
   std::vector<SuiteEntry> s;
   add(s, "accurate", {fam("normal")});
@@ -103,7 +151,7 @@ std::vector<SuiteEntry> quick_suite() {
 
 }  // namespace
 
-std::vector<std::string> suite_names() { return {"default", "bias", "gpu", "quick"}; }
+std::vector<std::string> suite_names() { return {"default", "bias", "gpu", "long", "quick"}; }
 
 std::uint64_t reseeded(std::uint64_t family_seed, std::uint64_t run_seed) { return mix64(family_seed ^ mix64(run_seed)); }
 
@@ -111,8 +159,9 @@ std::vector<SuiteEntry> suite(const std::string& name) {
   if (name == "default") return default_suite();
   if (name == "bias") return bias_suite();
   if (name == "gpu") return gpu_suite();
+  if (name == "long") return long_suite();
   if (name == "quick") return quick_suite();
-  throw Error("unknown suite '" + name + "' (known: default, bias, gpu, quick)");
+  throw Error("unknown suite '" + name + "' (known: default, bias, gpu, long, quick)");
 }
 
 }  // namespace attncheck

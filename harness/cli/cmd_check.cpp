@@ -362,7 +362,8 @@ void add_check(CLI::App& app, Runner& run) {
   sub->add_option("-k,--kernel", opt->kernels,
                   "Kernel to check (repeatable; default: fa2 fa2-fixed paper paper-fixed oracle stochastic, any "
                   "cuda:* kernel and every plugin:* kernel of --plugin). Parameters: -k 'paper-fixed[beta=4,tol=0.002]'");
-  sub->add_option("--suite", opt->suite, "Suite: default, bias, gpu (GPU kernels against their CPU twins) or quick")->capture_default_str();
+  sub->add_option("--suite", opt->suite, "Suite: default, bias, gpu (GPU kernels against their CPU twins), long (lengths past "
+                  "several 64- and 128-wide key tiles, d 64 and 128) or quick")->capture_default_str();
   sub->add_option("--family", opt->families, "Only families of this generator (repeatable)");
   sub->add_option("--property", opt->properties, "Only this property (repeatable)");
   sub->add_option("--instances", opt->instances, "Instances per check (bias: T, the sample size; default 64)")
