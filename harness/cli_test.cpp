@@ -832,6 +832,37 @@ TEST_F(Cli, AnInterruptedPluginCallIsAbandonedNotAFinding) {
   EXPECT_EQ(json::parse(slurp(report))["summary"]["not_run"], 1);
 }
 
+// A finding (and a report) is flushed to the disk before the rename gives it its name, and the directory entry after:
+// without the fsync, a power loss or host crash soon after could leave the name on an empty file, a finding printed as
+// saved and then gone. The order is read from an LD_PRELOAD log of attncheck's fsync and rename calls.
+TEST_F(Cli, ASavedFileIsOnTheDiskBeforeItsName) {
+  const fs::path findings = fs::absolute(dir_ / "found"), report = fs::absolute(dir_ / "run.json"),
+                 log = dir_ / "sync.log";
+  const std::string cmd = "ATTNCHECK_SYNC_LOG=" + shell_word(log.string()) + " LD_PRELOAD=" +
+                          shell_word(ATTNCHECK_SYNC_LOG_SHIM) + " " + kExe +
+                          " check -q -k paper --property constant_v --family constant_v --no-shrink --findings " +
+                          shell_word(findings.string()) + " --json " + shell_word(report.string()) + " >/dev/null 2>&1";
+  const int raw = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 1) << "wait status " << raw;
+  std::vector<std::pair<std::string, std::string>> calls;  // (fsync, path) or (rename, "from to")
+  std::istringstream lines(slurp(log));
+  for (std::string what, rest; lines >> what && std::getline(lines, rest);) calls.emplace_back(what, rest.substr(1));
+  int renames = 0;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (calls[i].first != "rename") continue;
+    ++renames;
+    const std::string from = calls[i].second.substr(0, calls[i].second.find(' '));
+    const std::string to = calls[i].second.substr(from.size() + 1);
+    bool synced = false;
+    for (std::size_t j = 0; j < i; ++j) synced |= calls[j] == std::make_pair(std::string("fsync"), from);
+    EXPECT_TRUE(synced) << "renamed to " << to << " with no fsync of " << from << " before:\n" << slurp(log);
+    const bool dir_synced = i + 1 < calls.size() && calls[i + 1] ==
+                            std::make_pair(std::string("fsync"), fs::path(to).parent_path().string());
+    EXPECT_TRUE(dir_synced) << "no fsync of " << fs::path(to).parent_path() << " after the rename:\n" << slurp(log);
+  }
+  EXPECT_EQ(renames, 2) << "the finding and the report:\n" << slurp(log);
+}
+
 // `attncheck check | head`: the reader goes away. The run was killed by SIGPIPE (exit 141) with most findings unsaved
 // and no --json report; now it saves every finding, writes the report and exits 2 for the output it could not write.
 TEST_F(Cli, AReaderThatGoesAwayLosesNothing) {

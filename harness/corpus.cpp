@@ -262,7 +262,10 @@ int open_unique_temp(const std::string& path, std::string& tmp) {
   return -1;  // errno is EEXIST
 }
 
-// Writes all of text to fd and closes it; errno of the first failure (a full disk: at write, or at close on NFS).
+// Writes all of text to fd, flushes it to the disk and closes it; errno of the first failure (a full disk: at write,
+// at fsync, or at close on NFS). fsync before the rename: without it a power loss or a host crash soon after could
+// leave the renamed name on an empty or partial file (ext4, XFS order the rename's metadata, not the data), a finding
+// "saved" and printed, then gone. A filesystem that cannot fsync (EINVAL) keeps the write as it is.
 int write_all_and_close(int fd, const std::string& text) {
   int err = 0;
   for (std::size_t done = 0; done < text.size() && err == 0;) {
@@ -271,8 +274,19 @@ int write_all_and_close(int fd, const std::string& text) {
     else if (n < 0 && errno != EINTR) err = errno;
     else if (n == 0) err = EIO;
   }
+  if (err == 0 && ::fsync(fd) != 0 && errno != EINVAL) err = errno;
   if (::close(fd) != 0 && err == 0 && errno != EINTR) err = errno;
   return err;
+}
+
+// The directory entry a rename made, flushed too (best effort: the file itself is already on the disk, and a
+// directory that cannot be opened or synced is no reason to call a written finding lost).
+void sync_parent_directory(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const int dir = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return;
+  (void)::fsync(dir);
+  ::close(dir);
 }
 }  // namespace
 
@@ -296,6 +310,7 @@ void write_text_file(const std::string& path, const std::string& text) {
     std::remove(tmp.c_str());
     throw Error("cannot rename " + tmp + " to " + path + ": " + std::strerror(err));
   }
+  sync_parent_directory(path);
 }
 
 // A plugin's message or name need not be UTF-8: such bytes become U+FFFD rather than the save failing (the
