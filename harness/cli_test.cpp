@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -38,6 +39,20 @@ std::string slurp(const fs::path& p) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// The first case file (*.json) in dir, or an empty path.
+fs::path first_json_in(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".json") return e.path();
+  return fs::path();
+}
+
+// Polls `ready` every 5 ms for at most `seconds`.
+void wait_until(const std::function<bool()>& ready, int seconds = 60) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (!ready() && std::chrono::steady_clock::now() < give_up) ::usleep(5000);
 }
 
 class Cli : public ::testing::Test {
@@ -676,19 +691,12 @@ TEST_F(Cli, AKilledRunLeavesNoEarlierReportBehind) {
     ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  const auto first_finding = [&] {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(findings, ec))
-      if (e.path().extension() == ".json") return e.path();
-    return fs::path();
-  };
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (first_finding().empty() && std::chrono::steady_clock::now() < give_up) ::usleep(5000);
+  wait_until([&] { return !first_json_in(findings).empty(); });
   ::kill(pid, SIGKILL);
   int ws = 0;
   ASSERT_EQ(::waitpid(pid, &ws, 0), pid);
   ASSERT_TRUE(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL) << "the run ended before it was killed: wait status " << ws;
-  const fs::path found = first_finding();
+  const fs::path found = first_json_in(findings);
   ASSERT_FALSE(found.empty()) << "no finding in 60 s";
   EXPECT_FALSE(fs::exists(report)) << "the earlier run's JSON report is still there: " << slurp(report);
   EXPECT_FALSE(fs::exists(junit)) << "the earlier run's JUnit report is still there: " << slurp(junit);
@@ -719,9 +727,10 @@ struct Started {
 };
 // `attncheck ARGS` in a process group of its own (as a terminal's foreground job: a signal to the group reaches every
 // process in it), SIGINT and SIGTERM at their defaults (ctest may have been started with SIGINT ignored, and an
-// ignored signal stays ignored), output to dir/out and dir/err. Returns once `ready` exists and 0.5 s more have passed
-// (the handler is installed right after the findings folder is made).
-Started start_check(const std::string& args, const fs::path& dir, const fs::path& ready, const std::string& env = "") {
+// ignored signal stays ignored), output to dir/out and dir/err. Returns once `ready()` holds and 0.5 s more have
+// passed (the handler is installed right after the findings folder is made).
+Started start_check(const std::string& args, const fs::path& dir, const std::function<bool()>& ready,
+                    const std::string& env = "") {
   const std::string cmd = env + "exec " + kExe + " " + args + " >" + shell_word((dir / "out").string()) + " 2>" +
                           shell_word((dir / "err").string()) + " </dev/null";
   Started s;
@@ -734,8 +743,7 @@ Started start_check(const std::string& args, const fs::path& dir, const fs::path
     ::_exit(127);
   }
   ::setpgid(s.pid, s.pid);
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!fs::exists(ready) && std::chrono::steady_clock::now() < give_up) ::usleep(5000);
+  wait_until(ready);
   ::usleep(500000);
   return s;
 }
@@ -747,17 +755,7 @@ TEST_F(Cli, AnInterruptedCheckWritesItsReportsAndSavesWhatItFound) {
   Started job = start_check("check -q -k paper -k oracle --suite bias --instances 1024 --findings " +
                                 shell_word(findings.string()) + " --json " + shell_word(report.string()) + " --junit " +
                                 shell_word(junit.string()),
-                            dir_, findings / ".", "");
-  // The findings folder exists at once; wait for the first case in it instead.
-  const auto first_finding = [&] {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(findings, ec))
-      if (e.path().extension() == ".json") return e.path();
-    return fs::path();
-  };
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (first_finding().empty() && std::chrono::steady_clock::now() < give_up) ::usleep(5000);
-  ::usleep(500000);
+                            dir_, [&] { return !first_json_in(findings).empty(); });
   const int ws = job.signal_and_wait(SIGINT, 30);
   const std::string out = slurp(dir_ / "out"), err = slurp(dir_ / "err");
   ASSERT_NE(ws, -1) << "still running 30 s after SIGINT\n" << err;
@@ -782,7 +780,7 @@ TEST_F(Cli, AnInterruptedCheckWritesItsReportsAndSavesWhatItFound) {
   const std::string xml = slurp(junit);
   EXPECT_NE(xml.find("errors=\"" + std::to_string(not_run) + "\""), std::string::npos) << xml.substr(0, 400);
   EXPECT_NE(xml.find("<error message=\"not run: the run was interrupted by SIGINT"), std::string::npos);
-  const fs::path found = first_finding();
+  const fs::path found = first_json_in(findings);
   ASSERT_FALSE(found.empty());
   const CmdResult r = run("replay -q " + shell_word(found.string()));
   EXPECT_EQ(r.status, 0) << r.out << r.err;
@@ -797,7 +795,7 @@ TEST_F(Cli, AnInterruptedCheckThatFoundNothingEndsByTheSignal) {
     const fs::path findings = dir_ / "found", report = dir_ / "run.json";
     Started job = start_check(std::string("check -q -k oracle ") + which + " --instances 100000000 --findings " +
                                   shell_word(findings.string()) + " --json " + shell_word(report.string()),
-                              dir_, findings);
+                              dir_, [&] { return fs::exists(findings); });
     const int ws = job.signal_and_wait(SIGTERM, 20);
     const std::string out = slurp(dir_ / "out"), err = slurp(dir_ / "err");
     ASSERT_NE(ws, -1) << "still running 20 s after SIGTERM: the check in progress did not stop\n" << err;
@@ -821,7 +819,7 @@ TEST_F(Cli, AnInterruptedPluginCallIsAbandonedNotAFinding) {
   Started job = start_check("check -q --plugin " + shell_word(ATTNCHECK_FAULTY_PLUGIN) +
                                 " -k plugin:hang --property accurate --family normal --findings " +
                                 shell_word(findings.string()) + " --json " + shell_word(report.string()),
-                            dir_, findings, "ATTNCHECK_PLUGIN_TIMEOUT=120 ");
+                            dir_, [&] { return fs::exists(findings); }, "ATTNCHECK_PLUGIN_TIMEOUT=120 ");
   const int ws = job.signal_and_wait(SIGINT, 20, /*whole_group=*/true);
   const std::string err = slurp(dir_ / "err");
   ASSERT_NE(ws, -1) << "still running 20 s after SIGINT: the plugin call was waited for\n" << err;
