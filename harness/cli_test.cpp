@@ -191,6 +191,7 @@ TEST_F(Cli, HelpAndUsageErrors) {
            {"fuzz --workers many", "--workers: 'many' is not an integer"},
            {"check -k 'paper-fixed[beta=4,beta=8]'", "'beta' is given twice"},
            {"check -k paper --findings " + f + "/sub", "--findings " + f + "/sub: cannot create"},
+           {"check -k paper --findings " + f, "--findings " + f + ": a file, not a directory"},
            {"check -k paper --json ''", "--json: an empty path"},
            {"check -k paper --json " + (dir_ / "no-dir" / "r.json").string(), "no directory"},
            {"fuzz --time 2 --fuzzer " + (dir_ / "no-fuzzer").string(), "no such file"}}) {

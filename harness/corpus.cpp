@@ -349,6 +349,10 @@ Case load_case(const std::string& path) {
     throw Error(path + ": " + std::to_string(size) + " bytes, more than a case file's limit of 64 MiB");
   const std::string text = read_text(path);
   if (text.empty()) throw Error(path + ": empty file (truncated?)");
+  // Saved as UTF-16 or UTF-32 (an editor's "Unicode", PowerShell's `>`): the parser saw a byte 0xFF or 0 at line 1,
+  // column 1 and said only "invalid literal". A UTF-8 byte-order mark is read through (nlohmann skips it).
+  if (text.rfind("\xFF\xFE", 0) == 0 || text.rfind("\xFE\xFF", 0) == 0 || text.find('\0') != std::string::npos)
+    throw Error(path + ": UTF-16 or UTF-32 text (a byte-order mark or NUL bytes): save the case as UTF-8");
   json j;
   // A key twice in one object: JSON leaves it open, nlohmann keeps the last, so an appended "kernel" silently
   // replayed the case on another kernel. Refused, naming the key.
@@ -407,6 +411,8 @@ std::string cannot_write_in(const std::filesystem::path& dir) {
 void require_writable_dir(const std::string& dir, const std::string& option) {
   if (dir.empty()) throw Error(option + ": an empty path");
   std::error_code ec;
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))  // said plainly, not ENOTDIR's
+    throw Error(option + " " + dir + ": a file, not a directory");                  // "Not a directory" at create
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error(option + " " + dir + ": cannot create the directory: " + ec.message());
   if (!std::filesystem::is_directory(dir)) throw Error(option + " " + dir + ": not a directory");

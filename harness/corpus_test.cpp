@@ -255,6 +255,11 @@ TEST_F(Malformed, EmptyAndTruncated) {
   expect_rejected(write(dir_ / "trunc.json", text.substr(0, text.size() / 2)), "truncated or malformed JSON");
   expect_rejected(write(dir_ / "garbage.json", "{\"format\": attncheck}"), "malformed JSON");
   expect_rejected(write(dir_ / "array.json", "[1, 2]"), "expected an object");
+  std::string utf16 = "\xFF\xFE";  // the good case as UTF-16LE, as Windows editors save "Unicode"
+  for (char c : text) utf16 += std::string{c, '\0'};
+  expect_rejected(write(dir_ / "utf16.json", utf16), "UTF-16 or UTF-32 text");
+  expect_rejected(write(dir_ / "utf16-no-bom.json", utf16.substr(2)), "save the case as UTF-8");
+  EXPECT_NO_THROW(load_case(write(dir_ / "utf8-bom.json", "\xEF\xBB\xBF" + text)));
 }
 
 TEST_F(Malformed, DeepNesting) {
