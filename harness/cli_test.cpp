@@ -65,8 +65,10 @@ class Cli : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  CmdResult run(const std::string& args) {
-    const std::string cmd = kExe + " " + args + " >" + (dir_ / "out").string() + " 2>" +
+  CmdResult run(const std::string& args) { return run_env("", args); }
+  // run() with environment assignments before the program ("NAME=value ").
+  CmdResult run_env(const std::string& env, const std::string& args) {
+    const std::string cmd = env + kExe + " " + args + " >" + (dir_ / "out").string() + " 2>" +
                             (dir_ / "err").string() + " </dev/null";
     const int raw = std::system(cmd.c_str());
     CmdResult r;
@@ -143,7 +145,12 @@ TEST_F(Cli, HelpAndUsageErrors) {
   EXPECT_EQ(run("--help").status, 0);
   const CmdResult help = run("check --help");
   EXPECT_EQ(help.status, 0);
-  EXPECT_NE(help.out.find("RC_PARAMS"), std::string::npos);
+  EXPECT_EQ(help.out.find("passed through"), std::string::npos) << help.out;  // attncheck has no RapidCheck
+  EXPECT_NE(help.out.find("--seed N"), std::string::npos) << help.out;
+  const CmdResult rc = run_env("RC_PARAMS=seed=42 ", "check -q -k oracle --suite quick --findings " + (dir_ / "rc").string());
+  EXPECT_EQ(rc.status, 0) << rc.err;
+  EXPECT_NE(rc.err.find("RC_PARAMS=\"seed=42\" is ignored: attncheck does not use RapidCheck"), std::string::npos)
+      << rc.err;
   EXPECT_NE(help.out.find("--kernel"), std::string::npos);
   EXPECT_EQ(run("replay --help").status, 0);
   // `attncheck help check` is `attncheck check --help` (it printed the top-level help).

@@ -191,8 +191,9 @@ bool names_stdout(const std::string& path) {
 
 int run_check(const CheckOptions& opt) {
   const auto t0 = Clock::now();
-  if (const char* rc = std::getenv("RC_PARAMS"))
-    std::cerr << "attncheck: RC_PARAMS=\"" << rc << "\" is passed through to RapidCheck\n";
+  if (const char* rc = std::getenv("RC_PARAMS"))  // attncheck does not link RapidCheck (only the ctest tests do);
+    std::cerr << "attncheck: RC_PARAMS=\"" << rc << "\" is ignored: attncheck does not use RapidCheck (its ctest "
+              << "tests do); --seed N varies a run\n";  // it claimed to pass it through, and nothing changed
   if (!std::isfinite(opt.seconds)) throw Error("--seconds: not a finite number");
   const auto kernels = pick_kernels(opt);
   const auto entries = pick_entries(opt);
@@ -387,7 +388,7 @@ void add_check(CLI::App& app, Runner& run) {
       "check skipped or degenerate; or a failure's case could not be saved). Interrupted (SIGINT, SIGTERM): the check in\n"
       "progress ends early, the summary and reports are written and marked interrupted, and the exit is 1 if a property\n"
       "failed, else by the signal (130, 143); a second signal stops at once.\n"
-      "RapidCheck: RC_PARAMS in the environment (seed/reproduce tokens) is passed through unchanged.");
+      "Another draw of every family: --seed N (RapidCheck's RC_PARAMS is for the ctest tests; attncheck ignores it).");
   sub->callback([&run, opt, seed, json, junit] {
     opt->seed_given = seed->count() > 0;
     opt->json_given = json->count() > 0, opt->junit_given = junit->count() > 0;

@@ -25,8 +25,7 @@ int run_main(int argc, char** argv) {
   app.require_subcommand(1, 1);
   app.footer(
       "Exit status: 0 all pass, 1 a property failed (or a replayed verdict differs), 2 usage or input error.\n"
-      "RapidCheck: set RC_PARAMS (e.g. RC_PARAMS=\"seed=42\" or the reproduce token a failure printed); attncheck\n"
-      "passes it through to RapidCheck unchanged. Subcommand help: attncheck <command> --help");
+      "Subcommand help: attncheck <command> --help, or attncheck help <command>.");
   cli::Runner run;
   cli::add_list(app, run);
   cli::add_check(app, run);
