@@ -67,7 +67,8 @@ no_gpu_reason() {  # prints why the cuda: kernels are absent here; nothing when 
 why=$(no_gpu_reason)
 if [ -n "$why" ]; then
   { echo "## No usable CUDA device: nothing was run"; echo "$why"; } >>"$report"
-  echo "gpu.sh: no usable CUDA device: $why (report in $report, status 2)" >&2
+  case $why in no\ usable\ CUDA\ device*) said=$why ;; *) said="no usable CUDA device: $why" ;; esac  # not twice
+  echo "gpu.sh: $said (report in $report, status 2)" >&2
   exit 2
 fi
 
