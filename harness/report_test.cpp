@@ -403,6 +403,14 @@ TEST(BiasTable, OneRowPerSuiteEntryOneColumnPerKernel) {
 
 // A bias failure on NaN or infinite outputs names them, not the statistic (which leaves them out): the tables read
 // "FAIL O +0.00 z+0.1" and "FAIL 1/1 z=0.0698" for a backward that wrote nothing (probe, session 20).
+// The header speaks of "the shrunk family" only when a failure was shrunk (check --no-shrink keeps the family checked).
+TEST(BiasTable, SaysShrunkOnlyWhenAFailureWasShrunk) {
+  RunReport r = sample_report();  // paper's unbiased failure, unshrunk (shrink_steps 0)
+  EXPECT_EQ(bias_table(r).find("shrunk"), std::string::npos) << bias_table(r);
+  r.entries[0].outcome.shrink_steps = 3;
+  EXPECT_NE(bias_table(r).find("; the shrunk family for failures"), std::string::npos) << bias_table(r);
+}
+
 TEST(BiasTable, AFailureOnNonFiniteOutputsSaysSo) {
   RunReport r = sample_report();
   r.entries[0].outcome.stats = {{"tensor", "O"}, {"mean_ulp", 0.0}, {"z", 0.07},
