@@ -13,7 +13,7 @@
 //   mean = (1/T) Σ e_k,   sd = sample standard deviation of the e_k,   z = mean / (sd / √T)
 // is the usual one-sample statistic; with normal per-instance means its null distribution is Student's t with
 // T − 1 degrees of freedom, whose tails at the threshold below are much heavier than the normal's: T is at least
-// kMinBiasInstances = 24 (props.h gives the real level by T: ~1e-5 per check at 24, ~1e-7 at the default 64).
+// kMinBiasInstances = 24 (property.h gives the real level by T: ~1e-5 per check at 24, ~2e-7 at the default 64).
 // sd = 0 gives z = 0 for mean = 0 and ±inf otherwise (a deterministic bias). Also reported: the away-from-zero
 // mean, sign(exact)·error.
 //
@@ -307,7 +307,7 @@ Outcome check_unbiased(const Kernel& k, const Family& f, const Budget& b) {
     o.message = k.name() + ": " + why;
     return o;
   }
-  if (b.instances < kMinBiasInstances) {  // the z test's level is not what it claims below this (props.h)
+  if (b.instances < kMinBiasInstances) {  // the z test's level is not what it claims below this (property.h)
     o.status = Status::kSkip;
     o.message = k.name() + ": unbiased needs T >= " + std::to_string(kMinBiasInstances) + " instances (asked " +
                 std::to_string(b.instances) + "; with fewer, an unbiased kernel fails more often than once in 10^5 " +

@@ -17,8 +17,9 @@ namespace attncheck::test {
 //    output across tiles) where plain rounds P and O once: up to ~3 half-ulps against ~1. Measured worst
 //    ratio kernel_err/plain_err: 2.9 (flash_model_test, repeated max). Factor 4.
 //  - gradients: P is recomputed from the bf16 LSE (an error of up to one bf16 ulp of |LSE|, 2^-6 at
-//    LSE ≈ 3, scales every p of the row by up to ~1.6%, i.e. ~2 bf16 ulps of p), and the partials are added
-//    in bf16 once per tile. Measured worst ratio 4.5 (dQ, 7×5 tiles: 7 rounded adds). Factor 6.
+//    LSE ≈ 3, scales every p of the row by up to ~1.6%, i.e. 2 to 4 bf16 ulps of p: an ulp is 2^-8 to 2^-7 of p),
+//    and the partials are added in bf16 once per tile. Measured worst ratio 4.5 (dQ, builtin_kernels_test's
+//    29×31 case at 7×5 tiles: 7 key tiles, 7 rounded adds). Factor 6.
 //  - LSE: bf16(bf16(log l) + m), two bf16 roundings where plain's LSE is fp32; plain's error can be far
 //    below a bf16 ulp (measured ratio 13), so a factor cannot express it: the floor is one bf16 ulp of
 //    max|LSE| instead, ulp_bf16(x) <= 2^-7·|x| = 2^17 · 2^-24·|x|, i.e. floor_scale 2^17 (with the max score

@@ -90,7 +90,8 @@ inline Instance with_tied_keys(Instance in, int distinct) {
 // one key element, or twice it), so fa2's fp32 S and the paper's bf16 S are the same numbers. Row i of head h
 // (q = (h + 1)·e_c, c = i mod 7) has its tile max r = (h + 1)·2^-4 at two keys of tile 0 (5, 40) and of the tail
 // tile (128, 129): one at r, the other (h + 1)·(c + 1)·2^-12 below it, 0.24 to 3.4 tolerances of 1e-3, which is
-// (c + 1) or 2(c + 1) bf16 ulps of r; every other key is −(j + 1)·2^-4 (a tile max with no runner-up within 8
+// c + 1 bf16 steps of the binade just below r (2^-12 below 2^-4, 2^-11 below 2^-3), i.e. (c + 1)/2 ulps of r in
+// both heads; every other key is −(j + 1)·2^-4 (a tile max with no runner-up within 8
 // tolerances). So rows at gaps just inside and just outside the tolerance sit side by side, and a threshold moved
 // by half a tolerance either way moves whether a row's max is shifted (TwinFixedPolicy checks that the twin's O
 // then differs). n_q 70, n_k 130 (three key tiles, the last a tail), GQA 2:1, V ~ N(0, 1) in bf16.
