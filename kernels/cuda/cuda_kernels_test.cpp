@@ -162,8 +162,10 @@ TEST_P(CudaKernel, BackwardMeetsFlashAttentionRule) {
       for (double x : got.dq) EXPECT_LE(std::fabs(x), dq_bound) << p.describe() << " dQ with one key";
       continue;
     }
-    // dK, dV are fp32 sums over n_q rows (fp32_accumulation_floor_scale derives the floor); dQ over n_k keys.
-    const double fq = fp32_accumulation_floor_scale(p.n_k), fkv = fp32_accumulation_floor_scale(p.n_q);
+    // dK, dV are fp32 sums over n_q rows of every query head of the kv head's group, n_q·group terms
+    // (fp32_accumulation_floor_scale derives the floor; builtin_kernels_test counts them the same); dQ over n_k keys.
+    const double fq = fp32_accumulation_floor_scale(p.n_k);
+    const double fkv = fp32_accumulation_floor_scale(std::size_t(p.n_q) * p.group());
     const double factor = paper() ? kPaperFactorGrad : 2.0;  // kernels/cpu/test_support.h
     const AccuracyCheck cq = accuracy_rule(got.dq, plain.dq, exact.dq, factor, fq);
     const AccuracyCheck ck = accuracy_rule(got.dk, plain.dk, exact.dk, factor, fkv);

@@ -146,9 +146,10 @@ TEST(CudnnKernel, BackwardMeetsFlashAttentionRule) {
     const ForwardOutput fwd = k->forward(in);
     const BackwardOutput got = k->backward(in, fwd), plain = plain_backward(in);
     const ReferenceBackward exact = reference_backward(in);
-    // dK, dV are fp32 sums over n_q rows, dQ over n_k keys: the floor of accuracy.h's
-    // fp32_accumulation_floor_scale (two summation orders of n terms).
-    const double fq = fp32_accumulation_floor_scale(p.n_k), fkv = fp32_accumulation_floor_scale(p.n_q);
+    // dK, dV are fp32 sums over the n_q rows of every query head of the group (n_q·group terms), dQ over n_k keys:
+    // the floor of accuracy.h's fp32_accumulation_floor_scale (two summation orders of n terms).
+    const double fq = fp32_accumulation_floor_scale(p.n_k);
+    const double fkv = fp32_accumulation_floor_scale(std::size_t(p.n_q) * p.group());
     const AccuracyCheck cq = accuracy_rule(got.dq, plain.dq, exact.dq, 2.0, fq, Format::kBF16);
     const AccuracyCheck ck = accuracy_rule(got.dk, plain.dk, exact.dk, 2.0, fkv, Format::kBF16);
     const AccuracyCheck cv = accuracy_rule(got.dv, plain.dv, exact.dv, 2.0, fkv, Format::kBF16);
