@@ -19,9 +19,12 @@ namespace {
 std::string pad(const std::string& t, std::size_t w) { return t + std::string(w > t.size() ? w - t.size() : 0, ' '); }
 
 // A pass whose deciding tensor could not have failed with a mean below this many ulps (its noise) is marked "ok?":
-// the paper's bias is 0.22-0.24 ulp in O (README), so a pass blind to 0.2 ulp cannot rule out a bias of that size
-// (props_bias.cpp, detectable_ulp). Only the cell's tensor is judged; every tensor's detectable_ulp is in the JSON.
-constexpr double kBlindUlp = 0.2;
+// the paper's bias in O on the tie families as checked (not shrunk) is 0.161-0.199 ulp (tied_max, seeds 1..100;
+// property.h), so a pass blind to 0.15 ulp cannot rule out a bias of that size (props_bias.cpp, detectable_ulp). It
+// was 0.2, from the shrunk families' 0.22-0.24, and left unmarked `paper`'s dV on tied_max_flat (detectable 0.164;
+// a lean of +0.087 that fails 13 of 25 seeds at T = 256). Only the cell's tensor is judged; every tensor's
+// detectable_ulp is in the JSON.
+constexpr double kBlindUlp = 0.15;
 
 bool blind_pass(const Outcome& o) {
   return o.status == Status::kPass && o.stats.is_object() && o.stats.value("detectable_ulp", 0.0) > kBlindUlp;
