@@ -199,10 +199,11 @@ std::string find_fuzzer(const FuzzOptions& o, const std::vector<std::string>& en
 // ulp, past ε = 0.05. A campaign makes tens of bias checks a second (10^5 and more a night), so a night's fuzzing
 // of a correctly rounding kernel could report a bias that is not there. The fresh sample (the family's seed mixed
 // with kConfirmSeed, none of the raw case's instances) at T_c = max(128, 4·T) fails an unbiased kernel about once in
-// 4·10^7 (2.8e-8: t with 127 degrees of freedom past 6.26, five tensors), so both about once in 10^13; a real bias is seen again with more power than it was found with (the
-// standard error halves or better). A bias that is real but sits at ε (fa2's −0.049 ulp lean on low_rank with
-// one-sign V, dO, which the sample mean crosses on 4 of 100 seeds) is not confirmed either: it is below the effect
-// size `unbiased` fails. `check` has no such step: its suites are a fixed, small set of checks at the table's level.
+// 4·10^7 (2.8e-8: t with 127 degrees of freedom past 6.26, five tensors), so both about once in 10^13; a real bias
+// is seen again with more power than it was found with (the standard error halves or better). A bias that is real
+// but sits at ε (fa2's −0.049 ulp lean on low_rank with one-sign V, dO, which the sample mean crosses on 4 of 100
+// seeds) is not confirmed either: it is below the effect size `unbiased` fails. `check` has no such step: its
+// suites are a fixed, small set of checks at the table's level.
 constexpr std::uint64_t kConfirmSeed = 0x636f6e6669726d;  // "confirm"
 Outcome confirm_on_a_fresh_sample(const Property& prop, const Kernel& kernel, const Case& raw, Budget* used) {
   Family fresh = raw.family;
