@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <tuple>
 
 #include "kernels/formats.h"
 
@@ -75,6 +76,18 @@ double special_value(int arg, Format f) {
   return round_to(signed_v, f);
 }
 
+int size_from_bytes(std::uint8_t low, std::uint8_t high, bool head_dim) {
+  const int unit = head_dim ? kShortD : kShortN, steps = head_dim ? kLongDimSteps : kLongSteps;
+  return 1 + low % unit + (high < steps ? unit * high : 0);
+}
+
+std::pair<std::uint8_t, std::uint8_t> bytes_for_size(int size, bool head_dim) {
+  const int unit = head_dim ? kShortD : kShortN, steps = head_dim ? kLongDimSteps : kLongSteps;
+  return {static_cast<std::uint8_t>((size - 1) % unit), static_cast<std::uint8_t>((size - 1) / unit % steps)};
+}
+
+bool is_long(const Problem& p) { return p.n_q > kShortN || p.n_k > kShortN || p.head_dim > kShortD; }
+
 FuzzInput decode_input(const std::uint8_t* data, std::size_t size) {
   FuzzInput in;
   const std::uint8_t flags = byte_at(data, size, 0);
@@ -83,9 +96,9 @@ FuzzInput decode_input(const std::uint8_t* data, std::size_t size) {
   Family& f = in.family;
   f.generator = gen ? gen->name : "normal";
   Problem& p = f.problem;
-  p.n_q = 1 + byte_at(data, size, 2) % kMaxN;
-  p.n_k = 1 + byte_at(data, size, 3) % kMaxN;
-  p.head_dim = 1 + byte_at(data, size, 4) % kMaxD;
+  p.n_q = size_from_bytes(byte_at(data, size, 2), byte_at(data, size, 18), false);
+  p.n_k = size_from_bytes(byte_at(data, size, 3), byte_at(data, size, 19), false);
+  p.head_dim = size_from_bytes(byte_at(data, size, 4), byte_at(data, size, 20), true);
   const std::uint8_t tq = byte_at(data, size, 5), tk = byte_at(data, size, 6);
   f.tile_q = tq == 0 ? 0 : 1 + (tq - 1) % p.n_q;
   f.tile_k = tk == 0 ? 0 : 1 + (tk - 1) % p.n_k;
@@ -93,9 +106,10 @@ FuzzInput decode_input(const std::uint8_t* data, std::size_t size) {
   std::uint64_t seed = 0;
   for (int i = 0; i < 8; ++i) seed |= static_cast<std::uint64_t>(byte_at(data, size, 8 + i)) << (8 * i);
   f.seed = seed;
-  p.heads_q = 1 + byte_at(data, size, 16) % kMaxHeads;
+  const bool long_input = is_long(p);
+  p.heads_q = 1 + byte_at(data, size, 16) % (long_input ? kMaxLongHeads : kMaxHeads);
   p.heads_kv = ((flags & kFlagGqa) && p.heads_q % 2 == 0) ? p.heads_q / 2 : p.heads_q;
-  p.batch = 1 + byte_at(data, size, 17) % 2;
+  p.batch = long_input ? 1 : 1 + byte_at(data, size, 17) % 2;
   p.causal = flags & kFlagCausal;
   p.has_bias = flags & kFlagBias;
   p.input_format = Format::kBF16;
@@ -140,9 +154,9 @@ std::vector<std::uint8_t> encode_input(const FuzzInput& in) {
   out[0] = (p.causal ? kFlagCausal : 0) | (p.has_bias ? kFlagBias : 0) |
            (p.heads_kv != p.heads_q ? kFlagGqa : 0) | (in.run_bias ? kFlagRunBias : 0);
   out[1] = static_cast<std::uint8_t>(gi);
-  out[2] = static_cast<std::uint8_t>((p.n_q - 1) % kMaxN);
-  out[3] = static_cast<std::uint8_t>((p.n_k - 1) % kMaxN);
-  out[4] = static_cast<std::uint8_t>((p.head_dim - 1) % kMaxD);
+  std::tie(out[2], out[18]) = bytes_for_size(p.n_q, false);
+  std::tie(out[3], out[19]) = bytes_for_size(p.n_k, false);
+  std::tie(out[4], out[20]) = bytes_for_size(p.head_dim, true);
   out[5] = static_cast<std::uint8_t>(f.tile_q <= 0 ? 0 : f.tile_q);
   out[6] = static_cast<std::uint8_t>(f.tile_k <= 0 ? 0 : f.tile_k);
   const double ratio = p.scale / Problem::default_scale(p.head_dim);

@@ -8,16 +8,24 @@
 //                 bit2 additive bias, bit3 GQA (heads_kv = heads_q / 2),
 //                 bit4 run the bias property on this input, bits5-7 reserved (ignored)
 //   1      generator index, modulo generators().size() (generators() order)
-//   2      n_q      = 1 + byte % kMaxN
-//   3      n_k      = 1 + byte % kMaxN
-//   4      head_dim = 1 + byte % kMaxD
+//   2      n_q      = 1 + byte % 32 + 32 · (byte 18 if it is below 8, else 0)          (1..256)
+//   3      n_k      = 1 + byte % 32 + 32 · (byte 19 if it is below 8, else 0)          (1..256)
+//   4      head_dim = 1 + byte % 32 + 32 · (byte 20 if it is below 4, else 0)          (1..128)
 //   5      tile_q:  0 = the kernel's default, else 1 + (byte - 1) % n_q
 //   6      tile_k:  0 = the kernel's default, else 1 + (byte - 1) % n_k
 //   7      logit scale: scale = default_scale(head_dim) · 2^(byte % 9 − 4)  (power of two: stays fp32-exact)
 //   8-15   seed, little-endian u64 (Family::seed)
-//   16     heads_q = 1 + byte % kMaxHeads  (GQA needs heads_q even; odd heads_q clears it)
-//   17     batch   = 1 + byte % 2
-//   18-23  reserved (kept for layout stability; the mutator leaves them alone)
+//   16     heads_q = 1 + byte % kMaxHeads, or 1 + byte % 2 for a long input (GQA needs heads_q even; odd heads_q
+//          clears it)
+//   17     batch   = 1 + byte % 2, or 1 for a long input
+//   18-20  the multiple of 32 added to n_q, n_k, head_dim (above). At 0 (every input written before these bytes had a
+//          meaning) an input decodes exactly as in the first layout, and so it does with any value past the range
+//          (8..255; 4..255 for head_dim): libFuzzer's blind byte mutations (a quarter of all) then make a size long
+//          with 7 of the 256 values a byte can take, not 7 in 8 as `byte % 8` would.
+//          A *long* input (is_long: a size past 32) reaches the CUDA kernels' 64-key tiles and 64/128-row query
+//          blocks (rescaling across tiles, tails at 64 and 128, wholly masked key tiles) and head dims 64 and 128
+//          unpadded. To bound its cost it has batch 1 and heads_q <= 2 (kMaxLongHeads; costs there).
+//   21-23  reserved (kept for layout stability; the mutator leaves them alone)
 //   24..   one byte per parameter of the generator, in the order of GeneratorInfo::defaults (a std::map, so
 //          alphabetical): 0 = the default; 1..127 = default · 2^((byte − 64) / 16) (a smooth log scale around
 //          the default; a default of 0 gives (byte − 64) / 16); 128..255 = the small integer byte − 128 − 16
@@ -35,6 +43,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "properties/family.h"
@@ -42,9 +51,20 @@
 namespace attncheck::fuzz {
 
 constexpr int kHeaderBytes = 24;
-constexpr int kMaxN = 32;      // n_q, n_k <= 32 and head_dim <= 32 keep one exec well under a millisecond
-constexpr int kMaxD = 32;
+constexpr int kShortN = 32;  // bytes 2-4 alone (a short input): n_q, n_k, head_dim <= 32, one exec well under 1 ms
+constexpr int kShortD = 32;
+constexpr int kLongSteps = 8;     // bytes 18-19: 32 · 0..7 more, so n_q, n_k <= 256 (four 64-key tiles)
+constexpr int kLongDimSteps = 4;  // byte 20: 32 · 0..3 more, so head_dim <= 128 (the CUDA kernels' largest)
+constexpr int kMaxN = kShortN * kLongSteps;
+constexpr int kMaxD = kShortD * kLongDimSteps;
 constexpr int kMaxHeads = 4;
+// A long input has batch 1 and heads_q <= 2 (GQA still reachable: 2 query heads on 1 kv head). Its worst case per
+// execution on the CPU models (n_q = n_k = 256, d = 128, 2 heads, mask and additive bias, 1x1 tiles or the default;
+// clang Release, no sanitizers, one core of a loaded 2-core machine, 2026-12-04): every per-instance property
+// 0.15-0.65 s (fastest fa2, slowest paper), with the bias flag (a batch of T = 32) 1.4-5.7 s (oracle with the
+// default tiles .. paper-fixed with 1x1 tiles). Without this cap (batch 2, 4 heads: 4x the work, past the reference
+// memo's size) paper took 2.5 s and 18 s. A short input: under 1 ms.
+constexpr int kMaxLongHeads = 2;
 constexpr int kEditBytes = 4;
 constexpr int kMaxEdits = 64;  // more edits than this are ignored (bounded work per input)
 
@@ -82,6 +102,13 @@ struct FuzzInput {
 
 // Specials an edit can write: ±0, ±inf, NaN, ±max finite, ±min subnormal, ±min normal, ±1, ±2^-8 ...
 double special_value(int arg, Format f);
+
+// A size from its header bytes: `low` is byte 2, 3 or 4 and `high` byte 18, 19 or 20 (head_dim: bytes 4 and 20).
+int size_from_bytes(std::uint8_t low, std::uint8_t high, bool head_dim);
+// The (low, high) bytes of a size in 1..kMaxN (1..kMaxD for head_dim); size_from_bytes inverts it.
+std::pair<std::uint8_t, std::uint8_t> bytes_for_size(int size, bool head_dim);
+// A long input's shape: n_q, n_k or head_dim past 32 (then batch 1, heads_q <= kMaxLongHeads).
+bool is_long(const Problem& p);
 
 // Total: every byte string decodes. Parameter bytes follow generators()[index].defaults.
 FuzzInput decode_input(const std::uint8_t* data, std::size_t size);

@@ -40,6 +40,10 @@ TEST(FuzzInput, EveryByteStringDecodesToAValidProblem) {
     ASSERT_LE(p.n_q, kMaxN);
     ASSERT_LE(p.n_k, kMaxN);
     ASSERT_LE(p.head_dim, kMaxD);
+    if (is_long(p)) {
+      ASSERT_EQ(p.batch, 1);
+      ASSERT_LE(p.heads_q, kMaxLongHeads);
+    }
     ASSERT_LE(in.family.tile_q, p.n_q);
     ASSERT_LE(in.family.tile_k, p.n_k);
     ASSERT_LE(in.edits.size(), static_cast<std::size_t>(kMaxEdits));
@@ -65,11 +69,109 @@ TEST(FuzzInput, DefaultFamiliesEncodeExactly) {
     FuzzInput in;
     in.family = default_family(g.name);
     in.family.tile_q = in.family.tile_k = 0;
-    if (in.family.problem.n_q > kMaxN || in.family.problem.n_k > kMaxN || in.family.problem.heads_q > kMaxHeads)
+    const Problem& p = in.family.problem;
+    if (p.n_q > kMaxN || p.n_k > kMaxN || p.heads_q > kMaxHeads ||
+        (is_long(p) && (p.batch > 1 || p.heads_q > kMaxLongHeads)))
       continue;
     const auto enc = encode_input(in);
     const FuzzInput back = decode_input(enc.data(), enc.size());
     EXPECT_EQ(family_to_json(back.family), family_to_json(in.family)) << g.name;
+  }
+}
+
+// Bytes 18-20 were reserved (ignored) in the first layout: an input with them at 0 must decode exactly as it did,
+// so committed seeds and grown corpora keep their meaning. The first layout's shape, written out here: n_q, n_k,
+// head_dim = 1 + byte % 32, heads_q = 1 + byte % 4, batch = 1 + byte % 2; and bytes 18-20 change nothing else.
+TEST(FuzzInput, ZeroLongBytesDecodeAsTheFirstLayout) {
+  std::mt19937 rng(13);
+  for (int t = 0; t < 2000; ++t) {
+    auto b = random_bytes(rng, kHeaderBytes + rng() % 60);
+    b[18] = b[19] = b[20] = 0;
+    const Problem p = decode_input(b.data(), b.size()).family.problem;
+    ASSERT_EQ(p.n_q, 1 + b[2] % 32) << to_hex(b.data(), b.size());
+    ASSERT_EQ(p.n_k, 1 + b[3] % 32);
+    ASSERT_EQ(p.head_dim, 1 + b[4] % 32);
+    ASSERT_EQ(p.heads_q, 1 + b[16] % 4);
+    ASSERT_EQ(p.batch, 1 + b[17] % 2);
+    ASSERT_FALSE(is_long(p));
+    // Any bytes 18-20: a family that differs in nothing but n_q, n_k, head_dim (and batch, heads, GQA when long).
+    auto long_b = b;
+    for (int i = 18; i <= 20; ++i) long_b[i] = static_cast<std::uint8_t>(rng());
+    const FuzzInput a = decode_input(b.data(), b.size()), c = decode_input(long_b.data(), long_b.size());
+    Family same = c.family;
+    same.problem = a.family.problem;
+    // The tiles are taken modulo the length: one that exceeds the short length is the same tile byte.
+    if (b[5] != 0) same.tile_q = a.family.tile_q;
+    if (b[6] != 0) same.tile_k = a.family.tile_k;
+    ASSERT_EQ(family_to_json(same), family_to_json(a.family)) << to_hex(long_b.data(), long_b.size());
+    ASSERT_EQ(a.edits.size(), c.edits.size());
+  }
+}
+
+// Bytes 18-20 add 32 · (0..7) to n_q, n_k and 32 · (0..3) to head_dim; larger values add nothing. A long input has
+// batch 1 and at most kMaxLongHeads query heads (GQA: 2 query heads on 1 kv head).
+TEST(FuzzInput, LongBytesAddMultiplesOf32) {
+  std::vector<std::uint8_t> b(kHeaderBytes, 0);
+  b[2] = 31, b[18] = 7;   // n_q 32 + 7 · 32 = 256
+  b[3] = 0, b[19] = 2;    // n_k 1 + 64 = 65: one key past the first 64-key tile
+  b[4] = 31, b[20] = 3;   // head_dim 128
+  b[16] = 3, b[17] = 1;   // heads_q 4 and batch 2 in a short input
+  b[0] = kFlagGqa;
+  Problem p = decode_input(b.data(), b.size()).family.problem;
+  EXPECT_EQ(p.n_q, 256);
+  EXPECT_EQ(p.n_k, 65);
+  EXPECT_EQ(p.head_dim, 128);
+  EXPECT_EQ(p.batch, 1);
+  EXPECT_EQ(p.heads_q, 2);
+  EXPECT_EQ(p.heads_kv, 1);
+  b[18] = 8, b[19] = 255, b[20] = 4;  // past the ranges: nothing added, a short input again
+  p = decode_input(b.data(), b.size()).family.problem;
+  EXPECT_EQ(p.n_q, 32);
+  EXPECT_EQ(p.n_k, 1);
+  EXPECT_EQ(p.head_dim, 32);
+  EXPECT_EQ(p.batch, 2);
+  EXPECT_EQ(p.heads_q, 4);
+  b[20] = 1;  // head_dim alone makes an input long
+  p = decode_input(b.data(), b.size()).family.problem;
+  EXPECT_EQ(p.head_dim, 64);
+  EXPECT_EQ(p.batch, 1);
+  // Every size once: 1..256 for n, 1..128 for head_dim, and nothing past them.
+  for (const bool head_dim : {false, true}) {
+    std::vector<int> seen(kMaxN + 1, 0);
+    for (int low = 0; low < 256; ++low)
+      for (int high = 0; high < 256; ++high) {
+        const int n = size_from_bytes(static_cast<std::uint8_t>(low), static_cast<std::uint8_t>(high), head_dim);
+        ASSERT_GE(n, 1);
+        ASSERT_LE(n, head_dim ? kMaxD : kMaxN);
+        seen[n] = 1;
+      }
+    for (int n = 1; n <= (head_dim ? kMaxD : kMaxN); ++n) {
+      EXPECT_TRUE(seen[n]) << n;
+      const auto [low, high] = bytes_for_size(n, head_dim);
+      EXPECT_EQ(size_from_bytes(low, high, head_dim), n);
+    }
+  }
+}
+
+// A long family round-trips through the encoder (the target's memo key is its encoding: decode(encode(f)) == f).
+TEST(FuzzInput, LongFamiliesEncodeExactly) {
+  std::mt19937 rng(17);
+  for (int t = 0; t < 500; ++t) {
+    FuzzInput in;
+    in.family = default_family(t % 2 ? "first_tile_masked" : "normal");
+    Problem& p = in.family.problem;
+    p.n_q = 1 + static_cast<int>(rng() % kMaxN);
+    p.n_k = 1 + static_cast<int>(rng() % kMaxN);
+    p.head_dim = 1 + static_cast<int>(rng() % kMaxD);
+    p.scale = Problem::default_scale(p.head_dim);
+    p.batch = 1;
+    p.heads_q = 1 + static_cast<int>(rng() % kMaxLongHeads);
+    p.heads_kv = p.heads_q == 2 && rng() % 2 ? 1 : p.heads_q;
+    in.family.tile_q = static_cast<int>(rng() % std::min(p.n_q + 1, 256));
+    in.family.tile_k = static_cast<int>(rng() % std::min(p.n_k + 1, 256));
+    const auto enc = encode_input(in);
+    ASSERT_EQ(family_to_json(decode_input(enc.data(), enc.size()).family), family_to_json(in.family))
+        << to_hex(enc.data(), enc.size());
   }
 }
 

@@ -42,9 +42,9 @@ int main(int argc, char** argv) {
     FuzzInput in;
     in.family = default_family(g.name);
     Problem& p = in.family.problem;
-    p.n_q = std::min(p.n_q, kMaxN);
-    p.n_k = std::min(p.n_k, kMaxN);
-    p.head_dim = std::min(p.head_dim, kMaxD);
+    p.n_q = std::min(p.n_q, kShortN);
+    p.n_k = std::min(p.n_k, kShortN);
+    p.head_dim = std::min(p.head_dim, kShortD);
     p.heads_q = std::min(p.heads_q, kMaxHeads);
     if (p.heads_q % p.heads_kv) p.heads_kv = p.heads_q;
     p.batch = std::min(p.batch, 2);

@@ -35,8 +35,8 @@ std::uint8_t tile_for(Rng& rng, int n) {
 
 void mutate_shape(std::uint8_t* d, Rng& rng) {
   const int field = 2 + pick(rng, 3);  // 2 n_q, 3 n_k, 4 head_dim
-  const int cur = 1 + d[field] % (field == 4 ? kMaxD : kMaxN);
-  const int limit = field == 4 ? kMaxD : kMaxN;
+  const int cur = 1 + d[field] % (field == 4 ? kShortD : kShortN);
+  const int limit = field == 4 ? kShortD : kShortN;
   int next;
   switch (pick(rng, 4)) {
     case 0: next = cur + 1; break;
@@ -47,7 +47,7 @@ void mutate_shape(std::uint8_t* d, Rng& rng) {
   next = std::clamp(next, 1, limit);
   d[field] = static_cast<std::uint8_t>(next - 1);
   // Coherent tiles: re-draw the tile of the dimension that changed.
-  const int n_q = 1 + d[2] % kMaxN, n_k = 1 + d[3] % kMaxN;
+  const int n_q = 1 + d[2] % kShortN, n_k = 1 + d[3] % kShortN;
   if (field == 2) d[5] = tile_for(rng, n_q);
   if (field == 3) d[6] = tile_for(rng, n_k);
 }
@@ -147,8 +147,8 @@ std::size_t mutate_structured(std::uint8_t* data, std::size_t size, std::size_t 
       switch (pick(rng, 4)) {
         case 0: data[16] = static_cast<std::uint8_t>(pick(rng, kMaxHeads)); break;
         case 1: data[17] ^= 1; break;
-        case 2: data[5] = tile_for(rng, 1 + data[2] % kMaxN); break;
-        default: data[6] = tile_for(rng, 1 + data[3] % kMaxN); break;
+        case 2: data[5] = tile_for(rng, 1 + data[2] % kShortN); break;
+        default: data[6] = tile_for(rng, 1 + data[3] % kShortN); break;
       }
       break;
   }
