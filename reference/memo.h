@@ -23,8 +23,12 @@
 
 namespace attncheck::memo {
 
-// Tensors up to this many elements (per tensor) are memoised: n, d <= 32 with a few heads is ~2^12..2^14.
-constexpr std::size_t kMemoMaxElements = std::size_t(1) << 16;
+// Tensors up to this many elements (per tensor) are memoised: a short fuzz input (n, d <= 32, a few heads) is
+// ~2^12..2^14; the longest (harness/fuzz/fuzz_input.h: batch 1, 2 heads, n_q = n_k = 256, d = 128) has 2 · 256 · 256
+// = 2^17 scores (mask, bias, P) and 2^16 elements of Q, K, V. At 2^16 each property generated it and ran its fp64
+// reference again: the per-instance checks took 1.4-3x as long (paper, stochastic), with the bias flag 1.1-1.9x.
+// A memo entry of 2^17 doubles is 1 MiB.
+constexpr std::size_t kMemoMaxElements = std::size_t(1) << 17;
 
 // Bitwise equality. Not libc's memcmp: under libFuzzer every unequal memcmp during a run is hooked and recorded
 // (a memo miss is one), which cost more than the comparison; blocks of 8 elements compared without branches.

@@ -507,6 +507,15 @@ TEST(FuzzMemo, ReferenceAndInstanceMemosAnswerOnlyBitIdenticalInputs) {
   EXPECT_NE(other.dq, shared.dq);  // dO still counts
 }
 
+// The longest fuzz input (fuzz_input.h) is small enough for the memos: above kMemoMaxElements each property would
+// generate it and run its fp64 reference again (1.4-3x the time of a long input).
+TEST(FuzzMemo, TheLongestFuzzInputIsMemoised) {
+  Instance in;
+  in.problem = Problem::of_shape(1, kMaxLongHeads, kMaxLongHeads, kMaxN, kMaxN, kMaxD);
+  in.problem.has_mask = in.problem.has_bias = true;
+  EXPECT_TRUE(memo::small(in)) << in.problem.describe();
+}
+
 // validate_once (reference/memo.h) checks an instance with the last validated one's problem and sizes only where
 // its elements differ: it must throw exactly when Instance::validate() throws, for every per-element rule
 // (input-format values in Q, K, V, dO; 0/1 mask; fp32, non-NaN, non-+inf bias), and a throw leaves the root.
