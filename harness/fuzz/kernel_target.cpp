@@ -47,12 +47,17 @@ std::uint64_t g_runs = 0;  // inputs run by this process (the planted kernel rep
 // What this process reached, printed at exit (ATTNCHECK_FUZZ_STATS=1): the largest finite O error in
 // row-scaled ulps over generated instances, and how many distinct (generator, O error bucket) cells.
 double g_max_err = 0;
-std::uint64_t g_bias_batches = 0;    // bias batches actually run (the rest were answered by bias_memo_)
-std::uint64_t g_family_replays = 0;  // inputs whose steps 2 and 4 were answered by family_memo_
+std::uint64_t g_bias_batches = 0;     // bias batches actually run (the rest were answered by bias_memo_)
+std::uint64_t g_family_replays = 0;   // inputs whose steps 2 and 4 were answered by family_memo_
+std::uint64_t g_long_runs = 0;        // inputs with a size past 32 (fuzz_input.h: bytes 18-20)
+std::uint64_t g_multi_tile_runs = 0;  // of these, n_q or n_k past 64: more than one of the CUDA kernels' 64-row tiles
 std::set<std::pair<int, int>> g_cells;
 void print_stats() {
-  std::fprintf(stderr, "attncheck-fuzz: stats runs=%llu max_o_error_ulps=%g error_cells=%zu bias_batches=%llu family_replays=%llu\n",
-               static_cast<unsigned long long>(g_runs), g_max_err, g_cells.size(),
+  std::fprintf(stderr,
+               "attncheck-fuzz: stats runs=%llu long_runs=%llu multi_tile_runs=%llu max_o_error_ulps=%g "
+               "error_cells=%zu bias_batches=%llu family_replays=%llu\n",
+               static_cast<unsigned long long>(g_runs), static_cast<unsigned long long>(g_long_runs),
+               static_cast<unsigned long long>(g_multi_tile_runs), g_max_err, g_cells.size(),
                static_cast<unsigned long long>(g_bias_batches), static_cast<unsigned long long>(g_family_replays));
 }
 
@@ -307,6 +312,8 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
   RunResult res;
   ++g_runs;
   FuzzInput in = decode_input(data, size);
+  g_long_runs += is_long(in.family.problem);
+  g_multi_tile_runs += std::max(in.family.problem.n_q, in.family.problem.n_k) > 64;
   // The memos' key: the decoded family's canonical bytes (decode(encode(f)) == f for a decoded f), taken before
   // fit_to_caps, which is a function of it (after it the encoding can merge families: a clipped head_dim keeps
   // its old scale, which the byte code cannot express). Value edits and the bias flag are left out.

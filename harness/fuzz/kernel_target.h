@@ -42,9 +42,9 @@
 //   ATTNCHECK_FUZZ_PLANTED_BASE      the planted kernel's base kernel (default fa2)
 //   ATTNCHECK_FUZZ_PLANTED_FEATURES  how many input features its defect needs at once (default 9; planted_kernel.h)
 // Read elsewhere, not checked by config_from_env: ATTNCHECK_FUZZ_STATS=1 prints what the process reached at exit
-// (runs, largest O error, error cells; KernelTarget's constructor, any other value is off); ATTNCHECK_FUZZ_MUTATOR=0
-// turns the structure-aware mutator off (kernel_fuzzer.cpp); ATTNCHECK_FUZZ_DEVICE_PIN=0 turns off one GPU per
-// libFuzzer worker (device_slot.h).
+// (runs, long and multi-tile runs, largest O error, error cells; KernelTarget's constructor, any other value is
+// off); ATTNCHECK_FUZZ_MUTATOR=0 turns the structure-aware mutator off (kernel_fuzzer.cpp);
+// ATTNCHECK_FUZZ_DEVICE_PIN=0 turns off one GPU per libFuzzer worker (device_slot.h).
 // config_from_env() throws Error naming the variable for a value it cannot read (an unknown property, a number out
 // of range, FEEDBACK other than 1/0/error, QUIET or CONTINUE other than 0/1): the target exits 2 at its start.
 #pragma once
