@@ -196,6 +196,50 @@ TEST(FuzzMutator, KeepsInputsDecodableAndWithinMaxSize) {
   EXPECT_GT(changed, 2500) << "the mutator almost always changes something";
 }
 
+// The mutator takes a size across 32 (bytes 18-20) in one shape move of kLongOneIn (mutator.cpp: 1 in 16 of the
+// shape moves, which are 1 in 10 of its mutations), both ways, and mostly to a 64-row edge or a real head dim; it
+// never writes the reserved bytes 21-23. (libFuzzer's own byte mutations, the other quarter, are not counted here.)
+TEST(FuzzMutator, TakesSizesAcross32RarelyAndBothWays) {
+  FuzzInput in;
+  in.family = default_family("normal");
+  in.family.tile_q = in.family.tile_k = 0;
+  const std::vector<std::uint8_t> short_start = encode_input(in);
+  in.family.problem = Problem::of_shape(1, 2, 2, 130, 200, 64);
+  const std::vector<std::uint8_t> long_start = encode_input(in);
+  std::mt19937 rng(19);  // libFuzzer passes random seeds; consecutive minstd seeds would correlate the picks
+  std::vector<std::uint8_t> buf(512);
+  const auto mutate = [&](const std::vector<std::uint8_t>& from) {
+    std::copy(from.begin(), from.end(), buf.begin());
+    const std::size_t n = mutate_structured(buf.data(), from.size(), buf.size(), rng());
+    EXPECT_EQ(buf[21] | buf[22] | buf[23], 0) << "reserved bytes";
+    return decode_input(buf.data(), n).family.problem;
+  };
+  const int trials = 40000;
+  int made_long = 0, multi_tile = 0, at_edge = 0;
+  for (int t = 0; t < trials; ++t) {
+    const Problem p = mutate(short_start);
+    if (!is_long(p)) continue;
+    ++made_long;
+    multi_tile += std::max(p.n_q, p.n_k) > 64;
+    for (const int size : {p.n_q, p.n_k, p.head_dim})
+      at_edge += size > 32 && (size % 64 == 0 || size % 64 == 1 || size % 64 == 63);
+  }
+  int made_short = 0;  // one of n_q 130, n_k 200, d 64 to 32 or less (the other two stay long)
+  for (int t = 0; t < trials; ++t) {
+    const Problem p = mutate(long_start);
+    made_short += p.n_q <= 32 || p.n_k <= 32 || p.head_dim <= 32;
+    ASSERT_LE(std::max(p.n_q, p.n_k), kMaxN);
+  }
+  // mutate_structured: 1/10 · 1/16 = 0.625% of its calls, ~250 of 40,000 (bounds: a factor of 2 either way). The
+  // long-to-short count adds the ordinary moves of a long size to 1..256 (1/10 · 15/16 · 1/4 · 32/256 of the calls).
+  EXPECT_GT(made_long, trials / 320) << "short to long";
+  EXPECT_LT(made_long, trials / 80) << "rarely: a long input costs up to hundreds of short ones";
+  EXPECT_GT(multi_tile, made_long / 4) << "many cross a 64-row tile";
+  EXPECT_GT(at_edge, made_long / 4) << "many sit at a 64-row edge or a head dim of 64 or 128";
+  EXPECT_GT(made_short, trials / 320) << "long back to short";
+  EXPECT_LT(made_short, trials / 40);
+}
+
 TEST(FuzzInput, EditsKeepValuesInTheInputFormat) {
   std::mt19937 rng(5);
   Family f = default_family("normal");

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <tuple>
+#include <vector>
 
 #include "harness/fuzz/fuzz_input.h"
 
@@ -17,39 +19,67 @@ using Rng = std::minstd_rand;
 
 int pick(Rng& rng, int n) { return n <= 1 ? 0 : static_cast<int>(rng() % static_cast<unsigned>(n)); }
 
-// A tile byte for a dimension of n: 0 (kernel default), 1, n, a divisor of n, or a size leaving a tail.
+// A tile byte for a dimension of n: 0 (kernel default), 1, n, a divisor of n, or a size leaving a tail. A tile byte
+// holds at most 255 (for n = 256, a tile of n is not expressible: 255 stands in for it).
 std::uint8_t tile_for(Rng& rng, int n) {
   switch (pick(rng, 5)) {
     case 0: return 0;
     case 1: return 1;
-    case 2: return static_cast<std::uint8_t>(n);
+    case 2: return static_cast<std::uint8_t>(std::min(n, 255));
     case 3: {
       std::vector<int> divs;
-      for (int t = 1; t <= n; ++t)
+      for (int t = 1; t < std::min(n + 1, 256); ++t)
         if (n % t == 0) divs.push_back(t);
       return static_cast<std::uint8_t>(divs[pick(rng, static_cast<int>(divs.size()))]);
     }
-    default: return static_cast<std::uint8_t>(n > 2 ? 2 + pick(rng, n - 2) : 1);  // often not a divisor
+    default: return static_cast<std::uint8_t>(n > 2 ? 2 + pick(rng, std::min(n, 255) - 2) : 1);  // often not a divisor
   }
 }
 
+// n_q (field 2), n_k (3) or head_dim (4) as the header gives it (bytes 2-4 with 18-20), and setting it.
+int size_at(const std::uint8_t* d, int field) { return size_from_bytes(d[field], d[field + 16], field == 4); }
+void set_size(std::uint8_t* d, int field, int size) {
+  std::tie(d[field], d[field + 16]) = bytes_for_size(size, field == 4);
+}
+
+// A size past 32: mostly at a 64-row edge (edge - 1, edge, edge + 1: the CUDA kernels' key tiles and query blocks
+// are 64 and 128 rows, and head_dim pads to 64 or 128), else anywhere up to the limit.
+int long_size(Rng& rng, bool head_dim) {
+  const int limit = head_dim ? kMaxD : kMaxN, shortest = head_dim ? kShortD : kShortN;
+  if (pick(rng, 2) == 0) return shortest + 1 + pick(rng, limit - shortest);
+  const int edge = 64 * (1 + pick(rng, limit / 64));
+  return std::min(limit, edge - 1 + pick(rng, 3));
+}
+
+// One shape mutation in kLongOneIn takes a size across 32, short to long or back (bytes 18-20): 1/10 · 1/16 = 0.6%
+// of this mutator's calls. A long input costs ~20x a short one on average in a campaign (8 ms against 0.45 ms, paper)
+// and up to ~1,500x (0.65 s, fuzz_input.h), so it must stay a small share of the executions; libFuzzer's own byte
+// mutations and the corpus (a long input's children stay long) add more. What a campaign runs: README "Long inputs".
+constexpr int kLongOneIn = 16;
+
 void mutate_shape(std::uint8_t* d, Rng& rng) {
   const int field = 2 + pick(rng, 3);  // 2 n_q, 3 n_k, 4 head_dim
-  const int cur = 1 + d[field] % (field == 4 ? kShortD : kShortN);
-  const int limit = field == 4 ? kShortD : kShortN;
+  const bool head_dim = field == 4;
+  const int shortest = head_dim ? kShortD : kShortN;
+  const int cur = size_at(d, field);
+  // Other moves keep a short size short and a long one within the long range.
+  const int limit = cur > shortest ? (head_dim ? kMaxD : kMaxN) : shortest;
   int next;
-  switch (pick(rng, 4)) {
-    case 0: next = cur + 1; break;
-    case 1: next = cur > 1 ? cur - 1 : 1; break;
-    case 2: next = std::min(limit, cur * 2); break;
-    default: next = 1 + pick(rng, limit); break;
+  if (pick(rng, kLongOneIn) == 0) {
+    next = cur > shortest ? 1 + pick(rng, shortest) : long_size(rng, head_dim);
+  } else {
+    switch (pick(rng, 4)) {
+      case 0: next = cur + 1; break;
+      case 1: next = cur > 1 ? cur - 1 : 1; break;
+      case 2: next = std::min(limit, cur * 2); break;
+      default: next = 1 + pick(rng, limit); break;
+    }
+    next = std::clamp(next, 1, limit);
   }
-  next = std::clamp(next, 1, limit);
-  d[field] = static_cast<std::uint8_t>(next - 1);
+  set_size(d, field, next);
   // Coherent tiles: re-draw the tile of the dimension that changed.
-  const int n_q = 1 + d[2] % kShortN, n_k = 1 + d[3] % kShortN;
-  if (field == 2) d[5] = tile_for(rng, n_q);
-  if (field == 3) d[6] = tile_for(rng, n_k);
+  if (field == 2) d[5] = tile_for(rng, size_at(d, 2));
+  if (field == 3) d[6] = tile_for(rng, size_at(d, 3));
 }
 
 void mutate_param(std::uint8_t* d, std::size_t offset, std::size_t count, Rng& rng) {
@@ -147,8 +177,8 @@ std::size_t mutate_structured(std::uint8_t* data, std::size_t size, std::size_t 
       switch (pick(rng, 4)) {
         case 0: data[16] = static_cast<std::uint8_t>(pick(rng, kMaxHeads)); break;
         case 1: data[17] ^= 1; break;
-        case 2: data[5] = tile_for(rng, 1 + data[2] % kShortN); break;
-        default: data[6] = tile_for(rng, 1 + data[3] % kShortN); break;
+        case 2: data[5] = tile_for(rng, size_at(data, 2)); break;
+        default: data[6] = tile_for(rng, size_at(data, 3)); break;
       }
       break;
   }

@@ -3,7 +3,8 @@
 // libFuzzer's byte mutations rarely keep an attention problem coherent or hit the values that matter
 // (specials, tied rows, scaled logits). mutate_structured edits the decoded fields instead:
 //   - shape: n_q, n_k, head_dim, heads, batch, with the tiles re-drawn to fit the new shape (a divisor,
-//     the whole dimension, 1, or a tail-producing size);
+//     the whole dimension, 1, or a tail-producing size); a short size (<= 32) stays short and a long one long,
+//     but for one shape move in 16 that takes a size across 32 (mostly to a 64-row edge or d = 64, 128);
 //   - flags (causal, mask, bias, GQA, run-bias), generator, seed, logit scale (byte 7, ×2^k);
 //   - generator parameters: default, the small integers −1, 0, 1, 2, 3, ×2 and ÷2 of the current value;
 //   - value edits: a special value (±0, ±inf, NaN, ±max, subnormals) at a random place; a duplicated K row
