@@ -108,6 +108,28 @@ TEST(FuzzInput, ZeroLongBytesDecodeAsTheFirstLayout) {
   }
 }
 
+// The committed seeds of the first layout (every one but long_*) have bytes 18-20 at 0: they decode as before.
+TEST(FuzzInput, CommittedSeedsOfTheFirstLayoutAreShort) {
+  const std::filesystem::path dir = std::filesystem::path(ATTNCHECK_SOURCE_DIR) / "corpus" / "seeds" / "kernel";
+  int seeds = 0, long_seeds = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(e.path(), std::ios::binary);
+    const std::vector<std::uint8_t> b{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const Problem p = decode_input(b.data(), b.size()).family.problem;
+    ++seeds;
+    if (e.path().filename().string().rfind("long_", 0) == 0) {
+      EXPECT_GT(std::max(p.n_q, p.n_k), 64) << e.path() << ": a long seed crosses a 64-key tile";
+      ++long_seeds;
+      continue;
+    }
+    ASSERT_GE(b.size(), 21u) << e.path();
+    EXPECT_EQ(b[18] | b[19] | b[20], 0) << e.path();
+    EXPECT_FALSE(is_long(p)) << e.path();
+  }
+  EXPECT_GE(seeds, 20);
+  EXPECT_GE(long_seeds, 1) << "a campaign starts with a multi-tile input";
+}
+
 // Bytes 18-20 add 32 · (0..7) to n_q, n_k and 32 · (0..3) to head_dim; larger values add nothing. A long input has
 // batch 1 and at most kMaxLongHeads query heads (GQA: 2 query heads on 1 kv head).
 TEST(FuzzInput, LongBytesAddMultiplesOf32) {

@@ -1,9 +1,10 @@
 // make_seeds.cpp — writes the committed fuzz seeds (corpus/seeds/kernel, corpus/seeds/parser) from code, so
 // they can be regenerated when the input layout or the generator catalogue changes.
 // Run:  build/harness/fuzz/attncheck_fuzz_make_seeds corpus/seeds     (overwrites the seed files)
-// Kernel seeds: every generator's default family clipped to the fuzz limits (n <= 32, d <= 32, heads <= 4),
-// the bias flag on for the tie-producing generators, plus a few inputs with value edits (specials, a
-// duplicated key row, a scaled query row). Parser seeds: a valid case as JSON (mode 0) and as a file
+// Kernel seeds: every generator's default family clipped to the first layout's limits (n <= 32, d <= 32,
+// heads <= 4: bytes 18-20 stay 0), the bias flag on for the tie-producing generators, plus a few inputs with value
+// edits (specials, a duplicated key row, a scaled query row) and two long inputs (fuzz_input.h, bytes 18-20) that
+// cross the CUDA kernels' 64-key tiles at real head dims. Parser seeds: a valid case as JSON (mode 0) and as a file
 // (mode 1), truncated and mistyped variants, and CLI argument lists (mode 2).
 #include <cstdio>
 #include <filesystem>
@@ -65,6 +66,19 @@ int main(int argc, char** argv) {
     write(root / "kernel" / "edits_tie_scale.bin", encode_input(in));
     in.edits = {{EditOp::kSetSpecial, 1, 0, 0, 1}, {EditOp::kSetSpecial, 2, 3, 2, 3}, {EditOp::kSetSpecial, 0, 2, 1, 2}};
     write(root / "kernel" / "edits_specials.bin", encode_input(in));
+  }
+  {  // long inputs, so that a campaign starts with multi-tile shapes (as --suite long has them)
+    FuzzInput in;
+    in.family = default_family("tied_max");  // ties land in different 64-key tiles; tails of 2 queries and 8 keys
+    in.family.problem = Problem::of_shape(1, 2, 2, 130, 200, 64);
+    in.family.tile_q = in.family.tile_k = 0;
+    write(root / "kernel" / "long_tied_max.bin", encode_input(in));
+    in.family = default_family("first_tile_masked");  // the first 64-key tile wholly masked, d 128, tails 1 and 1
+    in.family.params["first_masked"] = 64;
+    in.family.problem = Problem::of_shape(1, 1, 1, 129, 193, 128);
+    in.family.problem.has_mask = true;
+    in.family.tile_q = in.family.tile_k = 0;
+    write(root / "kernel" / "long_first_tile_masked.bin", encode_input(in));
   }
   // Parser seeds: a small valid case.
   Family f = default_family("tied_max");
