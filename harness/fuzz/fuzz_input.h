@@ -64,11 +64,11 @@ constexpr int kMaxD = kShortD * kLongDimSteps;
 constexpr int kMaxHeads = 4;
 // A long input has batch 1 and heads_q <= 2 (GQA still reachable: 2 query heads on 1 kv head). Its worst case per
 // execution on the CPU models (n_q = n_k = 256, d = 128, 2 heads, mask and additive bias, 1x1 tiles or the default;
-// clang Release, no sanitizers, one core of a loaded 2-core machine, 2026-12-04): every per-instance property
-// 0.15-0.65 s (fastest fa2, slowest paper; 1x1 tiles or the default). Were the bias flag honoured, its batch of
-// T = 32 would add 1.4-5.7 s (oracle with the default tiles .. paper-fixed with 1x1 tiles); without the cap on batch
-// and heads (batch 2, 4 heads: 4x the work, past the reference memo's size) paper took 2.5 s, 18 s with the bias
-// batch. A short input: under 1 ms.
+// clang Release, one core of a loaded 2-core machine, 2026-12-04): every per-instance property 0.15-0.7 s without
+// sanitizers (fastest fa2, slowest paper-fixed with 1x1 tiles), 1.1-4.5 s under ASan+UBSan (`attncheck fuzz`'s
+// default build). Were the bias flag honoured, with its batch of T = 32 it took 1.4-5.7 s without sanitizers (oracle
+// with the default tiles .. paper-fixed with 1x1 tiles); without the cap on batch and heads (batch 2, 4 heads: 4x the
+// work, past the reference memo's size) paper took 2.5 s, 18 s with the bias batch. A short input: under 1 ms.
 constexpr int kMaxLongHeads = 2;
 constexpr int kEditBytes = 4;
 constexpr int kMaxEdits = 64;  // more edits than this are ignored (bounded work per input)
