@@ -411,11 +411,12 @@ std::string cannot_write_in(const std::filesystem::path& dir) {
 void require_writable_dir(const std::string& dir, const std::string& option) {
   if (dir.empty()) throw Error(option + ": an empty path");
   std::error_code ec;
-  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))  // said plainly, not ENOTDIR's
-    throw Error(option + " " + dir + ": a file, not a directory");                  // "Not a directory" at create
   std::filesystem::create_directories(dir, ec);
+  std::error_code ignored;
+  // An existing file is said plainly (create_directories' error read "cannot create the directory: Not a directory").
+  if (std::filesystem::exists(dir, ignored) && !std::filesystem::is_directory(dir, ignored))
+    throw Error(option + " " + dir + ": a file, not a directory");
   if (ec) throw Error(option + " " + dir + ": cannot create the directory: " + ec.message());
-  if (!std::filesystem::is_directory(dir)) throw Error(option + " " + dir + ": not a directory");
   if (const std::string why = cannot_write_in(dir); !why.empty())
     throw Error(option + " " + dir + ": cannot write there: " + why);
 }

@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
+#include <cstdio>
 
 #include "properties/property.h"
 
@@ -46,16 +46,11 @@ StopSignals::StopSignals(For what) {
     return;
   }
   clear_stop_request();
-  const char* text =
-      "attncheck: interrupted: stopping at the check in progress (a failure it found is saved, shrunk no further); "
-      "the summary and reports follow, marked interrupted. Interrupt again to stop at once.\n";
-  const char* clear = ::isatty(2) ? "\r\033[K" : "\n";
-  g_check_stop_message_size = 0;
-  for (const char* part : {clear, text}) {
-    const std::size_t n = std::min(std::strlen(part), sizeof g_check_stop_message - g_check_stop_message_size);
-    std::memcpy(g_check_stop_message + g_check_stop_message_size, part, n);
-    g_check_stop_message_size += n;
-  }
+  const int n = std::snprintf(g_check_stop_message, sizeof g_check_stop_message, "%s%s", ::isatty(2) ? "\r\033[K" : "\n",
+                              "attncheck: interrupted: stopping at the check in progress (a failure it found is saved, "
+                              "shrunk no further); the summary and reports follow, marked interrupted. Interrupt "
+                              "again to stop at once.\n");
+  g_check_stop_message_size = std::min<std::size_t>(n, sizeof g_check_stop_message - 1);
   g_check_old_int = old_int_;
   g_check_old_term = old_term_;
   install(stop_check, SA_RESTART);
