@@ -146,6 +146,49 @@ TEST(Family, TieFamiliesHaveExactTiesAtTheRowMaximum) {
   for (const char* g : {"tied_max", "tied_max_flat", "tied_max_negative", "max_zero"}) expect_exact_ties(g);
 }
 
+// tie_rows: each row has the tied keys as its maximum with that probability; in the others the tied keys score
+// below the rest and the maximum is one ordinary key (over 64 instances, no repeat). Absent or 1: the instances of
+// before, bit for bit (the draw is made only below 1).
+TEST(Family, TieRowsTiesThatFractionOfRows) {
+  for (const char* g : {"tied_max", "max_zero", "tied_max_negative"}) {
+    SCOPED_TRACE(g);
+    Family f = default_family(g);
+    Family one = f;
+    one.params["tie_rows"] = 1;
+    EXPECT_EQ(make_instance(f, 3).q, make_instance(one, 3).q);
+    for (double frac : {0.0, 0.125, 0.5}) {
+      f.params["tie_rows"] = frac;
+      std::size_t rows = 0, tied = 0, repeated = 0;
+      for (std::uint64_t idx = 0; idx < 64; ++idx) {
+        const Instance in = make_instance(f, idx);
+        const Problem& p = in.problem;
+        for (int b = 0; b < p.batch; ++b)
+          for (int h = 0; h < p.heads_q; ++h) {
+            const std::vector<int> keys = tie_positions(f, idx, b, h / p.group());
+            const std::vector<double> s = reference_scores(in, b, h);
+            for (int i = 0; i < p.n_q; ++i, ++rows) {
+              const double* row = &s[std::size_t(i) * p.n_k];
+              const double mx = *std::max_element(row, row + p.n_k);
+              const int at_max = static_cast<int>(std::count(row, row + p.n_k, mx));
+              const bool lead = in.q[p.q_at(b, h, i, 0)] > 0;  // the generator's choice for this row
+              tied += lead;
+              if (lead) {
+                EXPECT_EQ(at_max, int(keys.size())) << "row " << i;
+                for (int j : keys) EXPECT_EQ(row[j], mx);
+              } else {
+                repeated += at_max > 1;
+                for (int j : keys) EXPECT_LT(row[j], mx);
+              }
+            }
+          }
+      }
+      const double got = double(tied) / rows;  // 2048 rows: sd of the fraction <= 0.011
+      EXPECT_NEAR(got, frac, 0.05) << frac;
+      EXPECT_EQ(repeated, 0u) << frac;
+    }
+  }
+}
+
 TEST(Family, NearTiesAreWithin2ToMinus9AndRoundToOneButDiffer) {
   const Family f = default_family("near_tie");
   for (std::uint64_t idx = 0; idx < 6; ++idx) {

@@ -214,12 +214,17 @@ Instance make_instance_uncached(const Family& f, std::uint64_t index) {
     const int e_hi = static_cast<int>(std::log2(L.noise > 0 ? L.noise : 1.0)) - 1;
     const int erange = std::max(0, iparam(f, "erange", 3));
     const int quant = iparam(f, "quant", 7);
+    const double tie_rows = L.ties > 0 ? f.param("tie_rows", 1) : 1;  // the fraction of rows the lead keys top
     for (int b = 0; b < p.batch; ++b) {
       for (int h = 0; h < p.heads_q; ++h)
         for (int i = 0; i < p.n_q; ++i) {
           // q_i0 in [1, 2): every row's tied score q_i0·A differs (so a kernel's rounding of p̄ or l at the
           // tie is not the same deterministic error in every row), and q_i0 >= 1 keeps the gap guarantee.
           in.q[p.q_at(b, h, i, 0)] = value(r, fmt, 0, 0, 1, quant);
+          // tie_rows < 1: a row left out of the ties gets q_i0 negated, so the lead keys score lowest in it and its
+          // maximum is an ordinary key (the noise decides which, generally one). Drawn only then: a family
+          // without tie_rows keeps its instances bit for bit.
+          if (tie_rows < 1 && !(r.u01() < tie_rows)) in.q[p.q_at(b, h, i, 0)] = -in.q[p.q_at(b, h, i, 0)];
           for (int c = 1; c < d; ++c) in.q[p.q_at(b, h, i, c)] = value(r, fmt, e_hi - erange, e_hi, 0, quant);
         }
       for (int h = 0; h < p.heads_kv; ++h) {
@@ -371,7 +376,7 @@ std::optional<ParamDomain> param_domain(const std::string& key, Format input_for
       {"window", 10}, {"masked_every", 11}, {"first_masked", 12}, {"keep", 13},  {"rank", 14},
       {"eps", 15},    {"ties", 16},      {"ties_min", 17},  {"tie_sign", 18},     {"tie_spread", 19},
       {"near", 20},   {"tie_level", 21}, {"gap", 22},       {"level", 23},        {"sink_pos", 24},
-      {"log2_mag", 25}, {"c", 26}};
+      {"log2_mag", 25}, {"c", 26},         {"tie_rows", 27}};
   const auto it = kIndex.find(key);
   if (it == kIndex.end()) return std::nullopt;
   switch (it->second) {
@@ -401,6 +406,7 @@ std::optional<ParamDomain> param_domain(const std::string& key, Format input_for
     case 23: return real(0.0, true, fi.max_finite, "every scaled score about -level");
     case 24: return integer(0, kNoLimit, "the sink key; past the end acts as the last start");
     case 25: return integer(0, fi.emax, "|Q|, |K| about 2^log2_mag, finite in the input format");
+    case 27: return real(0.0, false, 1.0, "fraction of rows whose maximum is the tied keys (each row drawn)");
     default: return real(-fi.max_finite, false, fi.max_finite, "the constant V value, finite in the input format");
   }
 }
