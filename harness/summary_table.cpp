@@ -2,7 +2,7 @@
 // A cell aggregates every family of that property: FAIL k/n (k of the n families checked failed, with the first
 // failure's key number), else pass if any passed, else degen / skip; "-" when the suite has no such pair. An
 // interrupted run's cell short of checks reads "k/n run" (k of its n checks ran, none failed) or "not run".
-// bias_table: the `unbiased` property family by family (rows) and kernel by kernel (columns), because a kernel
+// bias_table: the `unbiased` and `unbiased_at_ties` properties family by family (rows) and kernel by kernel (columns), because a kernel
 // can pass one tie family and fail another (paper-fixed: tied_max passes, max_zero fails), and that is the
 // point of the property. Plain ASCII, fixed width. Tested by report_test.cpp.
 #include <algorithm>
@@ -61,11 +61,12 @@ std::string bias_table(const RunReport& r) {
   bool any_blind = false, any_shrunk = false;
   for (const auto& e : r.entries) {
     const Outcome& o = e.outcome;
-    if (o.property != "unbiased") continue;
+    if (o.property != "unbiased" && o.property != "unbiased_at_ties") continue;
     if (std::find(kernels.begin(), kernels.end(), o.kernel) == kernels.end()) kernels.push_back(o.kernel);
     const std::size_t row = static_cast<std::size_t>(seen[o.kernel]++);
     if (row == families.size()) {
-      const std::string base = e.label.empty() ? o.family.generator : e.label;
+      const std::string base = (o.property == "unbiased" ? "" : "at ties: ") +
+                               (e.label.empty() ? o.family.generator : e.label);
       int same = 0;
       for (const auto& f : families) same += f.rfind(base, 0) == 0;
       families.push_back(base + (same ? " (" + std::to_string(same + 1) + ")" : ""));
@@ -86,7 +87,7 @@ std::string bias_table(const RunReport& r) {
   std::ostringstream s;
   // "the shrunk family": only where a failure was shrunk (--no-shrink, or a failure no smaller family repeats, keeps the
   // family as checked).
-  s << "unbiased, family by family (deciding tensor, mean signed error in ulps, z"
+  s << "unbiased (\"at ties:\" unbiased_at_ties), family by family (deciding tensor, mean signed error in ulps, z"
     << (any_shrunk ? "; the shrunk family for failures" : "") << "):\n";
   s << pad("family", fw);
   for (std::size_t i = 0; i < kernels.size(); ++i) s << "  " << pad(kernels[i], kw[i]);

@@ -178,11 +178,29 @@ TEST(Bias, PaperFailsTheTieFamilyAndPaperFixedPassesIt) {
   }
 }
 
+// What unbiased_at_ties found in the FlashAttention-2 model (README): its backward leans on the tied keys' dV
+// (+0.12 to +0.17 ulp of their rms at T = 256, z 16-22, seeds 1-3), and the fix, a forward max shift, leaves it: the
+// backward's P = e^(s − LSE) does not see the shifted max. Over the whole head's dV the lean reads +0.02 ulp, below
+// ε, so `unbiased` passes both. The null controls stay at |mean| <= 0.021 there.
+TEST(Bias, TheFixLeavesFa2sLeanOnTheTiedKeysDV) {
+  Budget b;
+  b.instances = 256;
+  const Family f = default_family("tied_max");
+  for (const char* name : {"fa2", "fa2-fixed"}) {
+    const Kernel& k = default_registry().get(name);
+    EXPECT_EQ(get_property("unbiased").check(k, f, b).status, Status::kPass) << name;
+    const Outcome o = get_property("unbiased_at_ties").check(k, f, b);
+    ASSERT_EQ(o.status, Status::kFail) << name << ": " << o.message;
+    EXPECT_EQ(o.stats["tensor"], "dV:tied") << name;
+    EXPECT_GT(o.stats["mean_ulp"].get<double>(), 0.1) << name;
+  }
+}
+
 TEST(Bias, DefaultSuiteHoldsTheTieFamily) {
   bool found = false;
   for (const auto& e : suite("default")) found |= e.property == "unbiased" && e.family.generator == "tied_max";
   EXPECT_TRUE(found);
-  for (const auto& e : suite("bias")) EXPECT_EQ(e.property, "unbiased");
+  for (const auto& e : suite("bias")) EXPECT_TRUE(e.property == "unbiased" || e.property == "unbiased_at_ties") << e.property;
   EXPECT_THROW(suite("nope"), Error);
   EXPECT_THROW(get_property("nope"), Error);
 }

@@ -31,9 +31,9 @@ struct BiasStatistic {
   std::uint64_t not_finite_instance = 0;
   nlohmann::json stats;    // per tensor: mean_ulp, z, T, sd, away_mean_ulp; headline tensor, mean_ulp, z
 };
-// The statistic of props_bias.cpp without calibration (the family's tiles applied). Error if b.instances is below
-// kMinBiasInstances.
-BiasStatistic bias_statistic(const Kernel& k, const Family& f, const Budget& b);
+// The statistic of props_bias.cpp without calibration (the family's tiles applied): `unbiased`'s, or with at_ties
+// `unbiased_at_ties`'s. Error if b.instances is below kMinBiasInstances.
+BiasStatistic bias_statistic(const Kernel& k, const Family& f, const Budget& b, bool at_ties = false);
 // Šidák: the |z| threshold for m simultaneous two-sided tests at the single-test level of z_crit.
 double sidak_z(double z_crit, int m);
 

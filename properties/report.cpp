@@ -100,7 +100,7 @@ std::string failure_report(const Property& p, const Kernel& k, const Outcome& o)
     for (auto it = o.stats["tensors"].begin(); it != o.stats["tensors"].end(); ++it) {
       const auto& t = *it;
       char buf[320];
-      std::snprintf(buf, sizeof buf, "  %-5s mean %+.4g ulp  z %+9.3g  sd %.4g  away-from-zero mean %+.4g  %s  [%s]\n",
+      std::snprintf(buf, sizeof buf, "  %-10s mean %+.4g ulp  z %+9.3g  sd %.4g  away-from-zero mean %+.4g  %s  [%s]\n",
                     it.key().c_str(), t.value("mean_ulp", 0.0), t.value("z", 0.0), t.value("sd", 0.0),
                     t.value("away_mean_ulp", 0.0), t.value("fails", false) ? "FAILS" : "ok",
                     t.value("unit", std::string()).c_str());

@@ -1,13 +1,16 @@
 // statistics_test.cpp — the bias statistic is honest: a kernel with a known bias fails with the right mean,
 // an unbiased noisy kernel passes, a bias below ε passes however large its z, the Šidák threshold is right, and
-// the null controls pass the tie family, and T is never below the minimum its level needs (property.h). Synthetic kernels: test_kernels.h.
+// the null controls pass the tie family, unbiased_at_ties finds a bias the whole tensor dilutes, and T is never
+// below the minimum its level needs (property.h). Synthetic kernels: test_kernels.h.
 // Run: ctest -R statistics_test   (label unit)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "properties/props.h"
 #include "properties/test_kernels.h"
+#include "reference/reference.h"
 
 namespace attncheck {
 namespace {
@@ -212,6 +215,87 @@ TEST(Statistics, AnInstanceLevelCoinPassesAtTheMinimumT) {
   }
   EXPECT_EQ(fails, 0) << "worst |z| " << worst_z;
   EXPECT_LT(worst_z, 6.0);
+}
+
+// unbiased_at_ties (props_bias.cpp): the statistic on the rows whose maximum repeats and the keys that share it.
+// tied_max with tie_rows = 1/8: each row is tied with probability 1/8 (its lead q negated otherwise).
+Family one_row_in_eight() {
+  Family f = default_family("tied_max");
+  f.params["tie_rows"] = 0.125;
+  return f;
+}
+
+// The paper's bias lives on the rows whose maximum repeats: where one row in eight has one, the whole-tensor mean
+// (+0.15 ulp on those rows, ~0.02 over O) is below ε and `unbiased` passes the paper's kernel; at the ties it fails.
+// The null controls pass at the ties, on this family and the tie families.
+TEST(StatisticsAtTies, ABiasOnOneRowInEightIsDilutedInTheTensorAndFoundAtTheTies) {
+  const Family f = one_row_in_eight();
+  const Kernel& paper = default_registry().get("paper");
+  const Outcome whole = get_property("unbiased").check(paper, f, Budget{});
+  EXPECT_EQ(whole.status, Status::kPass) << whole.message;
+  EXPECT_LT(std::fabs(whole.stats["tensors"]["O"]["mean_ulp"].get<double>()), 0.05) << whole.stats.dump();
+  const Outcome ties = get_property("unbiased_at_ties").check(paper, f, Budget{});
+  ASSERT_EQ(ties.status, Status::kFail) << ties.message;
+  EXPECT_EQ(ties.stats["tensor"], "O:tied");
+  EXPECT_GT(ties.stats["mean_ulp"].get<double>(), 0.1);
+  EXPECT_NE(ties.message.find("O:tied"), std::string::npos) << ties.message;
+  for (const char* name : {"oracle", "stochastic"})
+    for (const Family& g : {f, default_family("tied_max"), default_family("near_tie")}) {
+      const Outcome o = get_property("unbiased_at_ties").check(default_registry().get(name), g, Budget{});
+      EXPECT_EQ(o.status, Status::kPass) << name << " " << g.describe() << ": " << o.message;
+      EXPECT_EQ(o.stats["tensors_tested"], 5) << name;  // every tensor's stratum, and m counts them
+    }
+}
+
+// The strata are the rows whose maximum repeats, read from the exact scores: two or more keys with e^(s − max) >=
+// 1 − 2^-9 (the rows the generator tied, and now and then a row whose two best ordinary keys come that close). A
+// kernel exact but for +1 ulp of O on those rows reads exactly +1 at the ties and about 1/8 over O; one that moves
+// only the other rows reads exactly 0 at the ties.
+TEST(StatisticsAtTies, TheStrataAreTheRowsWhoseMaximumRepeats) {
+  const Family f = one_row_in_eight();
+  const auto up_on = [](bool repeated) {
+    return make_kernel(repeated ? "repeated_up" : "others_up", [repeated](const Instance& in) {
+      ForwardOutput o = rounded_reference(in);
+      const Problem& p = in.problem;
+      const std::size_t d = p.head_dim;
+      for (int b = 0; b < p.batch; ++b)
+        for (int h = 0; h < p.heads_q; ++h) {
+          const std::vector<double> s = reference_scores(in, b, h);
+          for (int i = 0; i < p.n_q; ++i) {
+            const double* row = &s[std::size_t(i) * p.n_k];
+            const double mx = *std::max_element(row, row + p.n_k);
+            const auto near = std::count_if(row, row + p.n_k, [&](double x) { return std::exp(x - mx) >= 1 - 0x1p-9; });
+            if ((near >= 2) != repeated) continue;
+            for (std::size_t c = p.row_at(b, h, i) * d; c < (p.row_at(b, h, i) + 1) * d; ++c)
+              o.o[c] += ulp(o.o[c], Format::kBF16);
+          }
+        }
+      return o;
+    });
+  };
+  Budget b;
+  b.instances = 32;
+  const BiasStatistic tied = bias_statistic(*up_on(true), f, b, true);
+  EXPECT_TRUE(tied.fails) << tied.message;
+  EXPECT_EQ(tied.stats["tensors_tested"], 1);  // forward only: O's stratum
+  const double diluted = bias_statistic(*up_on(true), f, b).stats["tensors"]["O"]["mean_ulp"].get<double>();
+  EXPECT_GT(diluted, 0.05);
+  EXPECT_LT(diluted, 0.25);
+  const BiasStatistic others = bias_statistic(*up_on(false), f, b, true);
+  EXPECT_FALSE(others.fails) << others.message;
+  // Both kernels round the exact O once (its own mean at the ties, |m0| <= 0.012 ulp), and the first adds exactly
+  // one ulp to every element of the stratum: the means differ by 1 to rounding, and the second's is m0.
+  const double m0 = others.stats["tensors"]["O:tied"]["mean_ulp"].get<double>();
+  EXPECT_NEAR(tied.stats["tensors"]["O:tied"]["mean_ulp"].get<double>() - m0, 1.0, 1e-9) << tied.stats.dump();
+  EXPECT_LT(std::fabs(m0), 0.05);
+}
+
+// A family with no repeated maximum has nothing to test at the ties: a skip that says so (not a pass, not degenerate).
+TEST(StatisticsAtTies, AFamilyWithoutTiesIsSkipped) {
+  const Outcome o = get_property("unbiased_at_ties").check(default_registry().get("oracle"), default_family("sink"),
+                                                           Budget{});
+  EXPECT_EQ(o.status, Status::kSkip) << o.message;
+  EXPECT_NE(o.message.find("repeated row maximum"), std::string::npos) << o.message;
 }
 
 }  // namespace

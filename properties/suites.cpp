@@ -2,7 +2,8 @@
 //   default: every property on a curated set of families, sized so that all six built-in kernels run in about
 //            a minute on one core; it contains the tie family on which `paper` fails `unbiased` and
 //            `paper-fixed` passes.
-//   bias:    `unbiased` over every tie / sign family (and the normal control).
+//   bias:    `unbiased` over every tie / sign family (and the normal control), `unbiased_at_ties` over the tie
+//            families, two where one row in eight ties, and low_rank.
 //   gpu:     `gpu_matches_cpu_model` (GPU kernels against their CPU twins) over the families of special paths.
 //   long:    the properties that see tiling bugs at lengths past several 64- and 128-wide key tiles (below).
 //   quick:   a handful of checks for a smoke run.
@@ -48,6 +49,8 @@ std::vector<SuiteEntry> default_suite() {
   add(s, "masked_row", {fam("masked_rows"), fam("causal_short_keys"), fam("sliding_window")});
   add(s, "deterministic", {fam("normal"), fam("gqa")});
   add(s, "unbiased", {fam("normal"), fam("tied_max"), fam("near_tie"), fam("max_zero"), fam("tied_max_negative")});
+  add(s, "unbiased_at_ties", {fam("tied_max")});
+  s.push_back(variant("unbiased_at_ties", fam("tied_max", {{"tie_rows", 0.125}}), "tied_max, 1 row in 8 tied"));
   return s;
 }
 
@@ -67,6 +70,13 @@ std::vector<SuiteEntry> bias_suite() {
   s.push_back(variant("unbiased", fam("tied_max", {{"v_sign", 0}, {"v_binade", 0}, {"do_sign", 0}, {"do_binade", 0}}),
                       "tied_max, mixed-sign V, dO"));
   s.push_back(variant("unbiased", low_rank_signed, "low_rank, one-sign V, dO"));
+  // The same statistic on the rows whose maximum repeats and the keys that share it (props_bias.cpp): where a bias
+  // lives on a few rows or keys, the whole-tensor mean dilutes it below ε.
+  add(s, "unbiased_at_ties", {fam("tied_max"), fam("tied_max_flat"), fam("tied_max_negative"), fam("max_zero"),
+                              fam("near_tie")});
+  s.push_back(variant("unbiased_at_ties", fam("tied_max", {{"tie_rows", 0.125}}), "tied_max, 1 row in 8 tied"));
+  s.push_back(variant("unbiased_at_ties", fam("near_tie", {{"tie_rows", 0.125}}), "near_tie, 1 row in 8 near-tied"));
+  s.push_back(variant("unbiased_at_ties", low_rank_signed, "low_rank, one-sign V, dO"));
   return s;
 }
 
