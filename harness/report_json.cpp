@@ -23,6 +23,7 @@
 #include <string>
 
 #include "harness/run_report.h"
+#include "harness/signal_util.h"
 
 namespace attncheck {
 
@@ -84,8 +85,8 @@ std::string key_number(const Outcome& o) {
 }
 
 std::string signal_name(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+  const std::string abbrev = signal_abbrev(sig);
+  return abbrev.empty() ? "signal " + std::to_string(sig) : abbrev;
 }
 
 json run_to_json(const RunReport& r) {

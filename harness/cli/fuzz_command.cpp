@@ -47,6 +47,7 @@
 #include "harness/corpus.h"
 #include "harness/plugin/plugin_cli.h"
 #include "harness/run_report.h"
+#include "harness/signal_util.h"
 #include "properties/property_util.h"
 #include "properties/shrink.h"
 
@@ -91,14 +92,10 @@ Child spawn(const std::vector<std::string>& args, const std::vector<std::string>
   Child c;
   // SIGINT and SIGTERM wait until the child has its own dispositions: one arriving between fork and execv ran the
   // parent's counting handler in the child, was counted there and lost (the fuzzer then ran its full --time).
-  sigset_t stop_set, before;
-  ::sigemptyset(&stop_set);
-  ::sigaddset(&stop_set, SIGINT);
-  ::sigaddset(&stop_set, SIGTERM);
-  ::sigprocmask(SIG_BLOCK, &stop_set, &before);
+  StopSignalsBlocked blocked;
   c.pid = ::fork();
   if (c.pid < 0) {
-    ::sigprocmask(SIG_SETMASK, &before, nullptr);
+    blocked.restore();
     throw Error("fuzz: cannot fork");
   }
   if (c.pid == 0) {
@@ -106,7 +103,7 @@ Child spawn(const std::vector<std::string>& args, const std::vector<std::string>
       struct sigaction now {};
       if (::sigaction(sig, nullptr, &now) == 0 && now.sa_handler == count_stop_signal) ::signal(sig, SIG_DFL);
     }
-    ::sigprocmask(SIG_SETMASK, &before, nullptr);
+    blocked.restore();
     ::setpgid(0, 0);  // its own process group: the forked libFuzzer workers are stopped with it
     ::signal(SIGPIPE, SIG_DFL);  // attncheck ignores it (main.cpp); an ignored signal would pass through execv
     ::dup2(fds[1], 1);
@@ -124,7 +121,7 @@ Child spawn(const std::vector<std::string>& args, const std::vector<std::string>
   // The parent sets the group too (the usual idiom): a stop signal that arrives before the child has run its own
   // setpgid must still reach it through kill(-pid) (it found no such group, and the fuzzer ran its full --time).
   ::setpgid(c.pid, c.pid);
-  ::sigprocmask(SIG_SETMASK, &before, nullptr);
+  blocked.restore();
   ::close(fds[1]);
   c.out = fds[0];
   return c;

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "harness/plugin/plugin_fault.h"
+#include "harness/signal_util.h"
 
 namespace attncheck {
 namespace {
@@ -71,8 +72,8 @@ struct SharedControl {
 std::string describe_wait_status(int ws) {
   if (WIFSIGNALED(ws)) {
     const int sig = WTERMSIG(ws);
-    const char* name = sigabbrev_np(sig);
-    return std::string("killed by SIG") + (name ? name : std::to_string(sig).c_str()) + " (" + strsignal(sig) + ")";
+    const std::string name = signal_abbrev(sig);
+    return "killed by " + (name.empty() ? "SIG" + std::to_string(sig) : name) + " (" + strsignal(sig) + ")";
   }
   if (WIFEXITED(ws))  // e.g. a sanitizer in the plugin reported an error (its report went to stderr) and exited
     return "exited with status " + std::to_string(WEXITSTATUS(ws)) + " before the call returned (see stderr)";
@@ -95,17 +96,13 @@ int run_plugin_call(const std::function<int(char*, std::size_t)>& fn, const Call
   if (pipe2(fds, O_CLOEXEC) != 0) throw Error(std::string("plugin call: pipe failed: ") + strerror(errno));
   // SIGINT and SIGTERM wait until the child ignores them (child_main): one arriving between fork and that ran the
   // harness's handler in the child (`check` said "interrupted" twice). In the parent they arrive after the fork.
-  sigset_t stop_set, before;
-  sigemptyset(&stop_set);
-  sigaddset(&stop_set, SIGINT);
-  sigaddset(&stop_set, SIGTERM);
-  sigprocmask(SIG_BLOCK, &stop_set, &before);
+  StopSignalsBlocked blocked;
   const pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    child_main(fn, control.page, fds[1], before);
+    child_main(fn, control.page, fds[1], blocked.before());
   }
-  sigprocmask(SIG_SETMASK, &before, nullptr);
+  blocked.restore();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
