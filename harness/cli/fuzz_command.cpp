@@ -42,6 +42,7 @@
 #include <tuple>
 #include <vector>
 
+#include "harness/bias_confirmation.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/stop_signals.h"
 #include "harness/corpus.h"
@@ -189,27 +190,8 @@ std::string find_fuzzer(const FuzzOptions& o, const std::vector<std::string>& en
 // attncheck at once: no minimisation, no summary, and the fuzzer, in a process group of its own, ran on without a
 // parent.
 
-// A bias finding of the fuzzer is confirmed on a fresh sample before it counts. One `unbiased` check at the target's
-// T = 32 fails an unbiased kernel about once in 3·10^5 (Student's t with 31 degrees of freedom past the Šidák z of
-// 6.26, five tensors; property.h's table), and the ε floor does not save it there: the correctly rounded oracle's
-// standard error on tied_max at T = 32 is up to 0.013 ulp (seeds 1..20), so a sample at z 6.26 has a mean of 0.08
-// ulp, past ε = 0.05. A campaign makes tens of bias checks a second (10^5 and more a night), so a night's fuzzing
-// of a correctly rounding kernel could report a bias that is not there. The fresh sample (the family's seed mixed
-// with kConfirmSeed, none of the raw case's instances) at T_c = max(128, 4·T) fails an unbiased kernel about once in
-// 4·10^7 (2.8e-8: t with 127 degrees of freedom past 6.26, five tensors), so both about once in 10^13; a real bias
-// is seen again with more power than it was found with (the standard error halves or better). A bias that is real
-// but sits at ε (fa2's −0.049 ulp lean on low_rank with one-sign V, dO, which the sample mean crosses on 4 of 100
-// seeds) is not confirmed either: it is below the effect size `unbiased` fails. `check` has no such step: its
-// suites are a fixed, small set of checks at the table's level.
-constexpr std::uint64_t kConfirmSeed = 0x636f6e6669726d;  // "confirm"
-Outcome confirm_on_a_fresh_sample(const Property& prop, const Kernel& kernel, const Case& raw, Budget* used) {
-  Family fresh = raw.family;
-  fresh.seed = reseeded(fresh.seed, kConfirmSeed);
-  *used = raw.budget;
-  used->instances = std::max(128, 4 * raw.budget.instances);
-  used->seconds = 0;  // the whole sample: a time budget would make the confirmation depend on the machine
-  return prop.check(kernel, fresh, *used);
-}
+// A raw bias group is confirmed on a fresh sample before it is minimised (confirm_on_a_fresh_sample; why, and what it
+// costs an unbiased kernel, in harness/bias_confirmation.h).
 
 // A file's identity for "did this campaign write it": its inode and modification time. A raw case is written by a
 // rename of a fresh file (a new inode), libFuzzer's artifact by a rewrite (a new time, to the nanosecond where the
@@ -556,20 +538,18 @@ int run_fuzz(const FuzzOptions& o) {
       } else if (shrinking < shrink_budget && !minimise_stopped) {
         const Property& prop = get_property(g.first.property);
         if (prop.across_instances && g.first.expected == Status::kFail) {  // a bias: seen again on a fresh sample?
-          Budget used;
-          const Outcome c = confirm_on_a_fresh_sample(prop, kernel, g.first, &used);
-          f["confirmation"] = {{"status", status_name(c.status)}, {"instances", used.instances},
-                               {"seed", seed_to_json(reseeded(g.first.family.seed, kConfirmSeed))},
-                               {"message", c.message}, {"stats", c.stats}};
-          if (c.status != Status::kFail) {
+          const Confirmation c = confirm_on_a_fresh_sample(prop, kernel, g.first.family, b);
+          f["confirmation"] = {{"status", status_name(c.outcome.status)}, {"instances", c.budget.instances},
+                               {"seed", seed_to_json(c.seed)}, {"message", c.outcome.message},
+                               {"stats", c.outcome.stats}};
+          if (!c.confirmed()) {
             unconfirmed = true;
             ++unconfirmed_groups;
             std::ostringstream why;
-            why << "NOT CONFIRMED, not a finding: a fresh sample of the family (T = " << used.instances
-                << ", none of the raw case's instances) gives " << status_name(c.status);
-            if (c.stats.is_object() && c.stats.contains("tensor") && c.stats.contains("mean_ulp"))
-              why << " (" << c.stats["tensor"].get<std::string>() << " mean " << c.stats.value("mean_ulp", 0.0)
-                  << " ulp, z " << c.stats.value("z", 0.0) << ")";
+            why << "NOT CONFIRMED, not a finding: a fresh sample of the family (T = " << c.budget.instances
+                << ", none of the raw case's instances) gives " << status_name(c.outcome.status);
+            const std::string numbers = deciding_numbers(c.outcome);
+            if (!numbers.empty()) why << " (" << numbers << ")";
             why << "; one check at T = " << b.instances << " fails an unbiased kernel about once in 3·10^5 and a "
                 << "campaign makes many (fuzz_command.cpp). Raw case kept";
             message = why.str();
