@@ -191,7 +191,8 @@ std::string find_fuzzer(const FuzzOptions& o, const std::vector<std::string>& en
 // parent.
 
 // A raw bias group is confirmed on a fresh sample before it is minimised (confirm_on_a_fresh_sample; why, and what it
-// costs an unbiased kernel, in harness/bias_confirmation.h).
+// costs an unbiased kernel, in harness/bias_confirmation.h). The target is told not to confirm it first
+// (ATTNCHECK_FUZZ_CONFIRM_BIAS=0), so that an unconfirmed group reaches this summary, listed "not confirmed".
 
 // A file's identity for "did this campaign write it": its inode and modification time. A raw case is written by a
 // rename of a fresh file (a new inode), libFuzzer's artifact by a rewrite (a new time, to the nanosecond where the
@@ -312,6 +313,9 @@ int run_fuzz(const FuzzOptions& o) {
   const int err_read = err_pipe[0];
   std::vector<std::string> spawn_env = env;
   spawn_env.push_back("ATTNCHECK_FUZZ_ERROR_FD=" + std::to_string(err_pipe[1]));
+  // Raw bias failures come here unconfirmed: the groups are confirmed below, each once, and an unconfirmed one is
+  // listed as such. (Not in env: an artifact's replay line is about its crash, and stays as it was.)
+  spawn_env.push_back("ATTNCHECK_FUZZ_CONFIRM_BIAS=0");
   StopSignals on_signal(StopSignals::For::kFuzz);  // from here until the fuzzer has ended and minimising is stopped or done
   Child child = spawn(args, spawn_env);
   ::close(err_pipe[1]);  // the fuzzer's copies are the only writers

@@ -15,6 +15,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "harness/bias_confirmation.h"
 #include "harness/corpus.h"
 #include "harness/fuzz/feedback.h"
 #include "kernels/cpu/flash_model.h"
@@ -217,6 +218,7 @@ TargetConfig config_from_env() {
   }
   c.quiet = one_of("ATTNCHECK_FUZZ_QUIET", "0", {"0", "1"}) == "1";
   c.keep_going = one_of("ATTNCHECK_FUZZ_CONTINUE", "0", {"0", "1"}) == "1";
+  c.confirm_bias = one_of("ATTNCHECK_FUZZ_CONFIRM_BIAS", "1", {"0", "1"}) == "1";
   c.planted_base = env_or("ATTNCHECK_FUZZ_PLANTED_BASE", c.planted_base);
   c.planted_features = integer("ATTNCHECK_FUZZ_PLANTED_FEATURES", "9", 1, kPlantedFeatures);
   if (!env_or("ATTNCHECK_FUZZ_ERROR_FD", "").empty()) c.error_fd = integer("ATTNCHECK_FUZZ_ERROR_FD", "-1", 3, 1 << 20);
@@ -274,6 +276,27 @@ KernelTarget::KernelTarget(TargetConfig cfg) : cfg_(std::move(cfg)) {
     property_index_.push_back(static_cast<int>(p - all.data()));
     lend_once_.push_back(p->name == "deterministic");  // once here, not a string compare per property per input
   }
+}
+
+// Step 5's check of one bias property, and of a failure its confirmation on a fresh sample (bias_confirmation.h).
+// A kernel fault is a failure as it is (not a statistic to confirm), and so is a fault on the fresh sample.
+KernelTarget::BiasRun KernelTarget::bias_run(const Property& p, const Family& fam, const Budget& b,
+                                             const std::string& input_hex) const {
+  BiasRun r{checked(p, *kernel_, fam, b), ""};
+  if (r.raw.status != Status::kFail || !cfg_.confirm_bias || is_kernel_fault_message(r.raw.message)) return r;
+  try {
+    const Confirmation c = confirm_on_a_fresh_sample(p, *kernel_, fam, b);
+    if (c.confirmed()) return r;
+    const std::string raw_numbers = deciding_numbers(r.raw), fresh_numbers = deciding_numbers(c.outcome);
+    r.unconfirmed = "attncheck-fuzz: NOT CONFIRMED, not a finding: " + cfg_.kernel + " fails '" + p.name + "' on " +
+                    fam.describe() + " at T = " + std::to_string(b.instances) +
+                    (raw_numbers.empty() ? "" : " (" + raw_numbers + ")") + ", a fresh sample (seed=" +
+                    std::to_string(c.seed) + ", T = " + std::to_string(c.budget.instances) + ") gives " +
+                    status_name(c.outcome.status) + (fresh_numbers.empty() ? "" : " (" + fresh_numbers + ")") +
+                    "; fuzz input " + input_hex;
+  } catch (const KernelFault&) {  // the kernel faults on its fresh sample: a finding as the raw failure says it
+  }
+  return r;
 }
 
 // Step 2: the observed error of instance 0, with the model's own event trace when it is a CPU model, recorded as
@@ -457,21 +480,28 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
     if (in.run_bias && !across_.empty()) {
       Budget bb;
       bb.instances = cfg_.bias_instances;
-      const std::vector<Outcome>* outs = bias_memo_.find(key);
-      if (!outs) {
-        std::vector<Outcome> fresh;
-        for (const Property* p : across_) fresh.push_back(checked(*p, *kernel_, fam, bb));
-        outs = &bias_memo_.put(key, std::move(fresh));
+      const std::vector<BiasRun>* runs = bias_memo_.find(key);
+      const bool fresh_batch = !runs;
+      if (!runs) {
+        std::vector<BiasRun> fresh;
+        for (const Property* p : across_) fresh.push_back(bias_run(*p, fam, bb, to_hex(data, size)));
+        runs = &bias_memo_.put(key, std::move(fresh));
         ++g_bias_batches, ++bias_batches_;
       }
       for (std::size_t i = 0; i < across_.size(); ++i) {
         const Property* p = across_[i];
-        const Outcome& o = (*outs)[i];
+        const Outcome& o = (*runs)[i].raw;
         if (o.status == Status::kDegenerate) record_event(Event::kBiasDegenerate);
         if (o.status == Status::kSkip) record_event(Event::kBiasSkipped);
         record_bias(std::fabs(stat(o.stats, {"mean_ulp", "mean", "abs_mean_ulp", "max_abs_mean_ulp"})),
                     std::fabs(stat(o.stats, {"z", "abs_z", "max_abs_z"})));
-        if (o.status == Status::kFail) finding(*p, o, bb);
+        if (o.status != Status::kFail) continue;
+        if (const std::string& line = (*runs)[i].unconfirmed; !line.empty()) {  // not a finding: said, not written
+          res.unconfirmed = line;
+          if (fresh_batch) std::fprintf(stderr, "%s\n", line.c_str());
+          continue;
+        }
+        finding(*p, o, bb);
       }
     }
   } catch (const Error& e) {

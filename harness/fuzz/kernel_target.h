@@ -7,7 +7,11 @@
 //   3. runs the kernel on the probe instance (instance 0 + value edits) for sanitizer-visible faults,
 //   4. checks every per-instance property on the family (Budget::instances = ATTNCHECK_FUZZ_INSTANCES), through
 //      a MemoKernel (memo_kernel.h: the kernel runs once per distinct instance; `deterministic` gets the kernel),
-//   5. when the input's bias flag is set, checks the across-instance (bias) properties on a small batch.
+//   5. when the input's bias flag is set, checks the across-instance (bias) properties on a small batch; a failure
+//      is checked again on a fresh sample of the family (bias_confirmation.h: one check at T = 32 fails an unbiased
+//      kernel about once in 3·10^5) and is a finding only when that fails too. One the fresh sample does not confirm
+//      is said on stderr in one line ("attncheck-fuzz: NOT CONFIRMED, not a finding: ..."), written nowhere, and
+//      not a crash (RunResult::unconfirmed).
 // Steps 2, 4 and 5 depend on the family alone, so a family met again (other value edits, the bias flag) replays
 // them from memos (family_memo_, bias_memo_): same verdicts, findings and feedback counters, and only the probe
 // runs (tests FuzzTarget.FamilyReplay*, FuzzTarget.BiasBatch*).
@@ -25,6 +29,8 @@
 //   ATTNCHECK_FUZZ_INSTANCES  per-instance property budget (default 1: instance 0, the one observed)
 //   ATTNCHECK_FUZZ_BIAS_T     bias property batch size T (default 32, at least 24: property.h)
 //   ATTNCHECK_FUZZ_PROPERTIES comma-separated property names to check (default: all)
+//   ATTNCHECK_FUZZ_CONFIRM_BIAS  0 = a bias failure is a finding as it is, unconfirmed (step 5): for a caller that
+//                             confirms each group itself (`attncheck fuzz` passes it); default 1
 //   ATTNCHECK_FUZZ_QUIET      1 = no per-finding text on stderr besides the path
 //   ATTNCHECK_FUZZ_CONTINUE   1 = keep fuzzing after a finding (no abort): the first finding of each
 //                             (property, generator) pair is written and printed, later ones only counted.
@@ -46,7 +52,7 @@
 // off); ATTNCHECK_FUZZ_MUTATOR=0 turns the structure-aware mutator off (kernel_fuzzer.cpp);
 // ATTNCHECK_FUZZ_DEVICE_PIN=0 turns off one GPU per libFuzzer worker (device_slot.h).
 // config_from_env() throws Error naming the variable for a value it cannot read (an unknown property, a number out
-// of range, FEEDBACK other than 1/0/error, QUIET or CONTINUE other than 0/1): the target exits 2 at its start.
+// of range, FEEDBACK other than 1/0/error, QUIET, CONTINUE or CONFIRM_BIAS other than 0/1): the target exits 2 at its start.
 #pragma once
 
 #include <cstddef>
@@ -74,6 +80,7 @@ struct TargetConfig {
   bool feedback_error_only = false;
   int instances = 1;
   int bias_instances = 32;
+  bool confirm_bias = true;  // step 5: a bias failure is a finding only when a fresh sample fails too
   std::vector<std::string> properties;  // empty = all
   bool quiet = false;
   bool keep_going = false;
@@ -93,6 +100,7 @@ struct RunResult {
   std::string finding_path;
   std::string save_error;       // a finding whose case could not be written: why (also on stderr; retried next time)
   std::string message;
+  std::string unconfirmed;      // a bias failure that a fresh sample did not confirm: the line said (not a finding)
   double max_ulp_o = 0;
 };
 
@@ -153,7 +161,14 @@ class KernelTarget {
   };
   // Steps 2 and 4. An instance is at most ~330 KB at the decoder's largest shape (tens of KB typically).
   FamilyMemo<FamilyRun, 1024> family_memo_;
-  FamilyMemo<std::vector<Outcome>, 4096> bias_memo_;  // step 5's outcomes (findings included), a few KB each
+  // Step 5's outcomes (findings included), a few KB each, with what their confirmation said: a failure that a fresh
+  // sample did not confirm carries its stderr line (bias_confirmation.h), said when its batch runs, not on replays.
+  struct BiasRun {
+    Outcome raw;
+    std::string unconfirmed;  // "" = passed, or a confirmed (or unconfirmable: a kernel fault) failure
+  };
+  BiasRun bias_run(const Property& p, const Family& fam, const Budget& b, const std::string& input_hex) const;
+  FamilyMemo<std::vector<BiasRun>, 4096> bias_memo_;
   std::uint64_t bias_batches_ = 0, family_replays_ = 0;
 };
 
