@@ -505,6 +505,34 @@ TEST(FuzzTarget, BiasBatchRunsOncePerFamilyAndItsReplayEqualsAFreshRun) {
   std::filesystem::remove_all(dir);
 }
 
+// unbiased_at_ties runs only when ATTNCHECK_FUZZ_PROPERTIES names it (kernel_target.h: a second batch of T per bias
+// input): paper fails it on tied maxima like `unbiased`, and its finding appears only when asked for.
+TEST(FuzzTarget, UnbiasedAtTiesRunsOnlyWhenNamed) {
+  for (const bool named : {false, true}) {
+    SCOPED_TRACE(named ? "named" : "default");
+    const std::string dir = testing::TempDir() + "attncheck-fuzz-at-ties-test";
+    std::filesystem::remove_all(dir);
+    TargetConfig cfg;
+    cfg.findings_dir = dir;
+    cfg.quiet = true;
+    cfg.keep_going = true;
+    cfg.kernel = "paper";
+    cfg.bias_instances = 64;
+    if (named) cfg.properties = {"unbiased", "unbiased_at_ties"};
+    const auto bytes = tied_input();
+    KernelTarget(cfg).run_input(bytes.data(), bytes.size(), false);
+    int whole = 0, at_ties = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      const std::string name = e.path().filename().string();
+      at_ties += name.find("-unbiased_at_ties-") != std::string::npos;
+      whole += name.find("-unbiased-") != std::string::npos;
+    }
+    EXPECT_EQ(whole, 1);
+    EXPECT_EQ(at_ties, named ? 1 : 0);
+    std::filesystem::remove_all(dir);
+  }
+}
+
 // A raw bias failure is confirmed on a fresh sample before the target writes it or aborts (bias_confirmation.h):
 // one check at the target's T fails an unbiased kernel about once in 3·10^5 and a campaign makes tens a second.
 // fa2's lean on low_rank with one-sign V, dO (−0.049 ulp, at ε) fails the bias suite's check with --seed 35 (T = 64)

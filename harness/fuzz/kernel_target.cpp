@@ -267,8 +267,9 @@ KernelTarget::KernelTarget(TargetConfig cfg) : cfg_(std::move(cfg)) {
   const auto& all = all_properties();
   for (std::size_t i = 0; i < all.size(); ++i) {
     const Property& p = all[i];
-    if (!cfg_.properties.empty() &&
-        std::find(cfg_.properties.begin(), cfg_.properties.end(), p.name) == cfg_.properties.end())
+    if (cfg_.properties.empty() ? p.name == "unbiased_at_ties"  // opt-in: a second batch per bias input (header)
+                                : std::find(cfg_.properties.begin(), cfg_.properties.end(), p.name) ==
+                                      cfg_.properties.end())
       continue;
     (p.across_instances ? across_ : per_instance_).push_back(&p);
   }

@@ -28,7 +28,8 @@
 //                             "error" keeps only the per-generator O error ladder
 //   ATTNCHECK_FUZZ_INSTANCES  per-instance property budget (default 1: instance 0, the one observed)
 //   ATTNCHECK_FUZZ_BIAS_T     bias property batch size T (default 32, at least 24: property.h)
-//   ATTNCHECK_FUZZ_PROPERTIES comma-separated property names to check (default: all)
+//   ATTNCHECK_FUZZ_PROPERTIES comma-separated property names to check (default: all but unbiased_at_ties, which
+//                             would draw a second batch of T instances on every bias input: name it to add it)
 //   ATTNCHECK_FUZZ_CONFIRM_BIAS  0 = a bias failure is a finding as it is, unconfirmed (step 5): for a caller that
 //                             confirms each group itself (`attncheck fuzz` passes it); default 1
 //   ATTNCHECK_FUZZ_QUIET      1 = no per-finding text on stderr besides the path
