@@ -146,6 +146,9 @@ std::vector<SuiteEntry> long_suite() {
   entry("within_v_range", at("sink", 130, 200, 64, {{"sink_pos", 150}}));  // the sink in the third key tile
   entry("deterministic", at("normal", 130, 200, 64));
   for (const char* g : {"tied_max", "max_zero", "near_tie"}) entry("unbiased", at(g, 130, 200, 64));
+  entry("unbiased_at_ties", at("tied_max", 130, 200, 64));
+  s.push_back(variant("unbiased_at_ties", at("tied_max", 130, 200, 64, {{"tie_rows", 0.125}}),
+                      "tied_max, 130x200 d64, 1 row in 8 tied"));
   return s;
 }
 
