@@ -205,6 +205,22 @@ TEST(Bias, DefaultSuiteHoldsTheTieFamily) {
   EXPECT_THROW(get_property("nope"), Error);
 }
 
+// The fix's shift to β·r underflows FA2's fp32 row sum once a repeated maximum is large (kernels/cpu/README.md): the
+// default suite has a `finite` check that fa2-fixed fails and fa2 passes (its only one: every other family on
+// which fa2-fixed fails `finite` fails fa2 too, by overflow in Q·Kᵀ).
+TEST(Finite, DefaultSuiteTellsTheFixsUnderflowOnALargeRepeatedMaxFromFa2) {
+  int found = 0;
+  for (const SuiteEntry& e : suite("default")) {
+    if (e.property != "finite") continue;
+    const Outcome base = get_property("finite").check(default_registry().get("fa2"), e.family, Budget{});
+    const Outcome fixed = get_property("finite").check(default_registry().get("fa2-fixed"), e.family, Budget{});
+    if (base.status != Status::kPass || fixed.status != Status::kFail) continue;
+    ++found;
+    EXPECT_EQ(e.family.generator, "tied_max") << e.label << ": " << fixed.message;
+  }
+  EXPECT_EQ(found, 1);
+}
+
 // Each property against one defect: the defective kernel fails, the same kernel without the defect passes.
 Outcome outcome(const char* property, const Kernel& k, const Family& f) {
   Budget b;

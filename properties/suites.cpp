@@ -40,6 +40,13 @@ std::vector<SuiteEntry> default_suite() {
                       fam("gqa"), fam("first_tile_masked"), fam("negative_rows"), fam("odd_dims")});
   add(s, "finite", {fam("normal"), fam("large_logits"), fam("large_logits", {{"log2_mag", 64}}),
                     fam("very_negative_rows"), fam("masked_rows"), fam("causal_short_keys")});
+  // A repeated maximum far above the other scores but far below fp32 overflow: scaled 0.25·q_i0·400 with q_i0 in
+  // [1, 2), i.e. 100 to 200. Every plain softmax is exact there (p̄ = 1 at the max); the fix's shift to 2r makes the
+  // tied p̄ = e^-r, fp32-subnormal past r = 87.3: 1/l overflows past 89.4 (O = ±inf), bf16(p̄) is 0 in P̄V past
+  // ~92.5 (O = 0·inf = NaN), l = 0 past ~103.9 (FA2's epilogue: O = 0, LSE = +inf). fa2 passes; fa2-fixed (and a
+  // CUDA or plugin kernel with the same fix in FA2's numerics) does not. (paper-fixed's clamp keeps it finite: wrong
+  // from r ≈ 24 on, which `accurate` sees, not this.)
+  s.push_back(variant("finite", fam("tied_max", {{"tie_level", 400}}), "tied_max, scaled max 100-200"));
   add(s, "constant_v", {fam("constant_v"), fam("causal"), fam("padding")});
   add(s, "within_v_range", {fam("normal"), fam("tied_max"), fam("sink"), fam("sliding_window"), fam("near_duplicate")});
   add(s, "key_permutation", {fam("normal"), fam("tied_max"), fam("tails")});
