@@ -405,6 +405,37 @@ TEST(FlashModel, FixOnHugeTiedLogitsUnderflowsFa2RowSum) {
   EXPECT_GT(paper.lse[0], 200.0);
 }
 
+// The same clamp already at moderate logits. Two keys tied at a scaled r: the shift to 2r gives both p̄ = e^-r, and
+// the public code clamps the bf16 block sum at bf16(1e-10) (block_sum_min). With c tied keys that happens once
+// c·e^-r < 1e-10, i.e. r > ln(c·10^10): 23.72 for c = 2. Then l = 1e-10 while acc ~ e^-r·Σv, and O falls by
+// e^-(r − 23.72): at r = 24 (bf16 p̄ = bf16(e^-24) = 3.78·10^-11, sum 7.55·10^-11 < 1e-10) O = 1.2265625 for the exact
+// 1.625 (the mean of the tied V, 1.5 and 1.75). At r = 23.5 the sum is 1.24·10^-10 and O is exact. The unfixed paper
+// (p̄ = 1, l = 2) is exact at both. A logit of 24 is not huge: the hole is wider than the very negative rows the
+// fuzzer found (README).
+TEST(FlashModel, PaperFixClampsTheRowSumOfARepeatedMaxAboveLn2e10) {
+  Instance in;
+  in.problem = test::make_problem(1, 1, 1, 1, 3, 1, false);
+  in.problem.scale = 1.0;
+  in.k = {1.0, -1.0, 1.0};  // scores r, −r, r
+  in.v = {1.5, 1.0, 1.75};
+  for (const double r : {23.5, 24.0}) {
+    in.q = {r};  // bf16 values, so the scores are exactly ±r
+    in.validate();
+    ModelTrace t;
+    const ForwardOutput fixed = model_forward(builtin_spec("paper-fixed"), in, &t);
+    const ForwardOutput base = model_forward(builtin_spec("paper"), in);
+    EXPECT_EQ(t.shifted_tiles, 1u) << "r = " << r;
+    EXPECT_EQ(base.o[0], 1.625) << "r = " << r;
+    if (r < 23.72) {
+      EXPECT_EQ(t.clamped_sums, 0u);
+      EXPECT_EQ(fixed.o[0], 1.625);
+    } else {
+      EXPECT_EQ(t.clamped_sums, 1u);
+      EXPECT_EQ(fixed.o[0], 1.2265625);  // bf16(3.25·bf16(e^-24) / bf16(1e-10)), 25% low
+    }
+  }
+}
+
 TEST(FlashModel, NaNScoreStaysOutOfTheTileMaxAtAnyKey) {
   // q·k_0 = 2^200 + (−2^200): inf − inf = NaN in fp32; q·k_1 = 2^101, finite. Step 2's max leaves the NaN out
   // wherever it sits (fmaxf, as flash_fwd.cu and the CUDA twin): p̄ of the NaN key is NaN, so O is NaN. The model
