@@ -290,6 +290,60 @@ TEST(StatisticsAtTies, TheStrataAreTheRowsWhoseMaximumRepeats) {
   EXPECT_LT(std::fabs(m0), 0.05);
 }
 
+// At the ties δ, dQ, dK and dV are measured in ulps of the rms of the stratum's elements in the head: a kernel whose
+// gradients are exact but for exactly that unit on the stratum reads a mean of 1 in each stratum. In the head's
+// ulps instead (the whole tensor's unit: a mutant this test kills), the tied keys' dK and dV, several times the
+// head's rms, read 2.6 and 3.5.
+TEST(StatisticsAtTies, StrataAreMeasuredInUlpsOfTheirOwnRms) {
+  const Family f = default_family("tied_max");  // every row tied; the keys' stratum is the 2-4 tied keys
+  // in[i / per] marks a stratum element; `head` elements per head. Adds the stratum's unit to its elements.
+  const auto plus_unit = [](std::vector<double>& t, const std::vector<double>& exact, std::size_t head,
+                            const std::vector<char>& in, std::size_t per) {
+    for (std::size_t g = 0; g < exact.size(); g += head) {
+      double ss = 0;
+      std::size_t n = 0;
+      for (std::size_t i = g; i < g + head; ++i)
+        if (in[i / per]) ss += exact[i] * exact[i], ++n;
+      if (n == 0) continue;
+      const double unit = ulp(std::sqrt(ss / double(n)), Format::kBF16);
+      for (std::size_t i = g; i < g + head; ++i)
+        if (in[i / per]) t[i] = exact[i] + unit;
+    }
+  };
+  auto k = make_kernel("stratum_unit_up", rounded_reference, [&](const Instance& in) {
+    const ReferenceBackward r = reference_backward(in);
+    const Problem& p = in.problem;
+    std::vector<char> rows(p.rows(), 0), keys(std::size_t(p.batch) * p.heads_kv * p.n_k, 0);
+    for (int b = 0; b < p.batch; ++b)
+      for (int h = 0; h < p.heads_q; ++h) {
+        const std::vector<double> s = reference_scores(in, b, h);
+        for (int i = 0; i < p.n_q; ++i) {
+          const double* row = &s[std::size_t(i) * p.n_k];
+          const double mx = *std::max_element(row, row + p.n_k);
+          std::vector<int> near;
+          for (int j = 0; j < p.n_k; ++j)
+            if (std::exp(row[j] - mx) >= 1 - 0x1p-9) near.push_back(j);
+          if (near.size() < 2) continue;
+          rows[p.row_at(b, h, i)] = 1;
+          for (int j : near) keys[(std::size_t(b) * p.heads_kv + h / p.group()) * p.n_k + j] = 1;
+        }
+      }
+    const std::size_t d = p.head_dim;
+    BackwardOutput g{r.dq, r.dk, r.dv, r.delta};
+    plus_unit(g.dq, r.dq, std::size_t(p.n_q) * d, rows, d);
+    plus_unit(g.dk, r.dk, std::size_t(p.n_k) * d, keys, d);
+    plus_unit(g.dv, r.dv, std::size_t(p.n_k) * d, keys, d);
+    plus_unit(g.delta, r.delta, std::size_t(p.n_q), rows, 1);
+    return g;
+  });
+  Budget b;
+  b.instances = kMinBiasInstances;
+  const BiasStatistic s = bias_statistic(*k, f, b, true);
+  // As in Statistics.GradientsAreMeasuredInUlpsOfTheHeadsRms: each ratio is 1 within ~10^-12.
+  for (const char* t : {"dQ:tied", "dK:tied", "dV:tied", "delta:tied"})
+    EXPECT_NEAR(s.stats["tensors"][t]["mean_ulp"].get<double>(), 1.0, 1e-9) << t << ": " << s.stats["tensors"][t].dump();
+}
+
 // A family with no repeated maximum has nothing to test at the ties: a skip that says so (not a pass, not degenerate).
 TEST(StatisticsAtTies, AFamilyWithoutTiesIsSkipped) {
   const Outcome o = get_property("unbiased_at_ties").check(default_registry().get("oracle"), default_family("sink"),
