@@ -225,6 +225,31 @@ Family one_row_in_eight() {
   return f;
 }
 
+// The strata as the tests compute them, apart from props_bias.cpp: per row (row_at), two or more keys with
+// e^(s − max) >= 1 − 2^-9; per key of a kv head, in such a set of some row.
+struct TestStrata {
+  std::vector<char> rows, keys;
+};
+TestStrata strata_of(const Instance& in) {
+  const Problem& p = in.problem;
+  TestStrata st{std::vector<char>(p.rows(), 0), std::vector<char>(std::size_t(p.batch) * p.heads_kv * p.n_k, 0)};
+  for (int b = 0; b < p.batch; ++b)
+    for (int h = 0; h < p.heads_q; ++h) {
+      const std::vector<double> s = reference_scores(in, b, h);
+      for (int i = 0; i < p.n_q; ++i) {
+        const double* row = &s[std::size_t(i) * p.n_k];
+        const double mx = *std::max_element(row, row + p.n_k);
+        std::vector<int> near;
+        for (int j = 0; j < p.n_k; ++j)
+          if (std::exp(row[j] - mx) >= 1 - 0x1p-9) near.push_back(j);
+        if (near.size() < 2) continue;
+        st.rows[p.row_at(b, h, i)] = 1;
+        for (int j : near) st.keys[(std::size_t(b) * p.heads_kv + h / p.group()) * p.n_k + j] = 1;
+      }
+    }
+  return st;
+}
+
 // The paper's bias lives on the rows whose maximum repeats: where one row in eight has one, the whole-tensor mean
 // (+0.15 ulp on those rows, ~0.02 over O) is below ε and `unbiased` passes the paper's kernel; at the ties it fails.
 // The null controls pass at the ties, on this family and the tie families.
@@ -256,20 +281,10 @@ TEST(StatisticsAtTies, TheStrataAreTheRowsWhoseMaximumRepeats) {
   const auto up_on = [](bool repeated) {
     return make_kernel(repeated ? "repeated_up" : "others_up", [repeated](const Instance& in) {
       ForwardOutput o = rounded_reference(in);
-      const Problem& p = in.problem;
-      const std::size_t d = p.head_dim;
-      for (int b = 0; b < p.batch; ++b)
-        for (int h = 0; h < p.heads_q; ++h) {
-          const std::vector<double> s = reference_scores(in, b, h);
-          for (int i = 0; i < p.n_q; ++i) {
-            const double* row = &s[std::size_t(i) * p.n_k];
-            const double mx = *std::max_element(row, row + p.n_k);
-            const auto near = std::count_if(row, row + p.n_k, [&](double x) { return std::exp(x - mx) >= 1 - 0x1p-9; });
-            if ((near >= 2) != repeated) continue;
-            for (std::size_t c = p.row_at(b, h, i) * d; c < (p.row_at(b, h, i) + 1) * d; ++c)
-              o.o[c] += ulp(o.o[c], Format::kBF16);
-          }
-        }
+      const std::vector<char> rows = strata_of(in).rows;
+      const std::size_t d = in.problem.head_dim;
+      for (std::size_t c = 0; c < o.o.size(); ++c)
+        if ((rows[c / d] != 0) == repeated) o.o[c] += ulp(o.o[c], Format::kBF16);
       return o;
     });
   };
@@ -313,21 +328,7 @@ TEST(StatisticsAtTies, StrataAreMeasuredInUlpsOfTheirOwnRms) {
   auto k = make_kernel("stratum_unit_up", rounded_reference, [&](const Instance& in) {
     const ReferenceBackward r = reference_backward(in);
     const Problem& p = in.problem;
-    std::vector<char> rows(p.rows(), 0), keys(std::size_t(p.batch) * p.heads_kv * p.n_k, 0);
-    for (int b = 0; b < p.batch; ++b)
-      for (int h = 0; h < p.heads_q; ++h) {
-        const std::vector<double> s = reference_scores(in, b, h);
-        for (int i = 0; i < p.n_q; ++i) {
-          const double* row = &s[std::size_t(i) * p.n_k];
-          const double mx = *std::max_element(row, row + p.n_k);
-          std::vector<int> near;
-          for (int j = 0; j < p.n_k; ++j)
-            if (std::exp(row[j] - mx) >= 1 - 0x1p-9) near.push_back(j);
-          if (near.size() < 2) continue;
-          rows[p.row_at(b, h, i)] = 1;
-          for (int j : near) keys[(std::size_t(b) * p.heads_kv + h / p.group()) * p.n_k + j] = 1;
-        }
-      }
+    const auto [rows, keys] = strata_of(in);
     const std::size_t d = p.head_dim;
     BackwardOutput g{r.dq, r.dk, r.dv, r.delta};
     plus_unit(g.dq, r.dq, std::size_t(p.n_q) * d, rows, d);
