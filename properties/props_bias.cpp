@@ -106,8 +106,9 @@ void add_instance(Acc& acc, int instance, const std::vector<double>& got, const 
   acc.away.push_back(a / n);
 }
 
-// The strata of one instance (unbiased_at_ties, above): per row (Problem::row_at), is its maximum repeated; per key of a kv head
-// (kv_at / head_dim), is it in a repeated maximum of some row. e^(s − max) >= 1 − 2^-9 is s − max >= log1p(−2^-9).
+// The strata of one instance (unbiased_at_ties, above): per row (Problem::row_at), is its maximum repeated; per key
+// of a kv head (kv_at / head_dim), is it in a repeated maximum of some row. e^(s − max) >= 1 − 2^-9 is
+// s − max >= log1p(−2^-9).
 struct Strata {
   std::vector<char> rows, keys;
 };
@@ -336,8 +337,8 @@ BiasStatistic bias_statistic_of(const Kernel& k, const Family& f, const Budget& 
     const char* unit = t % kWhole == 0 ? "bf16 ulp of each exact element"
                        : t < kWhole    ? "bf16 ulp of the head's rms"
                                        : "bf16 ulp of the stratum's rms in the head";
-    const char* part = t < kWhole ? "" : t % kWhole < 3 ? "; rows whose maximum repeats" : "; keys in a repeated maximum";
-    nlohmann::json s = summarise(acc[t], (std::string(unit) + part).c_str(), b.epsilon_ulp, out.z_crit);
+    const char* over = t < kWhole ? "" : t % kWhole < 3 ? "; rows whose maximum repeats" : "; keys in a repeated maximum";
+    nlohmann::json s = summarise(acc[t], (std::string(unit) + over).c_str(), b.epsilon_ulp, out.z_crit);
     const double mean = s["mean_ulp"].get<double>(), z = s["z"].get<double>();
     const bool fails = std::fabs(mean) >= b.epsilon_ulp && std::fabs(z) >= out.z_crit;
     s["fails"] = fails;
