@@ -71,6 +71,12 @@ class Kernel {
     NumericsSpec spec;
   };
   virtual CpuTwin cpu_twin() const { return {}; }
+  // The rounding points this kernel follows, where it declares them: the CPU models (fa2, paper and their
+  // variants) return their NumericsSpec, tiles included. Null for a kernel that does not: the null controls, plugins,
+  // and the CUDA kernels (their exp and tensor-core sums are not the spec's: cpu_twin() relates them to it). The
+  // invariance properties derive a sharper rounding envelope from a declared spec (properties/property_util.h), so
+  // a kernel must not declare a spec it does not follow.
+  virtual const NumericsSpec* numerics() const { return nullptr; }
 };
 
 // Parameters of a kernel name such as "paper-fixed[beta=4,tol=0.002]".

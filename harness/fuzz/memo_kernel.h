@@ -39,6 +39,7 @@ class MemoKernel : public Kernel {
   BackwardOutput backward(const Instance& in, const ForwardOutput& fwd) const override;
   std::unique_ptr<Kernel> with_tiles(int tile_q, int tile_k) const override;
   CpuTwin cpu_twin() const override { return base_.cpu_twin(); }  // the memo's kernel's twin, not memoised
+  const NumericsSpec* numerics() const override { return base_.numerics(); }  // the same numerics as its kernel
 
   void clear();                       // forget everything (the target calls it once per fuzz input)
   int hits() const;                   // calls answered from the memo (tests)

@@ -27,6 +27,7 @@ class ModelKernel : public Kernel {
   BackwardOutput backward(const Instance& in, const ForwardOutput& fwd) const override;
   std::unique_ptr<Kernel> with_tiles(int tile_q, int tile_k) const override;
   const NumericsSpec& spec() const { return spec_; }
+  const NumericsSpec* numerics() const override { return &spec_; }
 
  private:
   std::string base_;
