@@ -15,6 +15,7 @@
 #include "properties/property.h"
 #include "properties/props.h"
 #include "properties/test_kernels.h"
+#include "kernels/cpu/builtin_kernels.h"
 #include "properties/family.h"
 #include "properties/family_internal.h"
 #include "reference/reference.h"
@@ -24,6 +25,7 @@ namespace {
 
 using testing::FnKernel;
 using testing::make_kernel;
+using testing::ModelDefect;
 using testing::rounded_reference;
 using testing::rounded_reference_backward;
 
@@ -316,6 +318,48 @@ TEST(Sharpness, EachPropertyCatchesItsDefect) {
   });
   EXPECT_EQ(run("deterministic", *good, default_family("normal")), Status::kPass);
   EXPECT_EQ(run("deterministic", *flaky, default_family("normal")), Status::kFail);
+}
+
+// The invariance properties' spec-derived envelope (property_util.h): the built-in fa2 model with a planted defect,
+// still declaring fa2's numerics. Key 0's weight times 1.5 or 2 (a position-tied defect: only key_permutation can
+// see it; a logit shift or the V range leave it where it is) and O times (1 + 2^-4) (a constant factor: both runs of
+// key_permutation and logit_shift carry it, so only within_v_range can see it). Against the generic envelope alone
+// (6.7% of M_c per run at n_k = 32) all of these passed (the key defect fails it on normal, tied_max, constant_v,
+// sink and sliding_window already; O times 17/16 passed on every family); the correct model passes beside them.
+TEST(Sharpness, TheSpecEnvelopeCatchesPlantedDefectsInADeclaredModel) {
+  const std::shared_ptr<const Kernel> fa2 = make_model_kernel("fa2", {});
+  for (double f : {1.5, 2.0}) {
+    ModelDefect heavy("fa2_key0_x" + std::to_string(f), fa2,
+                      [f](const Instance& in) { return testing::first_key_weighted(in, f); }, nullptr);
+    for (const char* fam : {"tails", "near_duplicate", "negative_rows"}) {
+      const Outcome o = outcome("key_permutation", heavy, default_family(fam));
+      EXPECT_EQ(o.status, Status::kFail) << f << " " << fam << ": " << o.message;
+    }
+  }
+  ModelDefect scaled("fa2_o_x17_16", fa2, nullptr, [](const Instance&, ForwardOutput& o) { testing::o_scaled(o); });
+  for (const char* fam : {"constant_v", "tied_max"}) {
+    const Outcome o = outcome("within_v_range", scaled, default_family(fam));
+    EXPECT_EQ(o.status, Status::kFail) << fam << ": " << o.message;
+  }
+  for (const char* prop : {"key_permutation", "logit_shift", "within_v_range"})
+    for (const char* fam : {"normal", "tied_max", "constant_v", "negative_rows"}) {
+      const Outcome o = outcome(prop, *fa2, default_family(fam));
+      EXPECT_TRUE(o.status == Status::kPass || o.status == Status::kSkip) << prop << " " << fam << ": " << o.message;
+    }
+}
+
+// The same defects on the exact result rounded once (no declared numerics) still pass: the generic envelope does
+// not know the kernel and charges every rounding a bf16 u (property_util.h). This pins that limit; a sharper
+// generic bound should turn these into failures.
+TEST(Sharpness, WithoutDeclaredNumericsTheGenericEnvelopePassesThePlantedDefects) {
+  auto heavy = make_kernel("key0_x1.5", [](const Instance& in) { return rounded_reference(testing::first_key_weighted(in, 1.5)); });
+  EXPECT_EQ(run("key_permutation", *heavy, default_family("tails")), Status::kPass);
+  auto scaled = make_kernel("o_x17_16", [](const Instance& in) {
+    ForwardOutput o = rounded_reference(in);
+    testing::o_scaled(o);
+    return o;
+  });
+  EXPECT_EQ(run("within_v_range", *scaled, default_family("constant_v")), Status::kPass);
 }
 
 // Branches no other test reached (a mutation probe removed each and every test still passed): `deterministic`'s

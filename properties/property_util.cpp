@@ -218,6 +218,116 @@ std::vector<double> lse_envelope(const Instance& in, const Family& f, const std:
   return e;
 }
 
+const NumericsSpec* envelope_spec(const Kernel& k) {
+  const NumericsSpec* s = k.numerics();
+  if (!s) return nullptr;
+  auto coarse_ok = [](Format f) { return f == Format::kF32 || f == Format::kBF16; };
+  const bool fp32_scores = s->qk_fmt == Format::kF32 && s->s_fmt == Format::kF32 && s->max_fmt == Format::kF32 &&
+                           s->scale_in_exp && s->exp_mode == ExpMode::kExp2Folded && s->lse_fmt == Format::kF32 &&
+                           s->log_l_fmt == Format::kF32 && s->mask_value == -HUGE_VAL && s->block_sum_min == 0;
+  const bool formats_ok = coarse_ok(s->p_fmt) && coarse_ok(s->pv_in_fmt) && coarse_ok(s->block_sum_fmt) &&
+                          coarse_ok(s->block_out_fmt) && coarse_ok(s->rescale_fmt) && coarse_ok(s->acc_fmt) &&
+                          coarse_ok(s->rowsum_fmt) && coarse_ok(s->out_div_fmt) && coarse_ok(s->out_fmt);
+  const bool policy_ok = s->max_policy.kind == MaxPolicy::kStandard ||
+                         (s->max_policy.kind == MaxPolicy::kPaperShift && s->max_policy.beta >= 1);
+  return fp32_scores && formats_ok && policy_ok && s->tile_k >= 1 ? s : nullptr;
+}
+
+std::vector<SpecRowBound> spec_row_bounds(const Instance& in, const NumericsSpec& sp, const std::vector<double>& sigma,
+                                          const std::vector<double>& exact_lse) {
+  // Every number here is derived in property_util.h ("The spec-derived envelope").
+  const Problem& p = in.problem;
+  auto u = [](Format f) { return std::ldexp(1.0, -format_info(f).precision); };
+  auto pw = [](double uu, double n) { return std::pow(1 + uu, n); };  // Π_n(u)
+  auto shared = [&](Format f) { return f == Format::kF32 ? 0.0 : u(f) / (1 - u(f)); };  // −log(1 − u); fp32: none
+  const int tk = sp.tile_k, n_k = p.n_k;
+  const double T = (n_k + tk - 1) / tk, keys = std::min(tk, n_k);
+  const bool shift = sp.max_policy.kind == MaxPolicy::kPaperShift;
+  const double beta = shift ? sp.max_policy.beta : 1.0;
+  const bool pv_cast = !(sp.p_fmt == sp.pv_in_fmt);
+  const double nu = (pv_cast ? 1 + u(sp.pv_in_fmt) : 1.0) * pw(kU32, 1 + keys) * (1 + u(sp.block_out_fmt)) *
+                        pw(u(sp.acc_fmt), 2 * T) * pw(u(sp.out_div_fmt), sp.reciprocal_normalise ? 2 : 1) - 1;
+  const double delta = pw(kU32, keys) * (1 + u(sp.block_sum_fmt)) * pw(u(sp.rowsum_fmt), 2 * T) - 1;
+  const double mis = delta < 1 ? (nu + delta) / (1 - delta) : HUGE_VAL;
+  const double e_exp = 0x1.0p-23 / (1 - 0x1.0p-23);  // exp2f within 1 ulp, as a log-error
+  const double sigma_factor = std::max(1.0, (4 + 3 * beta) / 8) + 3.03 * (1 + beta) / 8;
+  const double kappa0 = (T + 1) * e_exp + shared(sp.p_fmt) + T * shared(sp.rescale_fmt);
+  const double a_abs = (3.0 * n_k + 5 * T + 2) * 0x1.0p-133;  // n_A subnormal steps of bf16 (>= fp32's)
+  constexpr SpecRowBound kNone{HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_VAL};
+  std::vector<SpecRowBound> out(p.rows(), kNone);
+  for (std::size_t r = 0; r < p.rows(); ++r) {
+    const double L = exact_lse[r], sg = sigma[r];
+    if (!std::isfinite(L) || !std::isfinite(sg) || !std::isfinite(mis)) continue;
+    const double kappa = sg * sigma_factor + kappa0;
+    const double m_hi = shift ? std::max({L + sg, beta * (L + sg) * (1 + 0x1.0p-23), 0.0}) : L + sg;
+    const double d_lo = std::exp(L - m_hi - kappa) * (1 - delta) - a_abs;
+    if (!(d_lo > 0) || !std::isfinite(kappa)) continue;  // bounds nothing: the generic envelope judges the row
+    SpecRowBound b;
+    b.kappa = kappa;
+    b.mismatch = mis;
+    b.abs_unit = a_abs / d_lo;
+    const double eps = delta + a_abs * std::exp(m_hi - L + kappa);
+    const double log_l = std::max(m_hi - L, std::log(double(n_k)) + sg) + kappa + 1;
+    b.lse = eps < 0.5 ? kappa + eps / (1 - eps) + 0x1.0p-23 * log_l + 0x1.0p-22 * std::fabs(L) : HUGE_VAL;
+    if (!std::isfinite(b.lse)) b.lse = HUGE_VAL;
+    out[r] = b;
+  }
+  return out;
+}
+
+std::vector<double> output_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_o,
+                                    const std::vector<double>& sigma, const NumericsSpec* spec,
+                                    const std::vector<double>& exact_lse, int* spec_elements) {
+  std::vector<double> e = output_envelope(in, f, exact_o, sigma);
+  if (!spec) return e;
+  const Problem& p = in.problem;
+  const std::vector<SpecRowBound> rows = spec_row_bounds(in, *spec, sigma, exact_lse);
+  std::vector<double> lo(p.head_dim), hi(p.head_dim), m_col(p.head_dim);
+  for (int b = 0; b < p.batch; ++b)
+    for (int h = 0; h < p.heads_q; ++h)
+      for (int i = 0; i < p.n_q; ++i) {
+        const SpecRowBound& rb = rows[p.row_at(b, h, i)];
+        if (!std::isfinite(rb.kappa)) continue;
+        std::fill(lo.begin(), lo.end(), HUGE_VAL);
+        std::fill(hi.begin(), hi.end(), -HUGE_VAL);
+        std::fill(m_col.begin(), m_col.end(), 0.0);
+        for (int j = 0; j < p.n_k; ++j) {
+          if (!in.visible(b, h, i, j)) continue;
+          const double* vj = &in.v[p.kv_at(b, h / p.group(), j, 0)];
+          for (int c = 0; c < p.head_dim; ++c) {
+            lo[c] = std::min(lo[c], vj[c]);
+            hi[c] = std::max(hi[c], vj[c]);
+            m_col[c] = std::max(m_col[c], std::fabs(vj[c]));
+          }
+        }
+        const double tv = std::tanh(rb.kappa);
+        for (int c = 0; c < p.head_dim; ++c) {
+          const std::size_t x = p.q_at(b, h, i, c);
+          const double ex = std::fabs(exact_o[x]);
+          const double dev = tv * (hi[c] - lo[c]) + rb.mismatch * m_col[c] + rb.abs_unit * (1 + 3 * m_col[c]);
+          const double bound = dev + ulp(ex + dev, spec->out_fmt);
+          if (std::isfinite(bound) && bound < e[x]) {
+            e[x] = bound;
+            if (spec_elements) ++*spec_elements;
+          }
+        }
+      }
+  return e;
+}
+
+std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse,
+                                 const std::vector<double>& sigma, const NumericsSpec* spec, int* spec_elements) {
+  std::vector<double> e = lse_envelope(in, f, exact_lse, sigma);
+  if (!spec) return e;
+  const std::vector<SpecRowBound> rows = spec_row_bounds(in, *spec, sigma, exact_lse);
+  for (std::size_t r = 0; r < e.size(); ++r)
+    if (std::isfinite(rows[r].lse) && rows[r].lse < e[r]) {
+      e[r] = rows[r].lse;
+      if (spec_elements) ++*spec_elements;
+    }
+  return e;
+}
+
 bool same_value(double a, double b) {
   if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
   return a == b;  // +0 == -0 by IEEE; otherwise equality of doubles is equality of bits

@@ -28,6 +28,47 @@
 // from the numerator/denominator mismatch, and the last ulp is the final rounding (an ulp, not half, so a
 // binade crossing cannot escape it). The key tile count uses tile_k = the family's tile, or 16 when the kernel
 // default is used (no FlashAttention implementation uses key tiles below 16, so this over-counts R).
+//
+// The spec-derived envelope (spec_row_bounds; used instead of the one above wherever it is smaller, for a kernel
+// whose numerics() declares a spec this derivation covers: envelope_spec). The generic envelope charges each of its R
+// roundings a bf16 u, independently in numerator and denominator: 2γ/(1−γ) = 6.7% of M_c at n_k = 32. A declared
+// spec says which rounding points exist and in which format, and which are shared by numerator and denominator
+// (shared ones only move the convex weights). Covered: specs whose scores, maxima, exponent arguments, LSE and
+// log l are fp32 with FA2's folded exp2 (fa2, fa2-fixed and their parameterised forms); the other forward formats
+// may be fp32 or bf16. (A bf16-score spec, the paper's, needs its own score term: σ there is bf16's 2^-8·|s|, not
+// fp32's, and its bf16 block outputs, accumulators and row sums are real roundings, (4T+3)·u against the generic
+// (4T+8)·u: little to gain; it keeps the generic envelope.) With T key tiles of `keys` = min(tile_k, n_k) keys,
+// u_F = 2^-precision(F), Π_n(u) = (1+u)^n (|Π(1+δ_k) − 1| <= Π(1+u_k) − 1 for any |δ_k| <= u_k):
+//   * numerator only, per weight: p̄'s cast to pv_in_fmt (when it is not p_fmt), the product p̄·v (1: exact for bf16
+//     p̄ and V, counted anyway), the tile's fp32 sum (keys additions, Higham: γ_{keys−1}), block_out_fmt (1),
+//     acc_fmt twice per tile (α·acc, + block), the normalisation (2 of out_div_fmt: 1/l and acc·(1/l); 1 for a
+//     division): ν = Π(u_pv)·Π_{1+keys}(u32)·Π(u_bo)·Π_{2T}(u_acc)·Π_{2|1}(u_div) − 1 (fa2: 2^-8 + ~(keys+2T+3)·2^-24);
+//   * denominator only, per weight: the tile sum (keys), block_sum_fmt (1), rowsum_fmt twice per tile:
+//     δ = Π_keys(u32)·Π(u_bs)·Π_{2T}(u_rs) − 1 (fa2: ~(keys+2T+1)·2^-24);
+//   * shared, as log-errors of each weight: the scores and exponent arguments, σ_i above scaled by
+//     max(1, (4 + 3β)/8) (the 2 + 3β of the folded argument, plus 2 for a bias's fp32(bias/scale) and its fp32 sum;
+//     the spare u32·Σ|q k| of γ_d against Higham's γ_{d−1} takes the bias's dot-product part; β = 1, or the shift's
+//     β); the rescale chain α_2·…·α_T, each exp2((m_old − m_new)·c̃) with 3 fp32 roundings of an argument whose
+//     magnitudes telescope to at most (1 + β)·max|s| (m only grows, from >= −max|s| to <= β·max|s|): 3(1 + β)·u32·
+//     max|s|·1.01 <= 3.03(1 + β)/8·σ_i (σ_i >= 8·u32·max|s|); exp2f's error, within 1 ulp (2^-23 relative: glibc)
+//     for each p̄ and each α (T + 1 in all); p_fmt's rounding (read by both sums) and rescale_fmt's (T), each
+//     −log(1 − u) <= u/(1 − u), none for fp32 (a float rounded to fp32 is itself). κ_i = the sum.
+//   * underflow: a rounding below its format's normal range errs absolutely, by at most one subnormal step
+//     (bf16 2^-133, fp32 2^-149); at most n_A = 3·n_k + 5·T + 2 of them per row (exp, cast and product per key;
+//     block sums, block outputs, α, α·l, α·acc per tile; 1/l, acc·(1/l)): A = n_A·2^-133 in the numerator (times
+//     max(|v|, 1)) and in the denominator, which is at least D_lo = e^{LSE*_i − m_hi}·e^{−κ}·(1 − δ) − A, where
+//     m_hi >= the scaled running max (LSE* + σ; with the shift max(that, β·that·(1 + 2^-23), 0): m >= the score max,
+//     so LSE* <= m + log n_k, and the shift only raises m). D_lo <= 0 (a row whose every p̄ may underflow:
+//     fa2-fixed shifting a very negative max to 0) bounds nothing there: the generic envelope judges that row.
+// Then, with π the exact softmax and π̃ the one with the shared errors (π̃_j/π_j within e^{±2κ}), O_c = Σ π̃_j v_j:
+//   |O_c − O*| <= TV(π̃, π)·(hi_c − lo_c) <= tanh(κ_i)·(hi_c − lo_c) (Σ(π̃ − π) = 0, so any constant can be taken
+//   off v; a likelihood ratio within [1/L, L] keeps the total variation below (L − 1)/(L + 1), L = e^{2κ});
+//   |O − O_c| <= (ν + δ)/(1 − δ)·M_c (each numerator term off by ν, the denominator by δ);
+//   the underflow term A·(1 + 3·M_c)/D_lo (numerator A·max(M_c, 1), denominator A·|O| with |O| <= 2·M_c);
+//   and one ulp of out_fmt at |O*| plus all that (the final rounding, as above).
+// E_spec = their sum; LSE: κ_i + ε/(1 − ε), ε = δ + A·e^{m_hi − LSE*}·e^{κ} (the row sum's relative error), plus
+// 2^-23 times a bound on |log l| (logf within 1 ulp; |log l| <= max(m_hi − LSE*, log n_k + σ) + κ + 1) and the
+// generic 2^-22·|LSE|. The stats' "spec" counts the elements judged against it.
 #pragma once
 
 #include <chrono>
@@ -89,6 +130,28 @@ std::vector<double> output_envelope(const Instance& in, const Family& f, const s
 std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse);
 std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse,
                                  const std::vector<double>& sigma);
+
+// The spec-derived envelope above. envelope_spec: the kernel's declared numerics when the derivation covers them,
+// else null (the generic envelope alone). spec_row_bounds: per row (row_at order) of `in`, from σ (above) and the
+// exact LSE; a row the derivation bounds nothing for has +inf in each field.
+const NumericsSpec* envelope_spec(const Kernel& k);
+struct SpecRowBound {
+  double kappa;     // κ_i: the shared log-error of each weight
+  double mismatch;  // (ν + δ)/(1 − δ): the numerator/denominator mismatch, times M_c
+  double abs_unit;  // A/D_lo: the underflow term is abs_unit·(1 + 3·M_c)
+  double lse;       // the bound on |LSE − LSE*|
+};
+std::vector<SpecRowBound> spec_row_bounds(const Instance& in, const NumericsSpec& spec, const std::vector<double>& sigma,
+                                          const std::vector<double>& exact_lse);
+// output_envelope and lse_envelope with a spec (may be null: the generic envelope): the smaller of the two bounds,
+// element by element (both hold for a kernel with the spec: fp32 scores and roundings no coarser than bf16 are
+// inside the generic model too). `spec_elements` (optional) counts the elements where the spec bound is the smaller.
+std::vector<double> output_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_o,
+                                    const std::vector<double>& sigma, const NumericsSpec* spec,
+                                    const std::vector<double>& exact_lse, int* spec_elements = nullptr);
+std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse,
+                                 const std::vector<double>& sigma, const NumericsSpec* spec,
+                                 int* spec_elements = nullptr);
 
 bool same_value(double a, double b);  // bitwise equal, except that +0 == −0 (and NaN == NaN)
 std::string fmt_num(double x);        // shortest round-trip decimal

@@ -133,11 +133,17 @@ std::string check_constant_v(const Kernel& k, const Instance& base, const Family
 
 // O_ic within [min_j v_jc − slack, max_j v_jc + slack] over attended keys j; slack = 2γ/(1−γ)·M_c + 1 ulp
 // (property_util.h: only the numerator/denominator rounding mismatch can leave the convex hull; errors in the
-// scores only move the convex weights).
+// scores only move the convex weights). For a kernel with a covered spec (envelope_spec), the smaller of that and
+// the spec's mismatch (ν + δ)/(1 − δ)·M_c + its underflow term + 1 ulp of out_fmt (property_util.h: the shared
+// errors κ only move the convex weights, so they are not charged here).
 std::string check_within_v_range(const Kernel& k, const Instance& in, const Family& f, nlohmann::json& stats) {
   const ForwardOutput fw = k.forward(in);
   const Problem& p = in.problem;
   const double g = envelope_gamma(f);
+  const NumericsSpec* spec = envelope_spec(k);
+  std::vector<SpecRowBound> rows;
+  if (spec) rows = spec_row_bounds(in, *spec, score_error_bounds(in), reference_forward(in).lse);
+  int spec_elements = 0;
   double worst = 0;
   std::vector<double> lo_c(p.head_dim), hi_c(p.head_dim), m_c(p.head_dim), slack_c(p.head_dim);
   const double dev_factor = 2 * mismatch(g);
@@ -169,9 +175,15 @@ std::string check_within_v_range(const Kernel& k, const Instance& in, const Fami
           }
         }
         if (any_masked_row(in, b, h, i)) continue;
+        const SpecRowBound* rb = spec ? &rows[p.row_at(b, h, i)] : nullptr;
         for (int c = 0; c < p.head_dim; ++c) {
           const double lo = lo_c[c], hi = hi_c[c];
-          const double slack = slack_c[c];
+          double slack = slack_c[c];
+          if (rb && std::isfinite(rb->mismatch)) {
+            const double dev = rb->mismatch * m_c[c] + rb->abs_unit * (1 + 3 * m_c[c]);
+            const double s2 = dev + ulp(std::max(std::fabs(lo), std::fabs(hi)) + dev, spec->out_fmt);
+            if (s2 < slack) slack = s2, ++spec_elements;
+          }
           const double o = fw.o[p.q_at(b, h, i, c)];
           const double out = std::max(lo - o, o - hi);
           if (slack > 0) worst = std::max(worst, out / slack);
@@ -182,6 +194,7 @@ std::string check_within_v_range(const Kernel& k, const Instance& in, const Fami
         }
       }
   stats["ratio"] = worst;
+  if (spec) stats["spec"] = spec_elements;
   return "";
 }
 

@@ -121,8 +121,11 @@ std::string check_key_permutation(const Kernel& k, const Instance& in, const Fam
   const ReferenceForward rf = reference_forward(in);
   const ForwardOutput a = k.forward(in), b = k.forward(t);
   const auto sigma = score_error_bounds(in);
-  const auto tol_o = output_envelope(in, f, rf.o, sigma);
-  const auto tol_l = lse_envelope(in, f, rf.lse, sigma);
+  const NumericsSpec* spec = envelope_spec(k);  // null: the generic envelope alone
+  int spec_elements = 0;
+  const auto tol_o = output_envelope(in, f, rf.o, sigma, spec, rf.lse, &spec_elements);
+  const auto tol_l = lse_envelope(in, f, rf.lse, sigma, spec, &spec_elements);
+  if (spec) stats["spec"] = spec_elements;
   return compare_within(p, a, b, tol_o, tol_l, std::vector<double>(p.rows(), 0.0), stats);
 }
 
@@ -157,10 +160,13 @@ std::string check_logit_shift(const Kernel& k, const Instance& in0, const Family
   const auto sigmas = score_error_bounds_last_q(base, {&q_last_b, &q_last_t});
   const std::vector<double>& sigma_b = sigmas[0];
   const std::vector<double>& sigma_t = sigmas[1];
-  auto tol_o = output_envelope(base, f, rb.o, sigma_b);
-  const auto tol_o2 = output_envelope(t, f, rb.o, sigma_t);
-  auto tol_l = lse_envelope(base, f, rb.lse, sigma_b);
-  const auto tol_l2 = lse_envelope(t, f, lse_t, sigma_t);
+  const NumericsSpec* spec = envelope_spec(k);  // null: the generic envelope alone
+  int spec_elements = 0;
+  auto tol_o = output_envelope(base, f, rb.o, sigma_b, spec, rb.lse, &spec_elements);
+  const auto tol_o2 = output_envelope(t, f, rb.o, sigma_t, spec, lse_t, &spec_elements);
+  auto tol_l = lse_envelope(base, f, rb.lse, sigma_b, spec, &spec_elements);
+  const auto tol_l2 = lse_envelope(t, f, lse_t, sigma_t, spec, &spec_elements);
+  if (spec) stats["spec"] = spec_elements;
   for (std::size_t x = 0; x < tol_o.size(); ++x) tol_o[x] = 0.5 * (tol_o[x] + tol_o2[x]);  // compare: 2·mean
   for (std::size_t x = 0; x < tol_l.size(); ++x) tol_l[x] = 0.5 * (tol_l[x] + tol_l2[x]);
   return compare_within(p, a, b, tol_o, tol_l, shift, stats);
