@@ -7,6 +7,23 @@
 
 namespace attncheck {
 
+void visible_v_ranges(const Instance& in, int b, int h, int i, std::vector<double>& lo, std::vector<double>& hi,
+                      std::vector<double>& max_abs) {
+  const Problem& p = in.problem;
+  std::fill(lo.begin(), lo.end(), HUGE_VAL);
+  std::fill(hi.begin(), hi.end(), -HUGE_VAL);
+  std::fill(max_abs.begin(), max_abs.end(), 0.0);
+  for (int j = 0; j < p.n_k; ++j) {
+    if (!in.visible(b, h, i, j)) continue;
+    const double* vj = &in.v[p.kv_at(b, h / p.group(), j, 0)];
+    for (int c = 0; c < p.head_dim; ++c) {
+      lo[c] = std::min(lo[c], vj[c]);
+      hi[c] = std::max(hi[c], vj[c]);
+      max_abs[c] = std::max(max_abs[c], std::fabs(vj[c]));
+    }
+  }
+}
+
 namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kU = 0x1.0p-8;     // bf16 unit roundoff: the coarsest rounding the envelope allows
@@ -288,18 +305,7 @@ std::vector<double> output_envelope(const Instance& in, const Family& f, const s
       for (int i = 0; i < p.n_q; ++i) {
         const SpecRowBound& rb = rows[p.row_at(b, h, i)];
         if (!std::isfinite(rb.kappa)) continue;
-        std::fill(lo.begin(), lo.end(), HUGE_VAL);
-        std::fill(hi.begin(), hi.end(), -HUGE_VAL);
-        std::fill(m_col.begin(), m_col.end(), 0.0);
-        for (int j = 0; j < p.n_k; ++j) {
-          if (!in.visible(b, h, i, j)) continue;
-          const double* vj = &in.v[p.kv_at(b, h / p.group(), j, 0)];
-          for (int c = 0; c < p.head_dim; ++c) {
-            lo[c] = std::min(lo[c], vj[c]);
-            hi[c] = std::max(hi[c], vj[c]);
-            m_col[c] = std::max(m_col[c], std::fabs(vj[c]));
-          }
-        }
+        visible_v_ranges(in, b, h, i, lo, hi, m_col);
         const double tv = std::tanh(rb.kappa);
         for (int c = 0; c < p.head_dim; ++c) {
           const std::size_t x = p.q_at(b, h, i, c);

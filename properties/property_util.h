@@ -153,6 +153,10 @@ std::vector<double> lse_envelope(const Instance& in, const Family& f, const std:
                                  const std::vector<double>& sigma, const NumericsSpec* spec,
                                  int* spec_elements = nullptr);
 
+// Per column of V over the keys that row (b, h, i) sees, in key order: lo, hi (±inf where none is visible) and the
+// largest |v| (0). The vectors have head_dim elements.
+void visible_v_ranges(const Instance& in, int b, int h, int i, std::vector<double>& lo, std::vector<double>& hi,
+                      std::vector<double>& max_abs);
 bool same_value(double a, double b);  // bitwise equal, except that +0 == −0 (and NaN == NaN)
 std::string fmt_num(double x);        // shortest round-trip decimal
 // "(b,h,i,c)" of element x of a Q-layout tensor (O, dQ); with `kv`, "(b,hk,j,c)" of a K-layout one (dK, dV).

@@ -156,18 +156,7 @@ std::string check_within_v_range(const Kernel& k, const Instance& in, const Fami
         // Without causality or a mask every row sees every key: the ranges of (b, h) are computed once, at row
         // 0 (before the masked-row skip below, so they never depend on which rows are skipped).
         if (i == 0 || !in.every_row_sees_every_key()) {
-          std::fill(lo_c.begin(), lo_c.end(), HUGE_VAL);
-          std::fill(hi_c.begin(), hi_c.end(), -HUGE_VAL);
-          std::fill(m_c.begin(), m_c.end(), 0.0);
-          for (int j = 0; j < p.n_k; ++j) {
-            if (!in.visible(b, h, i, j)) continue;
-            const double* vj = &in.v[p.kv_at(b, h / p.group(), j, 0)];
-            for (int c = 0; c < p.head_dim; ++c) {
-              lo_c[c] = std::min(lo_c[c], vj[c]);
-              hi_c[c] = std::max(hi_c[c], vj[c]);
-              m_c[c] = std::max(m_c[c], std::fabs(vj[c]));
-            }
-          }
+          visible_v_ranges(in, b, h, i, lo_c, hi_c, m_c);
           // The slack is a function of the column's range alone: formed with it, once per range.
           for (int c = 0; c < p.head_dim; ++c) {
             const double dev = dev_factor * m_c[c];
