@@ -18,6 +18,10 @@ Confirmation confirm_on_a_fresh_sample(const Property& prop, const Kernel& kerne
   return c;
 }
 
+bool needs_confirmation(const Outcome& raw) {
+  return raw.status == Status::kFail && !is_kernel_fault_message(raw.message) && raw.message.rfind("not finite: ", 0) != 0;
+}
+
 std::string deciding_numbers(const Outcome& o) {
   if (!o.stats.is_object() || !o.stats.contains("tensor") || !o.stats.contains("mean_ulp")) return "";
   std::ostringstream s;  // default stream formatting: `attncheck fuzz`'s summaries print these numbers this way

@@ -42,6 +42,11 @@ struct Confirmation {
 Confirmation confirm_on_a_fresh_sample(const Property& prop, const Kernel& kernel, const Family& raw_family,
                                        const Budget& raw_budget);
 
+// Is a failed bias outcome a statistic that a fresh sample should confirm? Not a kernel fault, and not a NaN or
+// infinite output where the exact value is finite ("not finite: ..."): those are one wrong value on the instance
+// the outcome names, which a fresh sample need not draw again; they are findings as they are.
+bool needs_confirmation(const Outcome& raw);
+
 // A bias outcome's deciding numbers, "O mean -0.0412 ulp, z -9.1", or "" when its stats lack them.
 std::string deciding_numbers(const Outcome& o);
 

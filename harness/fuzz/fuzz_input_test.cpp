@@ -579,6 +579,47 @@ TEST(FuzzTarget, ABiasFailureAFreshSampleDoesNotConfirmIsNotAFinding) {
   std::filesystem::remove_all(dir);
 }
 
+// A bias check that fails on a NaN or infinite output where the exact value is finite ("not finite: ...") has
+// found no statistic but one wrong value, on an instance its replay names: a fresh sample need not draw that
+// instance again, so it is a finding without confirmation, as a kernel fault is. A kernel exact but for a NaN on
+// one instance of the raw sample (none of the fresh one's): before, the target said "NOT CONFIRMED, not a finding"
+// and wrote nothing.
+TEST(FuzzTarget, ANotFiniteBiasFailureIsAFindingWithoutConfirmation) {
+  const auto bytes = tied_input();
+  const Family fam = decode_input(bytes.data(), bytes.size()).family;
+  const std::uint64_t bad_seed = make_instance(fam, 5).seed;  // instance 5 of the raw sample
+  Registry& reg = default_registry();
+  struct NanOnOneInstance : Kernel {
+    std::uint64_t bad_seed;
+    explicit NanOnOneInstance(std::uint64_t s) : bad_seed(s) {}
+    const Kernel& oracle() const { return default_registry().get("oracle"); }
+    std::string name() const override { return "nan_on_one_instance"; }
+    std::string summary() const override { return "test kernel: the oracle, but O is NaN on one instance"; }
+    KernelCaps caps() const override { return oracle().caps(); }
+    ForwardOutput forward(const Instance& in) const override {
+      ForwardOutput o = oracle().forward(in);
+      if (in.seed == bad_seed) o.o[0] = std::nan("");
+      return o;
+    }
+    BackwardOutput backward(const Instance& in, const ForwardOutput& f) const override {
+      return oracle().backward(in, f);
+    }
+  };
+  if (!reg.find("nan_on_one_instance")) reg.add(std::make_unique<NanOnOneInstance>(bad_seed));
+  const std::string dir = testing::TempDir() + "attncheck-fuzz-not-finite-test";
+  std::filesystem::remove_all(dir);
+  TargetConfig cfg;
+  cfg.findings_dir = dir;
+  cfg.quiet = true;
+  cfg.kernel = "nan_on_one_instance";
+  cfg.properties = {"unbiased"};
+  const RunResult r = KernelTarget(cfg).run_input(bytes.data(), bytes.size(), false);
+  EXPECT_TRUE(r.finding) << r.message << " | " << r.unconfirmed;
+  EXPECT_TRUE(r.unconfirmed.empty()) << r.unconfirmed;
+  EXPECT_NE(r.message.find("not finite"), std::string::npos) << r.message;
+  std::filesystem::remove_all(dir);
+}
+
 // Steps 2 and 4 (instance 0's error and the per-instance properties) run once per family: the same family with
 // other value edits replays them, with the same result and the same feedback counters as a fresh target's run.
 // The first input carries a NaN edit (its probe records kProbeNanOut), the second none: a replay that stored the

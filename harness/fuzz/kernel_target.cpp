@@ -280,11 +280,12 @@ KernelTarget::KernelTarget(TargetConfig cfg) : cfg_(std::move(cfg)) {
 }
 
 // Step 5's check of one bias property, and of a failure its confirmation on a fresh sample (bias_confirmation.h).
-// A kernel fault is a failure as it is (not a statistic to confirm), and so is a fault on the fresh sample.
+// A kernel fault or a non-finite output is a failure as it is (not a statistic to confirm: needs_confirmation), and so
+// is a fault on the fresh sample.
 KernelTarget::BiasRun KernelTarget::bias_run(const Property& p, const Family& fam, const Budget& b,
                                              const std::string& input_hex) const {
   BiasRun r{checked(p, *kernel_, fam, b), ""};
-  if (r.raw.status != Status::kFail || !cfg_.confirm_bias || is_kernel_fault_message(r.raw.message)) return r;
+  if (!cfg_.confirm_bias || !needs_confirmation(r.raw)) return r;
   try {
     const Confirmation c = confirm_on_a_fresh_sample(p, *kernel_, fam, b);
     if (c.confirmed()) return r;
