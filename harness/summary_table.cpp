@@ -2,9 +2,9 @@
 // A cell aggregates every family of that property: FAIL k/n (k of the n families checked failed, with the first
 // failure's key number), else pass if any passed, else degen / skip; "-" when the suite has no such pair. An
 // interrupted run's cell short of checks reads "k/n run" (k of its n checks ran, none failed) or "not run".
-// bias_table: the `unbiased` and `unbiased_at_ties` properties family by family (rows) and kernel by kernel (columns), because a kernel
-// can pass one tie family and fail another (paper-fixed: tied_max passes, max_zero fails), and that is the
-// point of the property. Plain ASCII, fixed width. Tested by report_test.cpp.
+// bias_table: the `unbiased` and `unbiased_at_ties` properties family by family (rows) and kernel by kernel
+// (columns), because a kernel can pass one tie family and fail another (paper-fixed: tied_max passes, max_zero
+// fails), and that is the point of the property. Plain ASCII, fixed width. Tested by report_test.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -202,7 +202,8 @@ TEST(Bias, DefaultSuiteHoldsTheTieFamily) {
   bool found = false;
   for (const auto& e : suite("default")) found |= e.property == "unbiased" && e.family.generator == "tied_max";
   EXPECT_TRUE(found);
-  for (const auto& e : suite("bias")) EXPECT_TRUE(e.property == "unbiased" || e.property == "unbiased_at_ties") << e.property;
+  for (const auto& e : suite("bias"))
+    EXPECT_TRUE(e.property == "unbiased" || e.property == "unbiased_at_ties") << e.property;
   EXPECT_THROW(suite("nope"), Error);
   EXPECT_THROW(get_property("nope"), Error);
 }
@@ -352,7 +353,8 @@ TEST(Sharpness, TheSpecEnvelopeCatchesPlantedDefectsInADeclaredModel) {
 // not know the kernel and charges every rounding a bf16 u (property_util.h). This pins that limit; a sharper
 // generic bound should turn these into failures.
 TEST(Sharpness, WithoutDeclaredNumericsTheGenericEnvelopePassesThePlantedDefects) {
-  auto heavy = make_kernel("key0_x1.5", [](const Instance& in) { return rounded_reference(testing::first_key_weighted(in, 1.5)); });
+  auto heavy = make_kernel("key0_x1.5",
+                           [](const Instance& in) { return rounded_reference(testing::first_key_weighted(in, 1.5)); });
   EXPECT_EQ(run("key_permutation", *heavy, default_family("tails")), Status::kPass);
   auto scaled = make_kernel("o_x17_16", [](const Instance& in) {
     ForwardOutput o = rounded_reference(in);

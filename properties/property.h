@@ -56,7 +56,8 @@ struct Budget {
   // over those runs is 4.6 and 3.9 against z_m = 6.26 (properties_test.cpp runs N = 1..8 at T = 24).
   // At the ties (`unbiased_at_ties`, props_bias.cpp; seeds 1..100, default and bias suites, T = 64) the strata are
   // noisier: the oracle's largest mean is 0.037 ulp (dV:tied on the one-in-eight families, z −4.1), a margin of 1.4x,
-  // and the nulls' largest |z| is 4.2: no failure in 4,800 checks; z carries the margin there.
+  // and the nulls' largest |z| is 4.2: no failure in their 1,600 checks (8 families × 100 seeds × 2 controls; the
+  // default suite's two at-ties entries repeat bias-suite checks); z carries the margin there.
   // ε is a hard line on a sample mean, so a kernel whose true mean lies within about two standard errors of it
   // flips with the seed: paper-fixed's dV on tied_max (−0.046 ulp, sd 0.0044 over 100 seeds, z −7.6 to −14.0) fails
   // 18 of 100 seeds at T = 64, 9 of 40 at T = 24 and 0 of 25 at T = 256; fa2's O on `low_rank, one-sign V, dO`

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
+#include "properties/family_internal.h"
 #include "properties/props.h"
 #include "properties/test_kernels.h"
 #include "reference/reference.h"
@@ -250,6 +252,22 @@ TestStrata strata_of(const Instance& in) {
   return st;
 }
 
+// t = exact + the stratum's unit on the stratum's elements (element i in it when sel[i / per]; `head` elements per
+// head): the bf16 ulp at the rms of the head's elements in the stratum.
+void plus_stratum_unit(std::vector<double>& t, const std::vector<double>& exact, std::size_t head,
+                       const std::vector<char>& sel, std::size_t per) {
+  for (std::size_t g = 0; g < exact.size(); g += head) {
+    double ss = 0;
+    std::size_t n = 0;
+    for (std::size_t i = g; i < g + head; ++i)
+      if (sel[i / per]) ss += exact[i] * exact[i], ++n;
+    if (n == 0) continue;
+    const double unit = ulp(std::sqrt(ss / double(n)), Format::kBF16);
+    for (std::size_t i = g; i < g + head; ++i)
+      if (sel[i / per]) t[i] = exact[i] + unit;
+  }
+}
+
 // The paper's bias lives on the rows whose maximum repeats: where one row in eight has one, the whole-tensor mean
 // (+0.15 ulp on those rows, ~0.02 over O) is below ε and `unbiased` passes the paper's kernel; at the ties it fails.
 // The null controls pass at the ties, on this family and the tie families.
@@ -311,30 +329,16 @@ TEST(StatisticsAtTies, TheStrataAreTheRowsWhoseMaximumRepeats) {
 // head's rms, read 2.6 and 3.5.
 TEST(StatisticsAtTies, StrataAreMeasuredInUlpsOfTheirOwnRms) {
   const Family f = default_family("tied_max");  // every row tied; the keys' stratum is the 2-4 tied keys
-  // in[i / per] marks a stratum element; `head` elements per head. Adds the stratum's unit to its elements.
-  const auto plus_unit = [](std::vector<double>& t, const std::vector<double>& exact, std::size_t head,
-                            const std::vector<char>& in, std::size_t per) {
-    for (std::size_t g = 0; g < exact.size(); g += head) {
-      double ss = 0;
-      std::size_t n = 0;
-      for (std::size_t i = g; i < g + head; ++i)
-        if (in[i / per]) ss += exact[i] * exact[i], ++n;
-      if (n == 0) continue;
-      const double unit = ulp(std::sqrt(ss / double(n)), Format::kBF16);
-      for (std::size_t i = g; i < g + head; ++i)
-        if (in[i / per]) t[i] = exact[i] + unit;
-    }
-  };
   auto k = make_kernel("stratum_unit_up", rounded_reference, [&](const Instance& in) {
     const ReferenceBackward r = reference_backward(in);
     const Problem& p = in.problem;
     const auto [rows, keys] = strata_of(in);
     const std::size_t d = p.head_dim;
     BackwardOutput g{r.dq, r.dk, r.dv, r.delta};
-    plus_unit(g.dq, r.dq, std::size_t(p.n_q) * d, rows, d);
-    plus_unit(g.dk, r.dk, std::size_t(p.n_k) * d, keys, d);
-    plus_unit(g.dv, r.dv, std::size_t(p.n_k) * d, keys, d);
-    plus_unit(g.delta, r.delta, std::size_t(p.n_q), rows, 1);
+    plus_stratum_unit(g.dq, r.dq, std::size_t(p.n_q) * d, rows, d);
+    plus_stratum_unit(g.dk, r.dk, std::size_t(p.n_k) * d, keys, d);
+    plus_stratum_unit(g.dv, r.dv, std::size_t(p.n_k) * d, keys, d);
+    plus_stratum_unit(g.delta, r.delta, std::size_t(p.n_q), rows, 1);
     return g;
   });
   Budget b;
@@ -343,6 +347,56 @@ TEST(StatisticsAtTies, StrataAreMeasuredInUlpsOfTheirOwnRms) {
   // As in Statistics.GradientsAreMeasuredInUlpsOfTheHeadsRms: each ratio is 1 within ~10^-12.
   for (const char* t : {"dQ:tied", "dK:tied", "dV:tied", "delta:tied"})
     EXPECT_NEAR(s.stats["tensors"][t]["mean_ulp"].get<double>(), 1.0, 1e-9) << t << ": " << s.stats["tensors"][t].dump();
+}
+
+// The same, with the strata taken from the generator's construction instead of the scores (tie_positions; a row is
+// tied when its lead q is positive and it sees two or more tied keys): under GQA (4 query heads on 2 kv heads, a
+// kv head's key stratum the union over its group), batch 2, n_q != n_k, and causal rows that see only some tied
+// keys. Every stratum reads exactly 1: the harness's strata are these (on these shapes no two ordinary keys of a
+// row come within 2^-9 of its maximum, which would add a row the construction does not tie).
+TEST(StatisticsAtTies, StrataFollowGqaBatchAndCausalLayouts) {
+  for (const bool causal : {false, true}) {
+    Family f = default_family("tied_max");
+    f.problem = causal ? Problem::of_shape(2, 4, 2, 9, 40, 16, true) : Problem::of_shape(2, 4, 2, 12, 20, 16);
+    SCOPED_TRACE(f.describe());
+    std::map<std::uint64_t, std::uint64_t> index_of;  // the kernel sees instances, tie_positions wants their index
+    for (std::uint64_t i = 0; i < 32; ++i) index_of[make_instance(f, i).seed] = i;
+    const auto constructed = [&](const Instance& in) {
+      const Problem& p = in.problem;
+      TestStrata st{std::vector<char>(p.rows(), 0), std::vector<char>(p.kv_size() / p.head_dim, 0)};
+      for (int b = 0; b < p.batch; ++b)
+        for (int h = 0; h < p.heads_q; ++h) {
+          const int hk = h / p.group();
+          const std::vector<int> tied = tie_positions(f, index_of.at(in.seed), b, hk);
+          for (int i = 0; i < p.n_q; ++i) {
+            std::vector<int> seen;
+            for (int j : tied)
+              if (in.visible(b, h, i, j)) seen.push_back(j);
+            if (in.q[p.q_at(b, h, i, 0)] <= 0 || seen.size() < 2) continue;
+            st.rows[p.q_at(b, h, i, 0) / p.head_dim] = 1;
+            for (int j : seen) st.keys[p.kv_at(b, hk, j, 0) / p.head_dim] = 1;
+          }
+        }
+      return st;
+    };
+    auto k = make_kernel("constructed_unit_up", rounded_reference, [&](const Instance& in) {
+      const ReferenceBackward r = reference_backward(in);
+      const Problem& p = in.problem;
+      const auto [rows, keys] = constructed(in);
+      const std::size_t d = p.head_dim;
+      BackwardOutput g{r.dq, r.dk, r.dv, r.delta};
+      plus_stratum_unit(g.dq, r.dq, std::size_t(p.n_q) * d, rows, d);
+      plus_stratum_unit(g.dk, r.dk, std::size_t(p.n_k) * d, keys, d);
+      plus_stratum_unit(g.dv, r.dv, std::size_t(p.n_k) * d, keys, d);
+      plus_stratum_unit(g.delta, r.delta, std::size_t(p.n_q), rows, 1);
+      return g;
+    });
+    Budget b;
+    b.instances = 32;
+    const BiasStatistic s = bias_statistic(*k, f, b, true);
+    for (const char* t : {"dQ:tied", "dK:tied", "dV:tied", "delta:tied"})
+      EXPECT_NEAR(s.stats["tensors"][t]["mean_ulp"].get<double>(), 1.0, 1e-9) << t << ": " << s.stats["tensors"][t].dump();
+  }
 }
 
 // A family with no repeated maximum has nothing to test at the ties: a skip that says so (not a pass, not degenerate).

@@ -110,7 +110,8 @@ inline Instance first_key_weighted(const Instance& in, double f) {
   const Problem& p = in.problem;
   if (!p.has_bias) t.bias.assign(p.scores_size(), 0.0);
   t.problem.has_bias = true;
-  for (std::size_t r = 0; r < p.rows(); ++r) t.bias[r * p.n_k] += round_to(std::log(f), Format::kF32);  // score_at(b, h, i, 0); bias is fp32
+  // score_at(b, h, i, 0) of every row; the bias is fp32
+  for (std::size_t r = 0; r < p.rows(); ++r) t.bias[r * p.n_k] += round_to(std::log(f), Format::kF32);
   return t;
 }
 
