@@ -656,6 +656,15 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   EXPECT_EQ(alarm_summary["findings"][0]["confirmed"], false) << alarm_summary.dump(1);
   EXPECT_EQ(alarm_summary["findings"][0]["confirmation"]["status"], "pass") << alarm_summary.dump(1);
   EXPECT_EQ(first_json_in(dir_ / "alarm").filename().string(), "fuzz-fa2-summary.json") << "a minimised case was written";
+  // The same raw case had it been a NaN or infinite output (its stats say `not_finite`) is a finding as it is: one wrong
+  // value on the instance it names, which a fresh sample need not draw. It was re-sampled and dropped, exit 0.
+  json nan_case = json::parse(slurp(lean));
+  nan_case["stats"]["not_finite"] = {{"tensor", "O"}, {"count", 1}};
+  const std::string nan_file = file("nan.json", nan_case.dump(1));
+  const CmdResult nan = fuzz(script("nan.sh", "cp " + nan_file + " \"$ATTNCHECK_FUZZ_FINDINGS/n.json\""), "nan",
+                             " --kernel fa2");
+  EXPECT_EQ(nan.status, 1) << nan.out << nan.err;
+  EXPECT_EQ(nan.out.find("NOT CONFIRMED"), std::string::npos) << nan.out;
   const std::string real = bias_case("-k paper --family tied_max", "real");
   const CmdResult bias = fuzz(script("bias.sh", "cp " + real + " \"$ATTNCHECK_FUZZ_FINDINGS/b.json\""), "bias");
   EXPECT_EQ(bias.status, 1) << bias.out << bias.err;
