@@ -558,7 +558,7 @@ int run_fuzz(const FuzzOptions& o) {
             const std::string numbers = deciding_numbers(c.outcome);
             if (!numbers.empty()) why << " (" << numbers << ")";
             why << "; one check at T = " << b.instances << " fails an unbiased kernel about once in 3·10^5 and a "
-                << "campaign makes many (fuzz_command.cpp). Raw case kept";
+                << "campaign makes many (bias_confirmation.h). Raw case kept";
             message = why.str();
           }
         }
