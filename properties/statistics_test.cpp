@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 
 #include "properties/family_internal.h"
@@ -268,6 +269,29 @@ void plus_stratum_unit(std::vector<double>& t, const std::vector<double>& exact,
   }
 }
 
+// A kernel whose gradients are exact but for one stratum unit on the strata `strata` gives reads a mean of exactly 1
+// in each gradient's stratum (T = kMinBiasInstances): each error is (exact + unit) − exact in fp64, off from the unit
+// by at most 2^-53·|exact + unit| (as in Statistics.GradientsAreMeasuredInUlpsOfTheHeadsRms: 1 within ~10^-12).
+void expect_one_stratum_unit(const Family& f, const std::function<TestStrata(const Instance&)>& strata) {
+  auto k = make_kernel("stratum_unit_up", rounded_reference, [&](const Instance& in) {
+    const ReferenceBackward r = reference_backward(in);
+    const Problem& p = in.problem;
+    const auto [rows, keys] = strata(in);
+    const std::size_t d = p.head_dim;
+    BackwardOutput g{r.dq, r.dk, r.dv, r.delta};
+    plus_stratum_unit(g.dq, r.dq, std::size_t(p.n_q) * d, rows, d);
+    plus_stratum_unit(g.dk, r.dk, std::size_t(p.n_k) * d, keys, d);
+    plus_stratum_unit(g.dv, r.dv, std::size_t(p.n_k) * d, keys, d);
+    plus_stratum_unit(g.delta, r.delta, std::size_t(p.n_q), rows, 1);
+    return g;
+  });
+  Budget b;
+  b.instances = kMinBiasInstances;
+  const BiasStatistic s = bias_statistic(*k, f, b, true);
+  for (const char* t : {"dQ:tied", "dK:tied", "dV:tied", "delta:tied"})
+    EXPECT_NEAR(s.stats["tensors"][t]["mean_ulp"].get<double>(), 1.0, 1e-9) << t << ": " << s.stats["tensors"][t].dump();
+}
+
 // The paper's bias lives on the rows whose maximum repeats: where one row in eight has one, the whole-tensor mean
 // (+0.15 ulp on those rows, ~0.02 over O) is below ε and `unbiased` passes the paper's kernel; at the ties it fails.
 // The null controls pass at the ties, on this family and the tie families.
@@ -329,24 +353,7 @@ TEST(StatisticsAtTies, TheStrataAreTheRowsWhoseMaximumRepeats) {
 // head's rms, read 2.6 and 3.5.
 TEST(StatisticsAtTies, StrataAreMeasuredInUlpsOfTheirOwnRms) {
   const Family f = default_family("tied_max");  // every row tied; the keys' stratum is the 2-4 tied keys
-  auto k = make_kernel("stratum_unit_up", rounded_reference, [&](const Instance& in) {
-    const ReferenceBackward r = reference_backward(in);
-    const Problem& p = in.problem;
-    const auto [rows, keys] = strata_of(in);
-    const std::size_t d = p.head_dim;
-    BackwardOutput g{r.dq, r.dk, r.dv, r.delta};
-    plus_stratum_unit(g.dq, r.dq, std::size_t(p.n_q) * d, rows, d);
-    plus_stratum_unit(g.dk, r.dk, std::size_t(p.n_k) * d, keys, d);
-    plus_stratum_unit(g.dv, r.dv, std::size_t(p.n_k) * d, keys, d);
-    plus_stratum_unit(g.delta, r.delta, std::size_t(p.n_q), rows, 1);
-    return g;
-  });
-  Budget b;
-  b.instances = kMinBiasInstances;
-  const BiasStatistic s = bias_statistic(*k, f, b, true);
-  // As in Statistics.GradientsAreMeasuredInUlpsOfTheHeadsRms: each ratio is 1 within ~10^-12.
-  for (const char* t : {"dQ:tied", "dK:tied", "dV:tied", "delta:tied"})
-    EXPECT_NEAR(s.stats["tensors"][t]["mean_ulp"].get<double>(), 1.0, 1e-9) << t << ": " << s.stats["tensors"][t].dump();
+  expect_one_stratum_unit(f, strata_of);
 }
 
 // The same, with the strata taken from the generator's construction instead of the scores (tie_positions; a row is
@@ -379,23 +386,7 @@ TEST(StatisticsAtTies, StrataFollowGqaBatchAndCausalLayouts) {
         }
       return st;
     };
-    auto k = make_kernel("constructed_unit_up", rounded_reference, [&](const Instance& in) {
-      const ReferenceBackward r = reference_backward(in);
-      const Problem& p = in.problem;
-      const auto [rows, keys] = constructed(in);
-      const std::size_t d = p.head_dim;
-      BackwardOutput g{r.dq, r.dk, r.dv, r.delta};
-      plus_stratum_unit(g.dq, r.dq, std::size_t(p.n_q) * d, rows, d);
-      plus_stratum_unit(g.dk, r.dk, std::size_t(p.n_k) * d, keys, d);
-      plus_stratum_unit(g.dv, r.dv, std::size_t(p.n_k) * d, keys, d);
-      plus_stratum_unit(g.delta, r.delta, std::size_t(p.n_q), rows, 1);
-      return g;
-    });
-    Budget b;
-    b.instances = 32;
-    const BiasStatistic s = bias_statistic(*k, f, b, true);
-    for (const char* t : {"dQ:tied", "dK:tied", "dV:tied", "delta:tied"})
-      EXPECT_NEAR(s.stats["tensors"][t]["mean_ulp"].get<double>(), 1.0, 1e-9) << t << ": " << s.stats["tensors"][t].dump();
+    expect_one_stratum_unit(f, constructed);
   }
 }
 
