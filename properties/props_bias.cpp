@@ -262,7 +262,9 @@ BiasStatistic bias_statistic_of(const Kernel& k, const Family& f, const Budget& 
   const bool bwd = kt.caps().backward;
   const Format of = kt.caps().output_format;
   const Problem& p = f.problem;
-  Acc acc[2 * kNumTensors];
+  Acc acc[kNumTensors];  // O, δ, dQ, dK, dV: whole, or (kAtTies) their strata
+  const bool ties = part == Part::kAtTies;
+  const auto name = [&](int t) { return kTensors[t + (ties ? kNumTensors : 0)]; };
   const auto t0 = std::chrono::steady_clock::now();
   // GPU kernels get their forwards in chunks through forward_many (one batched launch per chunk); CPU models and
   // plugins one at a time, so the time budget is checked between instances as before. Same instances, same order.
@@ -283,75 +285,66 @@ BiasStatistic bias_statistic_of(const Kernel& k, const Family& f, const Budget& 
                                                       : kt.forward_many(ptrs);
     for (int j = 0; j < count; ++j) {
       const int idx = first + j;
-      const Batch::Item& item = batch.at(idx, bwd, part == Part::kAtTies, ins[j]);
+      const Batch::Item& item = batch.at(idx, bwd, ties, ins[j]);
       const Instance& in = *item.in;
       const ForwardOutput& fw = fws[j];
       const ReferenceForward& rf = *item.rf;
       const std::size_t d = p.head_dim;
-      // Tensor t (heads of `head` elements) as a whole, or its stratum (`sel`: per row or key, `per` elements each).
+      // Tensor t (heads of `head` elements) as a whole, or its stratum (rows or keys, `per` elements each).
       const auto add = [&](int t, const std::vector<double>& got, const std::vector<double>& exact, std::size_t head,
-                           const std::vector<char>& sel, std::size_t per) {
-        if (part == Part::kWhole)
-          add_instance(acc[t], idx, got, exact, t == 0 ? elementwise_ulps(exact, of) : rms_ulps(exact, head, of), of);
-        else
-          add_instance(acc[t + kNumTensors], idx, got, exact,
-                       t == 0 ? elementwise_ulps(exact, of) : rms_ulps(exact, head, of, &sel, per), of, &sel, per);
+                           bool by_key, std::size_t per) {
+        const std::vector<char>* sel = ties ? (by_key ? &item.strata->keys : &item.strata->rows) : nullptr;
+        add_instance(acc[t], idx, got, exact, t == 0 ? elementwise_ulps(exact, of) : rms_ulps(exact, head, of, sel, per),
+                     of, sel, per);
       };
-      static const std::vector<char> kNone;
-      const Strata* st = item.strata ? &*item.strata : nullptr;
-      add(0, fw.o, rf.o, 0, st ? st->rows : kNone, d);
+      add(0, fw.o, rf.o, 0, false, d);
       if (!bwd) continue;
       const ReferenceBackward& rb = *item.rb;
       const BackwardOutput kb = kt.backward(in, fw);
-      add(1, kb.delta, rb.delta, std::size_t(p.n_q), st ? st->rows : kNone, 1);
-      add(2, kb.dq, rb.dq, std::size_t(p.n_q) * d, st ? st->rows : kNone, d);
-      add(3, kb.dk, rb.dk, std::size_t(p.n_k) * d, st ? st->keys : kNone, d);
-      add(4, kb.dv, rb.dv, std::size_t(p.n_k) * d, st ? st->keys : kNone, d);
+      add(1, kb.delta, rb.delta, std::size_t(p.n_q), false, 1);
+      add(2, kb.dq, rb.dq, std::size_t(p.n_q) * d, false, d);
+      add(3, kb.dk, rb.dk, std::size_t(p.n_k) * d, true, d);
+      add(4, kb.dv, rb.dv, std::size_t(p.n_k) * d, true, d);
     }
     first += count;
     out.drawn = first;
   }
-  const int wholes = bwd ? kNumTensors : 1;
+  const int measured = bwd ? kNumTensors : 1;
   std::vector<int> tested;  // every tensor (`unbiased`), or the strata with kMinBiasInstances instances
-  for (int t = 0; t < wholes; ++t)
-    if (part == Part::kWhole)
-      tested.push_back(t);
-    else if (acc[t + kNumTensors].means.size() >= static_cast<std::size_t>(kMinBiasInstances))
-      tested.push_back(t + kNumTensors);
+  for (int t = 0; t < measured; ++t)
+    if (!ties || acc[t].means.size() >= static_cast<std::size_t>(kMinBiasInstances)) tested.push_back(t);
   const int m = std::max(1, static_cast<int>(tested.size()));
   out.z_crit = sidak_z(b.z_crit, m);
   out.stats = nlohmann::json::object();
   out.stats["tensors"] = nlohmann::json::object();
   bool headline_fails = false;
   double headline_z = -1;
-  for (int t = 0; t < 2 * kNumTensors; ++t)
+  for (int t = 0; t < kNumTensors; ++t)
     if (acc[t].not_finite > 0 && out.not_finite.empty()) {
-      out.not_finite = std::to_string(acc[t].not_finite) + " " + kTensors[t] + " output(s) NaN or infinite where " +
+      out.not_finite = std::to_string(acc[t].not_finite) + " " + name(t) + " output(s) NaN or infinite where " +
                        "the exact value is finite (first: " + acc[t].first_bad + ")";
       out.not_finite_instance = static_cast<std::uint64_t>(acc[t].first_bad_instance);
-      out.stats["not_finite"] = {{"tensor", kTensors[t]}, {"count", acc[t].not_finite}};
+      out.stats["not_finite"] = {{"tensor", name(t)}, {"count", acc[t].not_finite}};
     }
   for (int t : tested) {
     if (acc[t].means.size() < static_cast<std::size_t>(kMinBiasInstances)) continue;  // too few usable instances
     ++out.tensors_measured;
-    const char* unit = t % kNumTensors == 0 ? "bf16 ulp of each exact element"
-                       : t < kNumTensors    ? "bf16 ulp of the head's rms"
-                                       : "bf16 ulp of the stratum's rms in the head";
-    const char* over = t < kNumTensors           ? ""
-                       : t % kNumTensors < 3 ? "; rows whose maximum repeats"
-                                             : "; keys in a repeated maximum";
+    const char* unit = t == 0 ? "bf16 ulp of each exact element"
+                       : ties ? "bf16 ulp of the stratum's rms in the head"
+                              : "bf16 ulp of the head's rms";
+    const char* over = !ties ? "" : t < 3 ? "; rows whose maximum repeats" : "; keys in a repeated maximum";
     nlohmann::json s = summarise(acc[t], (std::string(unit) + over).c_str(), b.epsilon_ulp, out.z_crit);
     const double mean = s["mean_ulp"].get<double>(), z = s["z"].get<double>();
     const bool fails = std::fabs(mean) >= b.epsilon_ulp && std::fabs(z) >= out.z_crit;
     s["fails"] = fails;
-    out.stats["tensors"][kTensors[t]] = s;
+    out.stats["tensors"][name(t)] = s;
     out.instances = std::max(out.instances, static_cast<int>(acc[t].means.size()));
     // The headline tensor: the first failing one in the order O, δ, dQ, dK, dV (the forward output leads when it
     // fails: it is what the paper's bias moves and what a reader checks first); with none failing, the largest |z|.
     if (fails ? !headline_fails : !headline_fails && std::fabs(z) > headline_z) {
       headline_fails = fails;
       headline_z = std::fabs(z);
-      out.stats["tensor"] = kTensors[t];
+      out.stats["tensor"] = name(t);
       out.stats["mean_ulp"] = mean;
       out.stats["z"] = z;
       out.stats["away_mean_ulp"] = s["away_mean_ulp"];
@@ -368,7 +361,7 @@ BiasStatistic bias_statistic_of(const Kernel& k, const Family& f, const Budget& 
       out.fails = true;
       char buf[200];
       std::snprintf(buf, sizeof buf, "%s%s: mean %+.4g ulp, z %+.3g (T=%zu, away-from-zero %+.4g)",
-                    out.message.empty() ? "" : "; ", kTensors[t], mean, z, acc[t].means.size(),
+                    out.message.empty() ? "" : "; ", name(t), mean, z, acc[t].means.size(),
                     s["away_mean_ulp"].get<double>());
       out.message += buf;
     }
