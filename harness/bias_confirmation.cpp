@@ -19,7 +19,11 @@ Confirmation confirm_on_a_fresh_sample(const Property& prop, const Kernel& kerne
 }
 
 bool needs_confirmation(const Outcome& raw) {
-  return raw.status == Status::kFail && !is_kernel_fault_message(raw.message) && raw.message.rfind("not finite: ", 0) != 0;
+  return raw.status == Status::kFail && !is_kernel_fault_message(raw.message) && !names_a_non_finite_output(raw.stats);
+}
+
+bool names_a_non_finite_output(const nlohmann::json& stats) {
+  return stats.is_object() && stats.contains("not_finite");
 }
 
 std::string deciding_numbers(const Outcome& o) {

@@ -46,6 +46,9 @@ Confirmation confirm_on_a_fresh_sample(const Property& prop, const Kernel& kerne
 // infinite output where the exact value is finite ("not finite: ..."): those are one wrong value on the instance
 // the outcome names, which a fresh sample need not draw again; they are findings as they are.
 bool needs_confirmation(const Outcome& raw);
+// The non-finite half of that, from a bias outcome's stats alone (a raw case keeps its stats, not its message): the
+// statistic names a NaN or infinite output (`not_finite`, props_bias.cpp).
+bool names_a_non_finite_output(const nlohmann::json& stats);
 
 // A bias outcome's deciding numbers, "O mean -0.0412 ulp, z -9.1", or "" when its stats lack them.
 std::string deciding_numbers(const Outcome& o);

@@ -541,10 +541,9 @@ int run_fuzz(const FuzzOptions& o) {
         message = g.first.note.substr(0, g.first.note.find(" | ")) + " (a fault is not shrunk)";
       } else if (shrinking < shrink_budget && !minimise_stopped) {
         const Property& prop = get_property(g.first.property);
-        // A bias: seen again on a fresh sample? Not a non-finite output (its stats name it, `not_finite`): one wrong
-        // value on the instance it names, which a fresh sample need not draw (needs_confirmation, bias_confirmation.h).
-        const bool not_finite = g.first.stats.is_object() && g.first.stats.contains("not_finite");
-        if (prop.across_instances && g.first.expected == Status::kFail && !not_finite) {
+        // A bias: seen again on a fresh sample? Not a non-finite output: one wrong value on the instance it names,
+        // which a fresh sample need not draw (needs_confirmation, bias_confirmation.h).
+        if (prop.across_instances && g.first.expected == Status::kFail && !names_a_non_finite_output(g.first.stats)) {
           const Confirmation c = confirm_on_a_fresh_sample(prop, kernel, g.first.family, b);
           f["confirmation"] = {{"status", status_name(c.outcome.status)}, {"instances", c.budget.instances},
                                {"seed", seed_to_json(c.seed)}, {"message", c.outcome.message},

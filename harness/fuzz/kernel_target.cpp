@@ -283,7 +283,7 @@ KernelTarget::KernelTarget(TargetConfig cfg) : cfg_(std::move(cfg)) {
 // A kernel fault or a non-finite output is a failure as it is (not a statistic to confirm: needs_confirmation), and so
 // is a fault on the fresh sample.
 KernelTarget::BiasRun KernelTarget::bias_run(const Property& p, const Family& fam, const Budget& b,
-                                             const std::string& input_hex) const {
+                                             const std::uint8_t* data, std::size_t size) const {
   BiasRun r{checked(p, *kernel_, fam, b), ""};
   if (!cfg_.confirm_bias || !needs_confirmation(r.raw)) return r;
   try {
@@ -295,7 +295,7 @@ KernelTarget::BiasRun KernelTarget::bias_run(const Property& p, const Family& fa
                     (raw_numbers.empty() ? "" : " (" + raw_numbers + ")") + ", a fresh sample (seed=" +
                     std::to_string(c.seed) + ", T = " + std::to_string(c.budget.instances) + ") gives " +
                     status_name(c.outcome.status) + (fresh_numbers.empty() ? "" : " (" + fresh_numbers + ")") +
-                    "; fuzz input " + input_hex;
+                    "; fuzz input " + to_hex(data, size);
   } catch (const KernelFault&) {  // the kernel faults on its fresh sample: a finding as the raw failure says it
   }
   return r;
@@ -486,7 +486,7 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
       const bool fresh_batch = !runs;
       if (!runs) {
         std::vector<BiasRun> fresh;
-        for (const Property* p : across_) fresh.push_back(bias_run(*p, fam, bb, to_hex(data, size)));
+        for (const Property* p : across_) fresh.push_back(bias_run(*p, fam, bb, data, size));
         runs = &bias_memo_.put(key, std::move(fresh));
         ++g_bias_batches, ++bias_batches_;
       }

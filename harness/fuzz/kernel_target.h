@@ -168,7 +168,8 @@ class KernelTarget {
     Outcome raw;
     std::string unconfirmed;  // "" = passed, or a confirmed (or unconfirmable: a kernel fault) failure
   };
-  BiasRun bias_run(const Property& p, const Family& fam, const Budget& b, const std::string& input_hex) const;
+  BiasRun bias_run(const Property& p, const Family& fam, const Budget& b, const std::uint8_t* data,
+                  std::size_t size) const;
   FamilyMemo<std::vector<BiasRun>, 4096> bias_memo_;
   std::uint64_t bias_batches_ = 0, family_replays_ = 0;
 };
