@@ -6,6 +6,7 @@
 // seed (mix64), so one seed names one run. Progress goes to stderr: a rewritten line on a TTY, else a line
 // every kProgressEvery seconds. Exit 0 all pass, 1 any failure, 2 usage/input error; stopped by SIGINT/SIGTERM
 // with no failure: ended by that signal (128 + N) once the summary and reports are written.
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +19,8 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "harness/cli/commands.h"
 #include "harness/cli/stop_signals.h"
@@ -36,6 +39,14 @@ namespace {
 // The kernels every default run checks: the four models and the two null controls (design.md).
 const char* const kBuiltinKernels[] = {"fa2", "fa2-fixed", "paper", "paper-fixed", "oracle", "stochastic"};
 
+// The CPUs this process may run on (its affinity mask, as `nproc` counts them), at least 1.
+int default_jobs() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 struct CheckOptions {
   std::vector<std::string> kernels, families, properties;
   std::string suite = "default";
@@ -48,6 +59,7 @@ struct CheckOptions {
   std::string findings = "corpus/findings";
   bool no_shrink = false;
   bool quiet = false;
+  int jobs = default_jobs();  // checks run at once (-j)
 };
 
 using Clock = std::chrono::steady_clock;
@@ -230,68 +242,124 @@ int run_check(const CheckOptions& opt) {
   if (opt.seconds >= 0) report.budget.seconds = opt.seconds;
   report.started_at = utc_now_iso8601();
 
-  Progress progress(kernels.size() * entries.size(), opt.quiet);
-  std::size_t done = 0;
+  // The checks, kernel-major in suite order. Each is a pure function of (kernel, family, budget), so --jobs changes
+  // when a check runs, not its outcome; results are printed and reported in this order whatever order they end in.
+  struct Slot {
+    const Kernel* kernel;
+    const SuiteEntry* entry;
+    RunEntry result;
+    bool ran = false, done = false;
+  };
+  std::vector<Slot> slots;
+  for (const Kernel* k : kernels)
+    for (const SuiteEntry& e : entries) slots.push_back({k, &e, {}});
+  Progress progress(slots.size(), opt.quiet);
   int unsaved = 0;  // failures whose case could not be written
-  // SIGINT or SIGTERM (Ctrl-C, a CI job's cancel or time limit) ends the run after the check in progress: its
-  // instance loop stops at the next instance (its outcome is discarded), a failure already found is shrunk no further
-  // and saved, and the summary and reports are written, marked interrupted, with the checks not run listed. Before,
-  // the signal ended attncheck where it was: no summary, no report. A second signal ends it at once (stop_signals.h).
-  StopSignals on_signal(StopSignals::For::kCheck);
-  for (const Kernel* k : kernels) {
-    for (const SuiteEntry& e : entries) {
-      const Property& p = get_property(e.property);
-      RunEntry entry;
-      entry.label = e.label;
-      entry.checked = e.family.describe();
-      entry.outcome.kernel = k->name();
-      entry.outcome.property = p.name;
-      if (g_stop_signals > 0) {
-        report.not_run.push_back(std::move(entry));
-        continue;
-      }
-      progress.show(done++, k->name() + " " + p.name + " " + e.family.generator);
-      try {
-        entry.outcome = check_one(p, *k, e.family, report.budget, !opt.no_shrink);
-      } catch (const Interrupted&) {
-        report.not_run.push_back(std::move(entry));
-        continue;
-      }
+  std::mutex mu;    // guards the slots' done flags, next/printed/started, unsaved, the progress line and printing
+  std::mutex device_mu;  // one device or plugin check at a time (a CUDA context, a plugin's library: not shared)
+  std::size_t next = 0, printed = 0, finished = 0;
+  // Prints, in suite order, every finished check not yet printed (the caller holds mu).
+  const auto print_ready = [&] {
+    for (; printed < slots.size() && slots[printed].done; ++printed) {
+      const RunEntry& entry = slots[printed].result;
+      if (!slots[printed].ran || entry.outcome.status != Status::kFail) continue;
       const Outcome& o = entry.outcome;
-      if (o.status == Status::kFail) {
-        // A plugin kernel's replay needs its library loaded again and the settings its calls ran under (pad,
-        // timeout, isolation); a built-in kernel's needs neither.
-        const bool is_plugin = o.kernel.rfind("plugin:", 0) == 0;
-        if (is_plugin) entry.replay_extra = plugin_replay_args(), entry.replay_env = plugin_replay_env();
-        if (o.message.rfind("error: ", 0) != 0) {
-          try {  // the finding goes to disk first: a crash after this point loses nothing
-            Case c = case_from_outcome(o, report.budget, "check");
-            // A plugin kernel's case names the kernel only; the note keeps where it came from (the library is a
-            // path on this machine, so replay never loads it from the file: --plugin says so).
-            if (is_plugin) c.note += " [found with " + entry.replay_env + entry.replay_extra.substr(1) + "]";
-            entry.finding = write_finding(opt.findings, c);
-          } catch (const std::exception& ex) {
-            entry.finding_error = ex.what();
-            ++unsaved;
-          }
-        }
-        progress.clear();
-        std::cout << "\nFAIL " << o.kernel << " / " << o.property << " / " << o.family.generator << "\n";
-        if (o.report.empty())  // a check that threw: the message is all there is
-          std::cout << "  " << printable(o.message) << "\n  family: " << o.family.describe()
-                    << "\n  stats: " << printable(o.stats.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) << "\n";
-        else
-          std::cout << printable(o.report, /*keep_newlines=*/true) << (o.report.back() == '\n' ? "" : "\n");
-        if (!entry.finding.empty())  // the reports keep the command exact; the terminal gets it as text
-          std::cout << "replay: " << printable(replay_command(entry.finding, entry.replay_extra, entry.replay_env))
-                    << "\n";
-        std::cout << std::flush;
-        if (!entry.finding_error.empty())  // said where errors go, and again at the end: the case is lost
-          std::cerr << "attncheck: error: could not save the finding: " << printable(entry.finding_error) << "\n";
-      }
-      report.entries.push_back(std::move(entry));
+      progress.clear();
+      std::cout << "\nFAIL " << o.kernel << " / " << o.property << " / " << o.family.generator << "\n";
+      if (o.report.empty())  // a check that threw: the message is all there is
+        std::cout << "  " << printable(o.message) << "\n  family: " << o.family.describe()
+                  << "\n  stats: " << printable(o.stats.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) << "\n";
+      else
+        std::cout << printable(o.report, /*keep_newlines=*/true) << (o.report.back() == '\n' ? "" : "\n");
+      if (!entry.finding.empty())  // the reports keep the command exact; the terminal gets it as text
+        std::cout << "replay: " << printable(replay_command(entry.finding, entry.replay_extra, entry.replay_env))
+                  << "\n";
+      std::cout << std::flush;
+      if (!entry.finding_error.empty())  // said where errors go, and again at the end: the case is lost
+        std::cerr << "attncheck: error: could not save the finding: " << printable(entry.finding_error) << "\n";
     }
+  };
+  // Runs one check and saves its finding (to disk before anything is printed: a crash after this loses nothing).
+  const auto run_slot = [&](Slot& slot) {
+    const Kernel& k = *slot.kernel;
+    const SuiteEntry& e = *slot.entry;
+    const Property& p = get_property(e.property);
+    RunEntry& entry = slot.result;
+    entry.label = e.label;
+    entry.checked = e.family.describe();
+    entry.outcome.kernel = k.name();
+    entry.outcome.property = p.name;
+    if (g_stop_signals > 0) return;
+    {
+      std::unique_lock<std::mutex> device;
+      if (k.caps().device != "cpu") device = std::unique_lock<std::mutex>(device_mu);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        progress.show(finished, k.name() + " " + p.name + " " + e.family.generator);
+      }
+      try {
+        entry.outcome = check_one(p, k, e.family, report.budget, !opt.no_shrink);
+      } catch (const Interrupted&) {
+        return;
+      }
+    }
+    slot.ran = true;
+    const Outcome& o = entry.outcome;
+    if (o.status != Status::kFail) return;
+    // A plugin kernel's replay needs its library loaded again and the settings its calls ran under (pad, timeout,
+    // isolation); a built-in kernel's needs neither.
+    const bool is_plugin = o.kernel.rfind("plugin:", 0) == 0;
+    if (is_plugin) entry.replay_extra = plugin_replay_args(), entry.replay_env = plugin_replay_env();
+    if (o.message.rfind("error: ", 0) == 0) return;
+    try {
+      Case c = case_from_outcome(o, report.budget, "check");
+      // A plugin kernel's case names the kernel only; the note keeps where it came from (the library is a path on
+      // this machine, so replay never loads it from the file: --plugin says so).
+      if (is_plugin) c.note += " [found with " + entry.replay_env + entry.replay_extra.substr(1) + "]";
+      entry.finding = write_finding(opt.findings, c);
+    } catch (const std::exception& ex) {
+      entry.finding_error = ex.what();
+      std::lock_guard<std::mutex> lock(mu);
+      ++unsaved;
+    }
+  };
+  std::exception_ptr worker_error;  // what no check caught (out of memory): rethrown once every worker has ended
+  const auto worker = [&] {
+    for (;;) {
+      std::size_t i;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (next == slots.size() || worker_error) return;
+        i = next++;
+      }
+      try {
+        run_slot(slots[i]);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!worker_error) worker_error = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      slots[i].done = true;
+      ++finished;
+      print_ready();
+    }
+  };
+  // SIGINT or SIGTERM (Ctrl-C, a CI job's cancel or time limit) ends the run after the checks in progress: their
+  // instance loops stop at the next instance (their outcomes are discarded), a failure already found is shrunk no
+  // further and saved, and the summary and reports are written, marked interrupted, with the checks not run listed.
+  // Before, the signal ended attncheck where it was: no summary, no report. A second signal ends it at once
+  // (stop_signals.h).
+  StopSignals on_signal(StopSignals::For::kCheck);
+  const std::size_t jobs = std::min<std::size_t>(opt.jobs, slots.size());
+  if (jobs <= 1) {
+    worker();
+  } else {
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < jobs; ++t) threads.emplace_back(worker);
+    for (std::thread& t : threads) t.join();
   }
+  if (worker_error) std::rethrow_exception(worker_error);
+  for (Slot& slot : slots) (slot.ran ? report.entries : report.not_run).push_back(std::move(slot.result));
   on_signal.restore();  // from here a signal ends attncheck as it would have (the reports then are missing, not old)
   report.interrupted_by = g_stop_signals > 0 ? static_cast<int>(g_last_stop_signal) : 0;
   progress.clear();
@@ -381,6 +449,10 @@ void add_check(CLI::App& app, Runner& run) {
   sub->add_option("--findings", opt->findings, "Directory for failing cases")->capture_default_str();
   sub->add_flag("--no-shrink", opt->no_shrink, "Report failures unshrunk (faster)");
   sub->add_flag("-q,--quiet", opt->quiet, "No progress line");
+  sub->add_option("-j,--jobs", opt->jobs,
+                  "Checks run at once (default: the CPUs this process may use). Outcomes, output and reports do not "
+                  "depend on it; CUDA and plugin kernels' checks still run one at a time")
+      ->check(number_in(1, 1024));
   add_plugin_option(*sub);  // --plugin PATH (harness/plugin/plugin_cli.h)
   sub->footer(
       "Exit status: 0 every check passed, 1 a property failed, 2 usage or input error (or nothing was tested: every\n"

@@ -119,6 +119,19 @@ TEST(PluginCli, ACrashingPluginIsAFailureNotACrash) {
   EXPECT_NE(out.find("expected fail, got fail"), std::string::npos) << out;
 }
 
+// `check -j` runs checks at once, but a plugin's kernel may keep one workspace (it is not reentrant): its checks run
+// one at a time. plugin:unshared (faulty_plugin.c) returns an error when a call starts while another is running;
+// with isolation off the calls share one process, so two checks at once would meet.
+TEST(PluginCli, APluginsChecksRunOneAtATimeUnderJobs) {
+  const CliRun r = attncheck("ATTNCHECK_PLUGIN_ISOLATION=0", "check --plugin " + kFaultyPlugin +
+                                  " -k plugin:unshared --property accurate --instances 8 --no-shrink -j 4");
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // O = 0 is not accurate: every check fails, none for the error below
+  EXPECT_EQ(r.output.find("called while another call was running"), std::string::npos) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("checks: 0 pass, (\\d+) FAIL"))) << r.output;
+  EXPECT_GE(std::stoi(m[1].str()), 8) << "too few checks to overlap (each holds its first call 20 ms)";
+}
+
 // A plugin's message is text by the time anyone sees it: its escape sequence and its byte that is not UTF-8 are
 // \xNN on the terminal and in the case file (the byte made saving the finding throw: the finding was lost).
 TEST(PluginCli, AnErrorMessageIsSavedAsText) {

@@ -10,6 +10,9 @@
  *   silent       returns OK without writing anything (its outputs must read back as NaN)
  *   packed       forward O = 0, LSE = 0 written as if packed (ignores strides: faults only when rows are
  *                padded); backward dQ = dK = dV = 1 (packed too) and leaves delta to attncheck
+ *   unshared     not reentrant, as a kernel with one workspace is: a call that starts while another is in this
+ *                process returns an error saying so; else O = 0, LSE = 0 after 20 ms (`check -j` runs a plugin's
+ *                checks one at a time: with ATTNCHECK_PLUGIN_ISOLATION=0 calls share the process)
  * Built as libattncheck_faulty_plugin.so by harness/plugin/CMakeLists.txt; never shipped.
  */
 #include <signal.h>
@@ -98,6 +101,19 @@ static int packed_bwd(void* self, const attncheck_backward_args* a, char* msg, s
   return ATTNCHECK_OK;
 }
 
+static volatile int unshared_busy; /* a call is in progress in this process */
+static int unshared_fwd(void* self, const attncheck_forward_args* a, char* msg, size_t n) {
+  (void)self;
+  if (__atomic_exchange_n(&unshared_busy, 1, __ATOMIC_ACQ_REL)) {
+    snprintf(msg, n, "called while another call was running");
+    return ATTNCHECK_ERR_INTERNAL;
+  }
+  usleep(20000);
+  write_zeros(a);
+  __atomic_store_n(&unshared_busy, 0, __ATOMIC_RELEASE);
+  return ATTNCHECK_OK;
+}
+
 #define KERNEL(NAME, FWD, BWD, CAPS)                                                              \
   {.struct_size = sizeof(attncheck_kernel_desc), .name = NAME, .summary = "faulty test kernel: " NAME, \
    .caps = (CAPS), .input_formats = ATTNCHECK_FORMAT_BIT(ATTNCHECK_FORMAT_BF16),                    \
@@ -113,6 +129,7 @@ static const attncheck_kernel_desc kKernels[] = {
     KERNEL("input_write", input_write_fwd, NULL, ATTNCHECK_CAP_CAUSAL | ATTNCHECK_CAP_GQA),
     KERNEL("silent", silent_fwd, NULL, ATTNCHECK_CAP_CAUSAL | ATTNCHECK_CAP_GQA),
     KERNEL("packed", packed_fwd, packed_bwd, ATTNCHECK_CAP_CAUSAL | ATTNCHECK_CAP_GQA | ATTNCHECK_CAP_NO_DELTA),
+    KERNEL("unshared", unshared_fwd, NULL, ATTNCHECK_CAP_CAUSAL | ATTNCHECK_CAP_GQA),
 };
 
 static const attncheck_plugin kPlugin = {
