@@ -521,6 +521,31 @@ TEST_F(Cli, ReplayGoesOnPastALinkLoopAndEscapesBinaryBytes) {
   EXPECT_NE(gen.err.find("unknown generator 'low\\x00rank' (known: "), std::string::npos) << gen.err;
 }
 
+// fuzz --property P (repeatable) is the target's ATTNCHECK_FUZZ_PROPERTIES (unbiased_at_ties runs only when named), each
+// name once; a name attncheck does not know is exit 2 before any fuzzer runs. The stand-in writes what it was given.
+TEST_F(Cli, FuzzPassesItsPropertiesToTheTarget) {
+  const fs::path got = dir_ / "got";
+  const std::string fuzzer = file("props.sh", "#!/bin/sh\nprintf '%s|' \"${ATTNCHECK_FUZZ_PROPERTIES-unset}\" >> " +
+                                                  shell_word(got.string()) + "\necho 'Usage of libFuzzer'\nexit 0\n");
+  fs::permissions(fuzzer, fs::perms::owner_all);
+  fs::create_directories(dir_ / "seeds");
+  auto fuzz = [&](const std::string& extra) {
+    fs::remove(got);
+    return run("fuzz --time 1 --fuzzer " + shell_word(fuzzer) + " --seeds " + (dir_ / "seeds").string() + " --corpus " +
+               (dir_ / "corpus").string() + " --findings " + (dir_ / "found").string() + extra);
+  };
+  const CmdResult named = fuzz(" --property unbiased_at_ties --property unbiased --property unbiased_at_ties");
+  EXPECT_EQ(named.status, 0) << named.out << named.err;
+  EXPECT_EQ(slurp(got), "unbiased_at_ties,unbiased|unbiased_at_ties,unbiased|");  // the -help=1 probe, the campaign
+  const CmdResult plain = fuzz("");
+  EXPECT_EQ(plain.status, 0) << plain.out << plain.err;
+  EXPECT_EQ(slurp(got), "unset|unset|");
+  const CmdResult unknown = fuzz(" --property unbaised");
+  EXPECT_EQ(unknown.status, 2) << unknown.out << unknown.err;
+  EXPECT_NE(unknown.err.find("unbaised"), std::string::npos) << unknown.err;
+  EXPECT_FALSE(fs::exists(got)) << "the fuzzer ran";
+}
+
 // `attncheck fuzz` with stand-in fuzzers (shell scripts that answer -help=1 as libFuzzer does): a crash's artifact is
 // a finding (exit 1, listed in the summary); a fuzzer that dies leaving nothing is exit 2, never "no finding" (it was
 // exit 0); raw cases an earlier campaign left in the folder are not this campaign's findings; and the fuzzer's path

@@ -74,6 +74,7 @@ struct FuzzOptions {
   int bias_t = 32;
   bool no_feedback = false;
   double grace = 120;  // --grace: seconds past --time before the fuzzer is stopped
+  std::vector<std::string> properties;  // --property: the target's ATTNCHECK_FUZZ_PROPERTIES (empty: its default)
 };
 
 std::string self_dir() {
@@ -238,13 +239,25 @@ int run_fuzz(const FuzzOptions& o) {
   // ATTNCHECK_PLUGIN_* settings reach it through the inherited environment, as they reach `check`. The fuzzer's
   // -help=1 probe loads them too: a library that fails only inside the target says so before the campaign.
   const bool plugin_kernel = o.kernel.rfind("plugin:", 0) == 0;
-  std::vector<std::string> plugin_env;
+  std::vector<std::string> target_env;
   if (plugin_kernel && !loaded_plugins().empty()) {  // a built-in kernel's jobs need not load them
     std::string list;
     for (const std::string& p : loaded_plugins()) list += (list.empty() ? "" : "\n") + p;
-    plugin_env.push_back("ATTNCHECK_FUZZ_PLUGINS=" + list);
+    target_env.push_back("ATTNCHECK_FUZZ_PLUGINS=" + list);
   }
-  const std::string fuzzer = find_fuzzer(o, plugin_env);
+  // --property: the properties the target runs (ATTNCHECK_FUZZ_PROPERTIES; unbiased_at_ties only when named). A name
+  // attncheck does not know is an error listing the known ones; the -help=1 probe has the target refuse one it cannot run.
+  if (!o.properties.empty()) {
+    std::vector<std::string> names;  // each once, in the order given
+    for (const std::string& p : o.properties) {
+      (void)get_property(p);  // an Error listing the known properties
+      if (std::find(names.begin(), names.end(), p) == names.end()) names.push_back(p);
+    }
+    std::string list;
+    for (const std::string& p : names) list += (list.empty() ? "" : ",") + p;
+    target_env.push_back("ATTNCHECK_FUZZ_PROPERTIES=" + list);
+  }
+  const std::string fuzzer = find_fuzzer(o, target_env);
   // Where the findings go, and the seeds named, are checked before the campaign, not after it.
   require_writable_dir(o.findings, "--findings");
   if (!fs::is_directory(o.seeds)) {
@@ -274,7 +287,7 @@ int run_fuzz(const FuzzOptions& o) {
   std::vector<std::string> env{"ATTNCHECK_FUZZ_KERNEL=" + o.kernel, "ATTNCHECK_FUZZ_FINDINGS=" + raw.string(),
                                "ATTNCHECK_FUZZ_QUIET=1", "ATTNCHECK_FUZZ_CONTINUE=1", "ATTNCHECK_FUZZ_BIAS_T=" + std::to_string(o.bias_t),
                                std::string("ATTNCHECK_FUZZ_FEEDBACK=") + (o.no_feedback ? "0" : "1")};
-  env.insert(env.end(), plugin_env.begin(), plugin_env.end());
+  env.insert(env.end(), target_env.begin(), target_env.end());
   // An artifact's replay runs the target as the campaign ran it: without the settings above, a timeout found with a
   // large --bias-t replayed as an abort on the first ordinary finding (and wrote it into ./corpus/findings).
   std::string env_words = plugin_kernel ? plugin_replay_env() : "";
@@ -692,6 +705,9 @@ void add_fuzz(CLI::App& app, Runner& run) {
       ->capture_default_str()
       ->check(number_in(kMinBiasInstances, 100000));
   sub->add_flag("--no-feedback", opt->no_feedback, "Switch the error-guided extra counters off");
+  sub->add_option("--property", opt->properties,
+                  "Only this property (repeatable; default: every per-instance property, and unbiased on inputs with "
+                  "the bias flag; unbiased_at_ties runs only when named)");
   sub->add_option("--grace", opt->grace,
                   "Seconds past --time before a fuzzer still running is stopped (SIGINT; SIGKILL up to 30 s later), "
                   "1 to 1 day: one input of a large --bias-t can run long")
