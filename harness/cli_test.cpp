@@ -521,6 +521,24 @@ TEST_F(Cli, ReplayGoesOnPastALinkLoopAndEscapesBinaryBytes) {
   EXPECT_NE(gen.err.find("unknown generator 'low\\x00rank' (known: "), std::string::npos) << gen.err;
 }
 
+// A worker thread that cannot start (a pids cgroup, an address-space limit; staged here by an LD_PRELOAD shim that fails
+// pthread_create after three) leaves fewer workers, said once; the run goes on and writes its summary and report. It
+// was std::terminate: exit 134, no report, and findings on disk that were never printed.
+TEST_F(Cli, JobsThatCannotAllStartRunOnTheOnesThatDid) {
+  const std::string args = "check -q --no-shrink -k fa2 -k oracle -j 8 --findings " + (dir_ / "found").string() +
+                           " --json " + (dir_ / "r.json").string();
+  const CmdResult r = run_env("ATTNCHECK_THREAD_LIMIT=3 LD_PRELOAD=" + shell_word(ATTNCHECK_THREAD_LIMIT_SHIM) + " ", args);
+  EXPECT_EQ(r.status, 1) << r.out << r.err;  // fa2's default-suite failures, nothing worse
+  EXPECT_NE(r.err.find("-j 8: only 4 workers could start"), std::string::npos) << r.err;
+  ASSERT_TRUE(fs::exists(dir_ / "r.json")) << r.err;
+  const json j = json::parse(slurp(dir_ / "r.json"));
+  EXPECT_EQ(j["summary"]["not_run"], 0) << j["summary"].dump();
+  EXPECT_EQ(j["outcomes"].size(), j["summary"]["pass"].get<std::size_t>() + j["summary"]["fail"].get<std::size_t>() +
+                                      j["summary"]["skip"].get<std::size_t>() + j["summary"]["degenerate"].get<std::size_t>());
+  const CmdResult whole = run(args);  // the same checks with every worker: the same outcomes
+  EXPECT_EQ(json::parse(slurp(dir_ / "r.json"))["summary"], j["summary"]) << whole.err;
+}
+
 // fuzz --property P (repeatable) is the target's ATTNCHECK_FUZZ_PROPERTIES (unbiased_at_ties runs only when named), each
 // name once; a name attncheck does not know is exit 2 before any fuzzer runs. The stand-in writes what it was given.
 TEST_F(Cli, FuzzPassesItsPropertiesToTheTarget) {

@@ -1,6 +1,7 @@
 // problem.cpp — validation and description of Problem and Instance (see problem.h for the layout).
 #include "harness/problem.h"
 
+#include <atomic>
 #include <cmath>
 #include <csignal>
 #include <sstream>
@@ -8,7 +9,9 @@
 namespace attncheck {
 
 namespace {
-volatile std::sig_atomic_t g_stop_requested = 0;  // a signal handler sets it: sig_atomic_t, nothing else
+// A signal handler sets it and `check -j`'s worker threads read it: a lock-free atomic (safe in a handler, no race).
+std::atomic<int> g_stop_requested{0};
+static_assert(std::atomic<int>::is_always_lock_free, "a signal handler may only touch lock-free atomics");
 }  // namespace
 void request_stop() noexcept { g_stop_requested = 1; }
 bool stop_requested() noexcept { return g_stop_requested != 0; }

@@ -16,10 +16,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
+#include <system_error>
 #include <thread>
 
 #include "harness/cli/commands.h"
@@ -39,12 +42,26 @@ namespace {
 // The kernels every default run checks: the four models and the two null controls (design.md).
 const char* const kBuiltinKernels[] = {"fa2", "fa2-fixed", "paper", "paper-fixed", "oracle", "stochastic"};
 
-// The CPUs this process may run on (its affinity mask, as `nproc` counts them), at least 1.
+// The CPUs this process may use: its affinity mask (as `nproc` counts them), and no more than a cgroup's CPU quota
+// (a container started with --cpus=2 on a 128-CPU host sees 128 in its mask); at least 1.
 int default_jobs() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-  return std::max(1u, std::thread::hardware_concurrency());
+  int n = ::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0
+              ? CPU_COUNT(&set)
+              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // cgroup v2: "max 100000" (no quota) or "<quota> <period>"; v1: cfs_quota_us (-1: none) and cfs_period_us.
+  double quota = -1, period = 0;
+  if (std::ifstream v2("/sys/fs/cgroup/cpu.max"); v2) {
+    std::string q;
+    v2 >> q >> period;
+    if (q != "max") quota = std::atof(q.c_str());
+  } else {
+    std::ifstream("/sys/fs/cgroup/cpu/cpu.cfs_quota_us") >> quota;
+    std::ifstream("/sys/fs/cgroup/cpu/cpu.cfs_period_us") >> period;
+  }
+  if (quota > 0 && period > 0) n = std::min(n, std::max(1, static_cast<int>(std::ceil(quota / period))));
+  return std::max(1, n);
 }
 
 struct CheckOptions {
@@ -256,7 +273,8 @@ int run_check(const CheckOptions& opt) {
   Progress progress(slots.size(), opt.quiet);
   int unsaved = 0;  // failures whose case could not be written
   std::mutex mu;    // guards the slots' done flags, next/printed/started, unsaved, the progress line and printing
-  std::mutex device_mu;  // one device or plugin check at a time (a CUDA context, a plugin's library: not shared)
+  std::mutex device_mu;  // one CUDA check at a time (one device context)
+  std::shared_mutex plugin_mu;  // a plugin's check holds it alone, every other check shares it (run_slot)
   std::size_t next = 0, printed = 0, finished = 0;
   // Prints, in suite order, every finished check not yet printed (the caller holds mu).
   const auto print_ready = [&] {
@@ -289,19 +307,31 @@ int run_check(const CheckOptions& opt) {
     entry.checked = e.family.describe();
     entry.outcome.kernel = k.name();
     entry.outcome.property = p.name;
+    // A plugin's check runs alone, its finding's save included: its calls fork (isolated_call.h), and a child forked
+    // while another thread holds a C++ runtime or loader lock would hang in it (a false "timeout" finding); and its
+    // kernel need not be reentrant. A CUDA kernel's check runs beside CPU checks, not beside another device check (one
+    // context). The locks are held to the end of the slot.
+    std::unique_lock<std::shared_mutex> alone;
+    std::shared_lock<std::shared_mutex> beside;
+    std::unique_lock<std::mutex> device;
+    const std::string where = k.caps().device;
+    if (where == "plugin") {
+      alone = std::unique_lock<std::shared_mutex>(plugin_mu);
+    } else {
+      beside = std::shared_lock<std::shared_mutex>(plugin_mu);
+      if (where != "cpu") device = std::unique_lock<std::mutex>(device_mu);
+    }
+    // After the locks, not before: a check that waited for one while a stop signal came does not start (it would
+    // have been "not run" one check at a time; it ran, and a capability skip read as its outcome).
     if (g_stop_signals > 0) return;
     {
-      std::unique_lock<std::mutex> device;
-      if (k.caps().device != "cpu") device = std::unique_lock<std::mutex>(device_mu);
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        progress.show(finished, k.name() + " " + p.name + " " + e.family.generator);
-      }
-      try {
-        entry.outcome = check_one(p, k, e.family, report.budget, !opt.no_shrink);
-      } catch (const Interrupted&) {
-        return;
-      }
+      std::lock_guard<std::mutex> lock(mu);
+      progress.show(finished, k.name() + " " + p.name + " " + e.family.generator);
+    }
+    try {
+      entry.outcome = check_one(p, k, e.family, report.budget, !opt.no_shrink);
+    } catch (const Interrupted&) {
+      return;
     }
     slot.ran = true;
     const Outcome& o = entry.outcome;
@@ -350,14 +380,23 @@ int run_check(const CheckOptions& opt) {
   // Before, the signal ended attncheck where it was: no summary, no report. A second signal ends it at once
   // (stop_signals.h).
   StopSignals on_signal(StopSignals::For::kCheck);
+  // This thread is one of the workers. A thread that cannot start (a pids or address-space limit) leaves fewer
+  // workers, said once; the run goes on with those that started (std::terminate ended it, with no summary or report).
   const std::size_t jobs = std::min<std::size_t>(opt.jobs, slots.size());
-  if (jobs <= 1) {
-    worker();
-  } else {
-    std::vector<std::thread> threads;
-    for (std::size_t t = 0; t < jobs; ++t) threads.emplace_back(worker);
-    for (std::thread& t : threads) t.join();
+  std::vector<std::thread> threads;
+  for (std::size_t t = 1; t < jobs; ++t) {
+    try {
+      threads.emplace_back(worker);
+    } catch (const std::system_error& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      progress.clear();
+      std::cerr << "attncheck: -j " << opt.jobs << ": only " << t << " workers could start (" << e.what()
+                << "); going on with them\n";
+      break;
+    }
   }
+  worker();
+  for (std::thread& t : threads) t.join();
   if (worker_error) std::rethrow_exception(worker_error);
   for (Slot& slot : slots) (slot.ran ? report.entries : report.not_run).push_back(std::move(slot.result));
   on_signal.restore();  // from here a signal ends attncheck as it would have (the reports then are missing, not old)
@@ -450,8 +489,9 @@ void add_check(CLI::App& app, Runner& run) {
   sub->add_flag("--no-shrink", opt->no_shrink, "Report failures unshrunk (faster)");
   sub->add_flag("-q,--quiet", opt->quiet, "No progress line");
   sub->add_option("-j,--jobs", opt->jobs,
-                  "Checks run at once (default: the CPUs this process may use). Outcomes, output and reports do not "
-                  "depend on it; CUDA and plugin kernels' checks still run one at a time")
+                  "Checks run at once (default: the CPUs this process may use, within a cgroup's quota). Outcomes, "
+                  "output and reports do not depend on it unless a time budget binds (--seconds; a shrink reaching its "
+                  "20 s on a busier machine); CUDA checks run one at a time, a plugin's checks alone")
       ->check(number_in(1, 1024));
   add_plugin_option(*sub);  // --plugin PATH (harness/plugin/plugin_cli.h)
   sub->footer(

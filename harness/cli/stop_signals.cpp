@@ -10,12 +10,12 @@
 
 namespace attncheck::cli {
 
-volatile std::sig_atomic_t g_stop_signals = 0;
-volatile std::sig_atomic_t g_last_stop_signal = 0;
+std::atomic<int> g_stop_signals{0};
+std::atomic<int> g_last_stop_signal{0};
 
 extern "C" void count_stop_signal(int sig) {
-  g_stop_signals = g_stop_signals + 1;
-  g_last_stop_signal = sig;
+  g_last_stop_signal = sig;  // before the count: a thread that sees the count sees the signal's number
+  ++g_stop_signals;
 }
 
 namespace {

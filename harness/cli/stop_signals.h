@@ -10,13 +10,16 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <csignal>
 
 namespace attncheck::cli {
 
-// How many stop signals arrived since the command installed StopSignals, and the last one's number.
-extern volatile std::sig_atomic_t g_stop_signals;
-extern volatile std::sig_atomic_t g_last_stop_signal;
+// How many stop signals arrived since the command installed StopSignals, and the last one's number. Lock-free atomics:
+// safe in a handler, and read by `check -j`'s worker threads (a volatile sig_atomic_t read across threads is a race).
+extern std::atomic<int> g_stop_signals;
+extern std::atomic<int> g_last_stop_signal;
+static_assert(std::atomic<int>::is_always_lock_free, "a signal handler may only touch lock-free atomics");
 
 // The counting handler (`fuzz` tells its own handler from the fuzzer's by it, in the forked child).
 extern "C" void count_stop_signal(int sig);

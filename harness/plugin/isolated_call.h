@@ -10,7 +10,8 @@
 //
 // Caveat: fork() in a multi-threaded parent copies only the calling thread; a kernel that takes a lock
 // another parent thread held at the fork would deadlock and be reported as a timeout. The harness calls
-// kernels from one thread.
+// kernels from one thread at a time here: `check -j` runs a plugin's check alone, no other check beside it
+// (cmd_check.cpp, run_slot); its idle worker threads wait on a lock no kernel takes.
 // Tested by plugin_loader_test (crash, hang, error, out-of-bounds plugins).
 #pragma once
 
