@@ -76,7 +76,7 @@ struct CheckOptions {
   std::string findings = "corpus/findings";
   bool no_shrink = false;
   bool quiet = false;
-  int jobs = default_jobs();  // checks run at once (-j)
+  int jobs = 0;  // checks run at once (-j); 0 = default_jobs(), read when `check` runs, not at every start-up
 };
 
 using Clock = std::chrono::steady_clock;
@@ -272,7 +272,7 @@ int run_check(const CheckOptions& opt) {
     for (const SuiteEntry& e : entries) slots.push_back({k, &e, {}});
   Progress progress(slots.size(), opt.quiet);
   int unsaved = 0;  // failures whose case could not be written
-  std::mutex mu;    // guards the slots' done flags, next/printed/started, unsaved, the progress line and printing
+  std::mutex mu;    // guards the slots' done flags, next/printed/finished, unsaved, the progress line and printing
   std::mutex device_mu;  // one CUDA check at a time (one device context)
   std::shared_mutex plugin_mu;  // a plugin's check holds it alone, every other check shares it (run_slot)
   std::size_t next = 0, printed = 0, finished = 0;
@@ -338,7 +338,7 @@ int run_check(const CheckOptions& opt) {
     if (o.status != Status::kFail) return;
     // A plugin kernel's replay needs its library loaded again and the settings its calls ran under (pad, timeout,
     // isolation); a built-in kernel's needs neither.
-    const bool is_plugin = o.kernel.rfind("plugin:", 0) == 0;
+    const bool is_plugin = where == "plugin";
     if (is_plugin) entry.replay_extra = plugin_replay_args(), entry.replay_env = plugin_replay_env();
     if (o.message.rfind("error: ", 0) == 0) return;
     try {
@@ -382,7 +382,7 @@ int run_check(const CheckOptions& opt) {
   StopSignals on_signal(StopSignals::For::kCheck);
   // This thread is one of the workers. A thread that cannot start (a pids or address-space limit) leaves fewer
   // workers, said once; the run goes on with those that started (std::terminate ended it, with no summary or report).
-  const std::size_t jobs = std::min<std::size_t>(opt.jobs, slots.size());
+  const std::size_t jobs = std::min<std::size_t>(opt.jobs > 0 ? opt.jobs : default_jobs(), slots.size());
   std::vector<std::thread> threads;
   for (std::size_t t = 1; t < jobs; ++t) {
     try {
@@ -390,7 +390,7 @@ int run_check(const CheckOptions& opt) {
     } catch (const std::system_error& e) {
       std::lock_guard<std::mutex> lock(mu);
       progress.clear();
-      std::cerr << "attncheck: -j " << opt.jobs << ": only " << t << " workers could start (" << e.what()
+      std::cerr << "attncheck: -j " << jobs << ": only " << t << " workers could start (" << e.what()
                 << "); going on with them\n";
       break;
     }
