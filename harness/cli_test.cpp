@@ -533,10 +533,13 @@ TEST_F(Cli, JobsThatCannotAllStartRunOnTheOnesThatDid) {
   ASSERT_TRUE(fs::exists(dir_ / "r.json")) << r.err;
   const json j = json::parse(slurp(dir_ / "r.json"));
   EXPECT_EQ(j["summary"]["not_run"], 0) << j["summary"].dump();
+  EXPECT_EQ(j["run"]["jobs"], 4) << j["run"].dump();  // the workers that ran, not the 8 asked for
   EXPECT_EQ(j["outcomes"].size(), j["summary"]["pass"].get<std::size_t>() + j["summary"]["fail"].get<std::size_t>() +
                                       j["summary"]["skip"].get<std::size_t>() + j["summary"]["degenerate"].get<std::size_t>());
   const CmdResult whole = run(args);  // the same checks with every worker: the same outcomes
-  EXPECT_EQ(json::parse(slurp(dir_ / "r.json"))["summary"], j["summary"]) << whole.err;
+  const json all = json::parse(slurp(dir_ / "r.json"));
+  EXPECT_EQ(all["summary"], j["summary"]) << whole.err;
+  EXPECT_EQ(all["run"]["jobs"], 8) << all["run"].dump();
 }
 
 // fuzz --property P (repeatable) is the target's ATTNCHECK_FUZZ_PROPERTIES (unbiased_at_ties runs only when named), each
@@ -1059,6 +1062,8 @@ TEST_F(Cli, JobsChangeNeitherTheOutputNorTheReport) {
     json j = json::parse(slurp(dir_ / ("r" + jobs + ".json")));
     j["run"].erase("started_at");
     j["run"].erase("wall_seconds");
+    EXPECT_EQ(j["run"]["jobs"], std::stoi(jobs)) << j["run"].dump();  // the report says what ran it
+    j["run"].erase("jobs");
     for (json& o : j["outcomes"]) o.erase("seconds");
     // Times are the only text that may differ: "found in 0.0012 s", "... in 5.6 s".
     return std::pair{std::regex_replace(r.out, std::regex("[0-9.e+-]+ s\\b"), "T s"), j};

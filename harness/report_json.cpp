@@ -1,7 +1,7 @@
 // report_json.cpp — the versioned JSON report of a check run (run_report.h), plus shared report helpers.
 // Layout: {"format":"attncheck-run","version":1,
 //          "run":{"kernels":[...],"suite":"default","seed":N|"0x<16 hex>"|null (seed_to_json),"budget":{...},
-//                 "started_at":"...","wall_seconds":x},
+//                 "jobs":n (the workers that ran the checks),"started_at":"...","wall_seconds":x},
 //          "summary":{"pass":n,"fail":n,"skip":n,"degenerate":n},
 //          "outcomes":[{"kernel","property","family","family_label","family_description","family_checked",
 //                       "status","message","stats","instance_index","instances_run","seconds","shrink_seconds",
@@ -128,6 +128,7 @@ json run_to_json(const RunReport& r) {
               {"seconds", r.budget.seconds},
               {"epsilon_ulp", r.budget.epsilon_ulp},
               {"z_crit", r.budget.z_crit}}},
+            {"jobs", r.jobs},
             {"started_at", r.started_at},
             {"wall_seconds", r.wall_seconds},
             {"interrupted", r.interrupted_by ? json(signal_name(r.interrupted_by)) : json(nullptr)}}},

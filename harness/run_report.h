@@ -40,6 +40,10 @@ struct RunReport {
   Budget budget;
   std::string started_at;  // ISO-8601 UTC
   double wall_seconds = 0;
+  // The workers that ran the checks (`check -j`: the number asked for, or fewer where threads could not start or
+  // there were fewer checks). JSON run.jobs. Outcomes depend on it only where a time budget binds (--seconds, a
+  // shrink reaching its limit), so a report says what ran it.
+  int jobs = 1;
   std::vector<RunEntry> entries;
   // A run stopped by SIGINT or SIGTERM (`check` ends after the check in progress, whose outcome is discarded):
   // the signal's number, 0 when the run went to the end; and the checks it never ran (outcome.kernel and

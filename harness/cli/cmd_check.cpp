@@ -382,7 +382,8 @@ int run_check(const CheckOptions& opt) {
   StopSignals on_signal(StopSignals::For::kCheck);
   // This thread is one of the workers. A thread that cannot start (a pids or address-space limit) leaves fewer
   // workers, said once; the run goes on with those that started (std::terminate ended it, with no summary or report).
-  const std::size_t jobs = std::min<std::size_t>(opt.jobs > 0 ? opt.jobs : default_jobs(), slots.size());
+  const std::size_t asked = static_cast<std::size_t>(opt.jobs > 0 ? opt.jobs : default_jobs());
+  const std::size_t jobs = std::max<std::size_t>(1, std::min(asked, slots.size()));
   std::vector<std::thread> threads;
   for (std::size_t t = 1; t < jobs; ++t) {
     try {
@@ -395,6 +396,7 @@ int run_check(const CheckOptions& opt) {
       break;
     }
   }
+  report.jobs = static_cast<int>(threads.size() + 1);
   worker();
   for (std::thread& t : threads) t.join();
   if (worker_error) std::rethrow_exception(worker_error);
