@@ -543,7 +543,8 @@ TEST_F(Cli, JobsThatCannotAllStartRunOnTheOnesThatDid) {
 }
 
 // fuzz --property P (repeatable) is the target's ATTNCHECK_FUZZ_PROPERTIES (unbiased_at_ties runs only when named), each
-// name once; a name attncheck does not know is exit 2 before any fuzzer runs. The stand-in writes what it was given.
+// name once; `none` alone is no property; a name attncheck does not know, or none beside others, is exit 2 before any
+// fuzzer runs. The stand-in writes what it was given.
 TEST_F(Cli, FuzzPassesItsPropertiesToTheTarget) {
   const fs::path got = dir_ / "got";
   const std::string fuzzer = file("props.sh", "#!/bin/sh\nprintf '%s|' \"${ATTNCHECK_FUZZ_PROPERTIES-unset}\" >> " +
@@ -561,6 +562,13 @@ TEST_F(Cli, FuzzPassesItsPropertiesToTheTarget) {
   const CmdResult plain = fuzz("");
   EXPECT_EQ(plain.status, 0) << plain.out << plain.err;
   EXPECT_EQ(slurp(got), "unset|unset|");
+  const CmdResult none = fuzz(" --property none --property none");  // no property: crashes and faults only
+  EXPECT_EQ(none.status, 0) << none.out << none.err;
+  EXPECT_EQ(slurp(got), "none|none|");
+  const CmdResult mixed = fuzz(" --property none --property unbiased");
+  EXPECT_EQ(mixed.status, 2) << mixed.out << mixed.err;
+  EXPECT_NE(mixed.err.find("--property none"), std::string::npos) << mixed.err;
+  EXPECT_FALSE(fs::exists(got)) << "the fuzzer ran";
   const CmdResult unknown = fuzz(" --property unbaised");
   EXPECT_EQ(unknown.status, 2) << unknown.out << unknown.err;
   EXPECT_NE(unknown.err.find("unbaised"), std::string::npos) << unknown.err;
