@@ -386,6 +386,26 @@ TEST_F(Malformed, BadHexPatterns) {
   expect_rejected(file("scale.json", j), "instance.problem.scale");
 }
 
+// The scale is positive (a negative one made the properties' envelopes negative: the correctly rounded oracle failed
+// on two equal values, exit 1) and exactly an fp32 number (the message said "finite" of 0.1 and named no fix).
+TEST_F(Malformed, ScaleIsPositiveAndExactlyAnFp32Number) {
+  json j = good_;
+  j["instance"] = nullptr;
+  EXPECT_NO_THROW(load_case(file("ok.json", j)));
+  j["family"]["problem"]["scale"] = -0.25;
+  expect_rejected(file("neg.json", j), "scale must be positive and finite");
+  j["family"]["problem"]["scale"] = 0.0;
+  expect_rejected(file("zero.json", j), "got 0");
+  j["family"]["problem"]["scale"] = 0.1;
+  expect_rejected(file("tenth.json", j), "exactly an fp32 number");
+  expect_rejected(file("tenth.json", j), "the nearest fp32 is 0.100000001");
+  j["family"]["problem"]["scale"] = 1e39;
+  expect_rejected(file("huge.json", j), "past fp32's largest");
+  j = good_;
+  j["instance"]["problem"]["scale"] = "0xbe800000";  // -0.25
+  expect_rejected(file("ineg.json", j), "scale must be positive");
+}
+
 TEST_F(Malformed, BiasAndMaskValues) {
   const json base = good_;
   EXPECT_NO_THROW(load_case(file("ok.json", base)));  // -inf bias is allowed

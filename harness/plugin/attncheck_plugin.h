@@ -118,7 +118,7 @@ typedef struct attncheck_problem {
   int32_t n_q;           /* query rows per head, >= 1 */
   int32_t n_k;           /* key/value rows per head, >= 1 (n_k < n_q happens; causal rows may then be empty) */
   int32_t head_dim;      /* >= 1 */
-  float scale;           /* multiplies q.k (usually fp32(1/sqrt(head_dim)), but any finite fp32) */
+  float scale;           /* multiplies q.k (usually fp32(1/sqrt(head_dim)), but any positive finite fp32) */
   int32_t causal;        /* nonzero: bottom-right causal mask (see above) */
   int32_t has_mask;      /* nonzero: the keep-mask tensor is present and applies in addition to causal */
   int32_t has_bias;      /* nonzero: the bias tensor is present */
