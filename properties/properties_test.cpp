@@ -712,6 +712,30 @@ TEST(GpuMatchesCpuModel, BackwardAtMinusInfBiasAndTopOfRange) {
   EXPECT_GT(st["grad_outside_model"].get<double>(), 0.0) << st.dump();
 }
 
+// Regression (audit, 2026-12-05): logit_shift adds scale·t (|t| <= 4) to each row's LSE. With a scale near 2^126 the
+// shifted exact LSE passes fp32's range while the base one does not: the correctly rounded LSE is +inf on one side
+// and finite on the other, and the null controls failed (oracle: "LSE[2]: inf vs 4.95306178e+38"). Such rows are
+// not compared (stats lse_overflow); their O still is, and a kernel off in the rows still in range fails.
+TEST(Honesty, LogitShiftPassesTheNullControlsWhereTheShiftOverflowsFp32) {
+  Family f = default_family("normal");
+  f.problem.scale = std::ldexp(1.0, 126);
+  Budget b;
+  b.instances = 3;
+  for (const char* kernel : {"oracle", "stochastic"}) {
+    const Outcome o = get_property("logit_shift").check(default_registry().get(kernel), f, b);
+    EXPECT_EQ(o.status, Status::kPass) << kernel << ": " << o.message;
+    EXPECT_GT(o.stats.value("lse_overflow", 0), 0) << kernel << ": " << o.stats.dump();  // the case is reached
+  }
+  auto off = make_kernel("lse_off", [](const Instance& in) {  // LSE 10% high in the shifted copy (q's last column set)
+    ForwardOutput o = rounded_reference(in);
+    if (in.q[in.problem.head_dim - 1] != 0)
+      for (double& l : o.lse) l += 0.1 * (1 + std::fabs(l));
+    return o;
+  });
+  const Outcome o = get_property("logit_shift").check(*off, f, b);  // the rows that stay in range are compared
+  EXPECT_EQ(o.status, Status::kFail) << o.message << " " << o.stats.dump();
+}
+
 // Regression (fuzzing, 2026-11-30): scores past fp32's range give LSE = +inf in both runs of key_permutation
 // and logit_shift; inf − inf is NaN and the tolerance (+ 2^-23·|inf|) was inf, so the null controls failed.
 // Equal infinities must pass, and every other per-instance property must hold for them too.
