@@ -236,10 +236,13 @@ namespace {
 // file where the link was (and, run as root, where /dev/stdout's link or /dev/full's device node was). lstat, not
 // stat: a link to a regular file (/dev/stdout redirected to one) was renamed over too. A dangling link is not
 // (there is nothing to write through to): it is replaced, as before. require_writable_file asks the same question,
-// so its check is of the file that will be written.
+// so its check is of the file that will be written. A regular file with more than one name (hard links) is written
+// in place too: a rename gave this name new contents and left the others on the old ones.
 bool written_in_place(const std::string& path) {
   struct stat link {}, target {};
-  return ::lstat(path.c_str(), &link) == 0 && !S_ISREG(link.st_mode) && ::stat(path.c_str(), &target) == 0;
+  if (::lstat(path.c_str(), &link) != 0) return false;
+  if (S_ISREG(link.st_mode)) return link.st_nlink > 1;
+  return ::stat(path.c_str(), &target) == 0;
 }
 }  // namespace
 
@@ -291,6 +294,12 @@ void sync_parent_directory(const std::string& path) {
 }  // namespace
 
 void write_text_file(const std::string& path, const std::string& text) {
+  // A regular file already there keeps its permissions (a 0600 case became 0644 under the umask), and one its owner
+  // cannot write (chmod a-w: kept on purpose) is not replaced (the rename did it, root or not).
+  struct stat old {};
+  const bool exists = ::stat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode);
+  if (exists && (old.st_mode & S_IWUSR) == 0)
+    throw Error("cannot write " + path + ": it is read-only (make it writable to replace it)");
   if (written_in_place(path)) {
     std::ofstream out(path, std::ios::binary);
     if (!out) throw Error("cannot write " + path + ": " + std::strerror(errno));
@@ -300,10 +309,12 @@ void write_text_file(const std::string& path, const std::string& text) {
   }
   std::string tmp;
   const int fd = open_unique_temp(path, tmp);
-  if (fd < 0) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
+  // The errors name the file asked for (the temporary's name meant nothing to the reader), then the temporary.
+  if (fd < 0) throw Error("cannot write " + path + " (through " + tmp + "): " + std::strerror(errno));
+  if (exists) (void)::fchmod(fd, old.st_mode & 07777);  // best effort: the contents matter more than the mode
   if (const int err = write_all_and_close(fd, text); err != 0) {
     std::remove(tmp.c_str());
-    throw Error("cannot write " + tmp + ": " + std::strerror(err));
+    throw Error("cannot write " + path + " (through " + tmp + "): " + std::strerror(err));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
@@ -436,6 +447,8 @@ void require_writable_file(const std::string& path, const std::string& option) {
   }
   const std::filesystem::path p(path);
   if (std::filesystem::is_directory(p)) throw Error(option + " " + path + ": is a directory");
+  if (struct stat st {}; ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & S_IWUSR) == 0)
+    throw Error(option + " " + path + ": it is read-only (write_text_file does not replace it)");
   if (written_in_place(path)) {
     // A link, /dev/stdout, a FIFO, a device: written in place, so it (a link's target) must take writes itself.
     // access(), not a test open: opening a FIFO for writing waits for its reader.

@@ -196,6 +196,44 @@ TEST(Corpus, AnotherWritersTemporaryFileIsLeftAlone) {
   fs::remove_all(d);
 }
 
+// Rewriting a file that is there (replay --update-stats, a report written again) keeps what its owner set: a 0600
+// case stayed private (it became 0644), a read-only one is not replaced (it was, silently), a hard-linked one changes
+// under every name (the rename left the other names on the old contents), and an error names the file, not the
+// temporary beside it.
+TEST(Corpus, RewritingAFileKeepsItsModeItsLinksAndItsReadOnly) {
+  const fs::path d = temp_dir("rewrite");
+  const std::string path = (d / "case.json").string(), other = (d / "other-name.json").string();
+  auto text = [](const std::string& p) {
+    std::ifstream in(p);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+  write_text_file(path, "one\n");
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+  write_text_file(path, "two\n");
+  EXPECT_EQ(text(path), "two\n");
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  fs::create_hard_link(path, other);
+  write_text_file(path, "three\n");
+  EXPECT_EQ(text(other), "three\n");
+  fs::remove(other);
+  fs::permissions(path, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  try {
+    write_text_file(path, "four\n");
+    ADD_FAILURE() << "a read-only file was replaced";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot write " + path + ": it is read-only"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(text(path), "three\n");
+  try {
+    require_writable_file(path, "--json");
+    ADD_FAILURE() << "a read-only report path passed the check before a run";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("read-only"), std::string::npos) << e.what();
+  }
+  fs::permissions(path, fs::perms::owner_all);
+  fs::remove_all(d);
+}
+
 TEST(Corpus, SaveIntoMissingDirectoryIsAnError) {
   EXPECT_THROW(save_case("/nonexistent-dir-attncheck/x.json", sample_case()), Error);
 }
