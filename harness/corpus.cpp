@@ -331,6 +331,24 @@ void save_case(const std::string& path, const Case& c) {
 }
 
 namespace {
+// What a file with a UTF-16 byte-order mark or NUL bytes is, for the error: UTF-16/32 text (a byte-order mark, or
+// ASCII with NUL bytes between its characters) or not text at all (a gzipped case, a binary: these were called
+// UTF-16 or UTF-32 text too).
+std::string not_utf8_text(const std::string& t) {
+  if (t.rfind("\xFF\xFE", 0) == 0 || t.rfind("\xFE\xFF", 0) == 0)
+    return "UTF-16 or UTF-32 text (a byte-order mark): save the case as UTF-8";
+  if (t.rfind("\x1F\x8B", 0) == 0) return "gzip-compressed, not a JSON text: gunzip it first";
+  std::size_t nul = 0;
+  bool ascii = true;
+  for (const char c : t) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u == 0) ++nul;
+    else if (u >= 0x80 || (u < 0x20 && u != '\n' && u != '\r' && u != '\t')) ascii = false;
+  }
+  if (ascii && 2 * nul >= t.size()) return "UTF-16 or UTF-32 text (NUL bytes between the characters): save the case as UTF-8";
+  return "binary data (NUL bytes), not a JSON text";
+}
+
 // The whole file as text; Error naming the path when it cannot be read.
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -363,7 +381,7 @@ Case load_case(const std::string& path) {
   // Saved as UTF-16 or UTF-32 (an editor's "Unicode", PowerShell's `>`): the parser saw a byte 0xFF or 0 at line 1,
   // column 1 and said only "invalid literal". A UTF-8 byte-order mark is read through (nlohmann skips it).
   if (text.rfind("\xFF\xFE", 0) == 0 || text.rfind("\xFE\xFF", 0) == 0 || text.find('\0') != std::string::npos)
-    throw Error(path + ": UTF-16 or UTF-32 text (a byte-order mark or NUL bytes): save the case as UTF-8");
+    throw Error(path + ": " + not_utf8_text(text));
   json j;
   // A key twice in one object: JSON leaves it open, nlohmann keeps the last, so an appended "kernel" silently
   // replayed the case on another kernel. Refused, naming the key.

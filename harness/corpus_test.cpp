@@ -297,6 +297,10 @@ TEST_F(Malformed, EmptyAndTruncated) {
   for (char c : text) utf16 += std::string{c, '\0'};
   expect_rejected(write(dir_ / "utf16.json", utf16), "UTF-16 or UTF-32 text");
   expect_rejected(write(dir_ / "utf16-no-bom.json", utf16.substr(2)), "save the case as UTF-8");
+  // Not text at all: said so (both were called UTF-16 or UTF-32 text).
+  expect_rejected(write(dir_ / "gz.json", std::string("\x1F\x8B\x08\0\0\0\0\0", 8) + "\x03\xad"), "gzip-compressed");
+  expect_rejected(write(dir_ / "elf.json", std::string("\x7F" "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0>\0", 20)),
+                  "binary data (NUL bytes), not a JSON text");
   EXPECT_NO_THROW(load_case(write(dir_ / "utf8-bom.json", "\xEF\xBB\xBF" + text)));
 }
 
