@@ -208,6 +208,18 @@ TEST(PluginCli, AReportOnStandardOutputKeepsAPluginsOwnOutputOut) {
   EXPECT_EQ(out.rfind("{", 0), 0u) << out;
 }
 
+// A plugin: kernel no loaded library provides names the ones loaded; "pass --plugin LIB" alone read as if none was.
+TEST(PluginCli, AnUnknownPluginKernelNamesTheLoadedOnes) {
+  const CliRun r = attncheck("", "check --plugin " + kExamplePlugin + " -k plugin:nosuch --suite quick");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown kernel 'plugin:nosuch'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the plugins loaded provide plugin:example, plugin:example_bwd"), std::string::npos)
+      << r.output;
+  const CliRun none = attncheck("", "check -k plugin:nosuch --suite quick");  // none loaded: the hint as it was
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_NE(none.output.find("they come from a library: pass --plugin LIB"), std::string::npos) << none.output;
+}
+
 TEST(PluginCli, ANonPluginLibraryIsAUsageError) {
   const CliRun r = attncheck("", "check --plugin " + shell_word(ATTNCHECK_NO_ENTRY_PLUGIN) + " -k plugin:x --suite quick");
   EXPECT_EQ(r.exit_code, 2) << r.output;

@@ -387,6 +387,12 @@ int load_plugin(const std::string& path, Registry& registry, const PluginOptions
     if (registry.find(std::string("plugin:") + d.name))
       throw Error("plugin '" + path + "': kernel plugin:" + d.name + " is already registered");
   for (const attncheck_kernel_desc& d : descs) registry.add(std::make_unique<PluginKernel>(d, library, options));
+  // Another plugin: name is not in the libraries loaded ("pass --plugin LIB" read as if none had been).
+  std::string loaded;
+  for (const Kernel* k : registry.all())
+    if (k->name().rfind("plugin:", 0) == 0) loaded += (loaded.empty() ? "" : ", ") + k->name();
+  registry.note_absent("plugin:", "the plugins loaded provide " + loaded + "; another comes from its own library: " +
+                                      "pass that with --plugin LIB[:OPTIONS] too");
   return static_cast<int>(descs.size());
 }
 
