@@ -548,7 +548,8 @@ TEST_F(Cli, JobsThatCannotAllStartRunOnTheOnesThatDid) {
 TEST_F(Cli, FuzzPassesItsPropertiesToTheTarget) {
   const fs::path got = dir_ / "got";
   const std::string fuzzer = file("props.sh", "#!/bin/sh\nprintf '%s|' \"${ATTNCHECK_FUZZ_PROPERTIES-unset}\" >> " +
-                                                  shell_word(got.string()) + "\necho 'Usage of libFuzzer'\nexit 0\n");
+                                                  shell_word(got.string()) +
+                                                  "\necho 'Usage of libFuzzer'\necho '#1 DONE exec/s: 1'\nexit 0\n");
   fs::permissions(fuzzer, fs::perms::owner_all);
   fs::create_directories(dir_ / "seeds");
   auto fuzz = [&](const std::string& extra) {
@@ -581,8 +582,10 @@ TEST_F(Cli, FuzzPassesItsPropertiesToTheTarget) {
 // is run by exec, not by a shell (a path with a quote in it ran as a command).
 TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   auto script = [&](const std::string& name, const std::string& body) {
+    // (each reports one execution, as libFuzzer's status lines do: a fuzzer that reports none is exit 2, below)
     const std::string path = file(name, "#!/bin/sh\nfor a in \"$@\"; do case $a in -help=1) echo 'Usage of libFuzzer'; exit 0;; "
-                                        "-artifact_prefix=*) prefix=${a#-artifact_prefix=};; esac; done\n" + body + "\n");
+                                        "-artifact_prefix=*) prefix=${a#-artifact_prefix=};; esac; done\n"
+                                        "echo '#1 DONE cov: 1 ft: 1 corp: 1/1b exec/s: 1 rss: 1Mb'\n" + body + "\n");
     fs::permissions(path, fs::perms::owner_all);
     return path;
   };
@@ -678,6 +681,19 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   const CmdResult stale = fuzz(script("quiet.sh", "exit 0"), "f3");
   EXPECT_EQ(stale.status, 0) << stale.out << stale.err;
   EXPECT_NE(stale.out.find("0 raw finding(s)"), std::string::npos) << stale.out;
+
+  // A fuzzer that exits 0 having run nothing is exit 2, not "no finding" (it was exit 0: a campaign that fuzzed
+  // nothing passed as clean).
+  const std::string idle_path = file("idle.sh", "#!/bin/sh\nfor a in \"$@\"; do case $a in -help=1) echo 'Usage of "
+                                                "libFuzzer'; exit 0;; esac; done\nexit 0\n");
+  fs::permissions(idle_path, fs::perms::owner_all);
+  const CmdResult idle = fuzz(idle_path, "f12");
+  EXPECT_EQ(idle.status, 2) << idle.out << idle.err;
+  EXPECT_NE(idle.err.find("reported no execution: nothing was fuzzed"), std::string::npos) << idle.err;
+  const CmdResult fraction = run("fuzz --time 1.9 --fuzzer " + shell_word(script("quiet.sh", "exit 0")) + " --seeds " +
+                                 seeds + " --findings " + (dir_ / "f13").string());  // it ran for 1 s
+  EXPECT_EQ(fraction.status, 2) << fraction.out << fraction.err;
+  EXPECT_NE(fraction.err.find("whole seconds"), std::string::npos) << fraction.err;
 
   // A raw finding that cannot be read may be a real one: exit 2, named (it was exit 0, "no finding"). One whose
   // verdict is not a failure is not a finding (it was exit 1).

@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -230,6 +231,8 @@ struct Group {
 
 int run_fuzz(const FuzzOptions& o) {
   if (o.seconds <= 0) throw Error("--time must be positive");
+  if (o.seconds != std::floor(o.seconds))  // it was cut to whole seconds silently: 1.9 ran for 1
+    throw Error("--time " + fmt_num(o.seconds) + ": whole seconds (libFuzzer's -max_total_time counts in seconds)");
   if (o.workers < 1) throw Error("--workers must be >= 1");
   if (o.corpus_given && o.corpus.empty()) throw Error("--corpus: an empty path");  // it fell back to the default
   (void)default_shrink_options();  // a bad ATTNCHECK_SHRINK_SECONDS is exit 2 now, not after the campaign
@@ -681,6 +684,9 @@ int run_fuzz(const FuzzOptions& o) {
   }
   if (!fuzzer_ok)  // no input to show for it: the target did not start, or the fuzzer was killed
     throw Error("the fuzzer ended with " + fuzzer_status + " and left no finding; see " + log.string());
+  if (execs == 0)  // libFuzzer reports every run ("#N ... exec/s", number_of_executed_units): none is no campaign
+    throw Error("the fuzzer ended with exit 0 but reported no execution: nothing was fuzzed, so no finding means "
+                "nothing; see " + log.string());
   return kExitPass;
 }
 
@@ -690,7 +696,7 @@ void add_fuzz(CLI::App& app, Runner& run) {
   auto opt = std::make_shared<FuzzOptions>();
   CLI::App* sub = app.add_subcommand("fuzz", "Fuzz one kernel with the libFuzzer target, then minimise every finding");
   sub->add_option("-k,--kernel", opt->kernel, "Kernel under test")->capture_default_str();
-  sub->add_option("-t,--time", opt->seconds, "Campaign length in seconds (1 to 30 days)")->capture_default_str()->check(number_in(1.0, 2592000.0));
+  sub->add_option("-t,--time", opt->seconds, "Campaign length in whole seconds (1 to 30 days)")->capture_default_str()->check(number_in(1.0, 2592000.0));
   sub->add_option("-j,--workers", opt->workers, "Parallel libFuzzer workers (-fork=N), 1 to 256")
       ->capture_default_str()
       ->check(CLI::Validator(  // `-jobs=2` reads as -j "obs=2": say what was meant
