@@ -37,6 +37,12 @@ const char* status_name(Status s);  // "pass", "fail", "skip", "degenerate"
 // 7.23 when 22 of 24 signs agree and 5.44 at 21, so it fails with probability 2·(1 + 24 + 276)/2^24 = 3.6e-5;
 // statistics_test.cpp runs it.)
 inline constexpr int kMinBiasInstances = 24;
+// The most instances `unbiased` takes (2^20). A check fails only with |mean| >= ε (0.05 ulp) and |z| >= z_m (~6.3),
+// z = mean·√T/sd: at T = 2^20 every tensor with sd below ε·√T/z_m ≈ 8 ulps is decided by ε alone, so more instances
+// change no verdict but the noisiest tensors'. The statistic keeps ~20 bytes per instance and tensor (mean,
+// away-from-zero mean, index: five tensors ~100 MiB here); a case file asking 10^9 grew without bound. Past it the
+// check skips, saying so.
+inline constexpr int kMaxBiasInstances = 1 << 20;
 
 struct Budget {
   int instances = 64;          // per-instance properties: how many instances to try; bias: T

@@ -176,7 +176,8 @@ TEST(Statistics, AFamilyWhereCorrectRoundingIsBiasedIsDegenerate) {
   EXPECT_TRUE(o.stats["calibration"]["oracle"]["fails"].get<bool>()) << o.stats.dump();
 }
 
-// Below kMinBiasInstances the z test's level is not what it claims (property.h): the check skips and says why,
+// Below kMinBiasInstances the z test's level is not what it claims (property.h): the check skips and says why (as
+// it does past kMaxBiasInstances),
 // the statistic refuses, and a time budget cannot stop drawing before the minimum. Before, T = 2 ran (--instances 1).
 TEST(Statistics, TooFewInstancesAreASkipAndATimeBudgetStopsNoSooner) {
   const Property& p = get_property("unbiased");
@@ -185,6 +186,12 @@ TEST(Statistics, TooFewInstancesAreASkipAndATimeBudgetStopsNoSooner) {
   const Outcome few = p.check(default_registry().get("paper"), default_family("tied_max"), b);
   EXPECT_EQ(few.status, Status::kSkip) << few.message;
   EXPECT_NE(few.message.find("needs T >= 24 instances (asked 23"), std::string::npos) << few.message;
+  EXPECT_THROW(bias_statistic(default_registry().get("paper"), default_family("tied_max"), b), Error);
+  // Past kMaxBiasInstances a skip too, at once (a case file asking 10^9 grew its memory without bound).
+  b.instances = kMaxBiasInstances + 1;
+  const Outcome many = p.check(default_registry().get("paper"), default_family("tied_max"), b);
+  EXPECT_EQ(many.status, Status::kSkip) << many.message;
+  EXPECT_NE(many.message.find("takes T <= 1048576 instances (asked 1048577"), std::string::npos) << many.message;
   EXPECT_THROW(bias_statistic(default_registry().get("paper"), default_family("tied_max"), b), Error);
   b.instances = 64;
   b.seconds = 1e-9;  // spent before the first instance
