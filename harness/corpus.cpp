@@ -236,13 +236,18 @@ namespace {
 // file where the link was (and, run as root, where /dev/stdout's link or /dev/full's device node was). lstat, not
 // stat: a link to a regular file (/dev/stdout redirected to one) was renamed over too. A dangling link is not
 // (there is nothing to write through to): it is replaced, as before. require_writable_file asks the same question,
-// so its check is of the file that will be written. A regular file with more than one name (hard links) is written
-// in place too: a rename gave this name new contents and left the others on the old ones.
+// so its check is of the file that will be written. A regular file with hard links is replaced too (its other
+// names keep the old contents): written in place, a failed write (a full disk) would lose the case under every name.
 bool written_in_place(const std::string& path) {
   struct stat link {}, target {};
-  if (::lstat(path.c_str(), &link) != 0) return false;
-  if (S_ISREG(link.st_mode)) return link.st_nlink > 1;
-  return ::stat(path.c_str(), &target) == 0;
+  return ::lstat(path.c_str(), &link) == 0 && !S_ISREG(link.st_mode) && ::stat(path.c_str(), &target) == 0;
+}
+
+// A regular file at path itself (not through a link: /dev/stderr's target is written in place, as its descriptor
+// allows) that its owner may not write: chmod a-w, kept on purpose.
+bool read_only_file(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & S_IWUSR) == 0;
 }
 }  // namespace
 
@@ -294,12 +299,12 @@ void sync_parent_directory(const std::string& path) {
 }  // namespace
 
 void write_text_file(const std::string& path, const std::string& text) {
-  // A regular file already there keeps its permissions (a 0600 case became 0644 under the umask), and one its owner
-  // cannot write (chmod a-w: kept on purpose) is not replaced (the rename did it, root or not).
+  // A regular file already there keeps its permissions and, where this process may set it, its owner (a 0600 case
+  // became 0644 under the umask); one its owner cannot write (chmod a-w: kept on purpose) is not replaced (the
+  // rename did it, root or not).
+  if (read_only_file(path)) throw Error("cannot write " + path + ": it is read-only (make it writable to replace it)");
   struct stat old {};
-  const bool exists = ::stat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode);
-  if (exists && (old.st_mode & S_IWUSR) == 0)
-    throw Error("cannot write " + path + ": it is read-only (make it writable to replace it)");
+  const bool exists = ::lstat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode);
   if (written_in_place(path)) {
     std::ofstream out(path, std::ios::binary);
     if (!out) throw Error("cannot write " + path + ": " + std::strerror(errno));
@@ -311,7 +316,10 @@ void write_text_file(const std::string& path, const std::string& text) {
   const int fd = open_unique_temp(path, tmp);
   // The errors name the file asked for (the temporary's name meant nothing to the reader), then the temporary.
   if (fd < 0) throw Error("cannot write " + path + " (through " + tmp + "): " + std::strerror(errno));
-  if (exists) (void)::fchmod(fd, old.st_mode & 07777);  // best effort: the contents matter more than the mode
+  if (exists) {  // best effort: the contents matter more (set-id bits are not copied; chown works as root only)
+    (void)::fchown(fd, old.st_uid, old.st_gid);
+    (void)::fchmod(fd, old.st_mode & 0777);
+  }
   if (const int err = write_all_and_close(fd, text); err != 0) {
     std::remove(tmp.c_str());
     throw Error("cannot write " + path + " (through " + tmp + "): " + std::strerror(err));
@@ -338,6 +346,11 @@ std::string not_utf8_text(const std::string& t) {
   if (t.rfind("\xFF\xFE", 0) == 0 || t.rfind("\xFE\xFF", 0) == 0)
     return "UTF-16 or UTF-32 text (a byte-order mark): save the case as UTF-8";
   if (t.rfind("\x1F\x8B", 0) == 0) return "gzip-compressed, not a JSON text: gunzip it first";
+  // A case opens with '{': UTF-16 puts a NUL beside it, UTF-32 three (either byte order), whatever follows.
+  for (const char* open : {"{\0\0\0", "\0\0\0{"})
+    if (t.compare(0, 4, open, 4) == 0) return "UTF-32 text (NUL bytes between the characters): save the case as UTF-8";
+  for (const char* open : {"{\0", "\0{"})
+    if (t.compare(0, 2, open, 2) == 0) return "UTF-16 text (NUL bytes between the characters): save the case as UTF-8";
   std::size_t nul = 0;
   bool ascii = true;
   for (const char c : t) {
@@ -465,8 +478,7 @@ void require_writable_file(const std::string& path, const std::string& option) {
   }
   const std::filesystem::path p(path);
   if (std::filesystem::is_directory(p)) throw Error(option + " " + path + ": is a directory");
-  if (struct stat st {}; ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & S_IWUSR) == 0)
-    throw Error(option + " " + path + ": it is read-only (write_text_file does not replace it)");
+  if (read_only_file(path)) throw Error(option + " " + path + ": it is read-only (make it writable to replace it)");
   if (written_in_place(path)) {
     // A link, /dev/stdout, a FIFO, a device: written in place, so it (a link's target) must take writes itself.
     // access(), not a test open: opening a FIFO for writing waits for its reader.

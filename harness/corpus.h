@@ -79,9 +79,10 @@ std::string instance_difference(const Instance& pinned, const Instance& now);
 std::string utc_now_iso8601();
 
 // Writes text to path atomically (tmp + rename): case files, reports, fuzz summaries. A path that exists and is not
-// a regular file (a symbolic link, written through; /dev/stdout, a FIFO, a device), or a regular file with hard links,
-// is written in place instead. A regular file there keeps its permissions; one without its owner's write bit is not
-// replaced. Throws Error naming path on failure (a full disk, a read-only file included).
+// a regular file (a symbolic link, written through; /dev/stdout, a FIFO, a device) is written in place instead. A
+// regular file there keeps its permissions (and its owner, as root); one without its owner's write bit is not
+// replaced; a hard-linked one is replaced under this name only. Throws Error naming path on failure (a full disk, a
+// read-only file included).
 void write_text_file(const std::string& path, const std::string& text);
 
 // Output paths checked before a run, so that a run never ends with its findings or report unwritable. Both throw

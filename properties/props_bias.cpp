@@ -407,7 +407,7 @@ Outcome check_bias(const Kernel& k, const Family& f, const Budget& b, Part part)
   if (b.instances > kMaxBiasInstances) {  // more change no verdict but the noisiest tensors' (property.h)
     o.status = Status::kSkip;
     o.message = k.name() + ": " + name + " takes T <= " + std::to_string(kMaxBiasInstances) + " instances (asked " +
-                std::to_string(b.instances) + "; past it a verdict no longer changes for any tensor with sd below ~8 " +
+                std::to_string(b.instances) + "; past it the z test no longer binds for any tensor with sd below ~8 " +
                 "ulps, and its statistic keeps ~100 bytes per instance): --instances " +
                 std::to_string(kMaxBiasInstances) + " or fewer";
     return o;
