@@ -243,12 +243,13 @@ bool written_in_place(const std::string& path) {
   return ::lstat(path.c_str(), &link) == 0 && !S_ISREG(link.st_mode) && ::stat(path.c_str(), &target) == 0;
 }
 
-// A regular file at path itself (not through a link: /dev/stderr's target is written in place, as its descriptor
-// allows) that its owner may not write: chmod a-w, kept on purpose.
-bool read_only_file(const std::string& path) {
-  struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & S_IWUSR) == 0;
+// Is path itself a regular file (not a link to one: /dev/stderr's target is written in place, as its descriptor
+// allows)? Its lstat in `st`.
+bool regular_file_at(const std::string& path, struct stat& st) {
+  return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
+// A regular file its owner may not write: chmod a-w, kept on purpose.
+bool read_only(const struct stat& st) { return (st.st_mode & S_IWUSR) == 0; }
 }  // namespace
 
 namespace {
@@ -302,10 +303,10 @@ void write_text_file(const std::string& path, const std::string& text) {
   // A regular file already there keeps its permissions and, where this process may set it, its owner (a 0600 case
   // became 0644 under the umask); one its owner cannot write (chmod a-w: kept on purpose) is not replaced (the
   // rename did it, root or not).
-  if (read_only_file(path)) throw Error("cannot write " + path + ": it is read-only (make it writable to replace it)");
   struct stat old {};
-  const bool exists = ::lstat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode);
-  if (written_in_place(path)) {
+  const bool exists = regular_file_at(path, old);
+  if (exists && read_only(old)) throw Error("cannot write " + path + ": it is read-only (make it writable to replace it)");
+  if (!exists && written_in_place(path)) {
     std::ofstream out(path, std::ios::binary);
     if (!out) throw Error("cannot write " + path + ": " + std::strerror(errno));
     out << text;
@@ -339,10 +340,11 @@ void save_case(const std::string& path, const Case& c) {
 }
 
 namespace {
-// What a file with a UTF-16 byte-order mark or NUL bytes is, for the error: UTF-16/32 text (a byte-order mark, or
-// ASCII with NUL bytes between its characters) or not text at all (a gzipped case, a binary: these were called
-// UTF-16 or UTF-32 text too).
+// Why a case file's text is not UTF-8, for the error, or "" when it may be: UTF-16/32 text (a byte-order mark, or
+// NUL bytes between its characters) or not text at all (a gzipped case, a binary: these were called UTF-16 or
+// UTF-32 text too). A UTF-8 byte-order mark is read through (nlohmann skips it).
 std::string not_utf8_text(const std::string& t) {
+  if (t.find('\0') == std::string::npos && t.rfind("\xFF\xFE", 0) != 0 && t.rfind("\xFE\xFF", 0) != 0) return "";
   if (t.rfind("\xFF\xFE", 0) == 0 || t.rfind("\xFE\xFF", 0) == 0)
     return "UTF-16 or UTF-32 text (a byte-order mark): save the case as UTF-8";
   if (t.rfind("\x1F\x8B", 0) == 0) return "gzip-compressed, not a JSON text: gunzip it first";
@@ -392,9 +394,8 @@ Case load_case(const std::string& path) {
   const std::string text = read_text(path);
   if (text.empty()) throw Error(path + ": empty file (truncated?)");
   // Saved as UTF-16 or UTF-32 (an editor's "Unicode", PowerShell's `>`): the parser saw a byte 0xFF or 0 at line 1,
-  // column 1 and said only "invalid literal". A UTF-8 byte-order mark is read through (nlohmann skips it).
-  if (text.rfind("\xFF\xFE", 0) == 0 || text.rfind("\xFE\xFF", 0) == 0 || text.find('\0') != std::string::npos)
-    throw Error(path + ": " + not_utf8_text(text));
+  // column 1 and said only "invalid literal".
+  if (const std::string why = not_utf8_text(text); !why.empty()) throw Error(path + ": " + why);
   json j;
   // A key twice in one object: JSON leaves it open, nlohmann keeps the last, so an appended "kernel" silently
   // replayed the case on another kernel. Refused, naming the key.
@@ -478,7 +479,8 @@ void require_writable_file(const std::string& path, const std::string& option) {
   }
   const std::filesystem::path p(path);
   if (std::filesystem::is_directory(p)) throw Error(option + " " + path + ": is a directory");
-  if (read_only_file(path)) throw Error(option + " " + path + ": it is read-only (make it writable to replace it)");
+  if (struct stat st {}; regular_file_at(path, st) && read_only(st))
+    throw Error(option + " " + path + ": it is read-only (make it writable to replace it)");
   if (written_in_place(path)) {
     // A link, /dev/stdout, a FIFO, a device: written in place, so it (a link's target) must take writes itself.
     // access(), not a test open: opening a FIFO for writing waits for its reader.

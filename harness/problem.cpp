@@ -79,16 +79,18 @@ void Problem::validate() const {
   // scale > 0: a softmax's scale. FlashAttention-style kernels take the row max of the unscaled scores and scale
   // after it, which only a positive scale preserves (fa2 gave NaN everywhere under a negative one), and the
   // properties' envelopes are derived for it (a negative scale made them negative: a pass could not happen).
-  char got[64];
-  std::snprintf(got, sizeof got, "%.17g", scale);
+  const auto got = [](double x, int digits) {  // formatted only for an error (validate runs for every problem)
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*g", digits, x);
+    return std::string(buf);
+  };
   if (!std::isfinite(scale) || !(scale > 0))
-    throw Error(std::string("problem: scale must be positive and finite (it multiplies q·k before the softmax), got ") + got);
-  if (!representable(scale, Format::kF32)) {
-    char near[64] = "none: it is past fp32's largest, 3.40282347e+38";
-    if (scale <= 3.4028234663852886e38) std::snprintf(near, sizeof near, "%.9g", double(static_cast<float>(scale)));
-    throw Error(std::string("problem: scale must be exactly an fp32 number (kernels take it as a float), got ") + got +
-                "; the nearest fp32 is " + near);
-  }
+    throw Error("problem: scale must be positive and finite (it multiplies q·k before the softmax), got " + got(scale, 17));
+  if (!representable(scale, Format::kF32))
+    throw Error("problem: scale must be exactly an fp32 number (kernels take it as a float), got " + got(scale, 17) +
+                "; the nearest fp32 is " +
+                (scale <= 3.4028234663852886e38 ? got(double(static_cast<float>(scale)), 9)
+                                                : std::string("none: it is past fp32's largest, 3.40282347e+38")));
   // Keep a single problem well inside what a test harness can hold (2^31 elements per tensor).
   const double elems = double(batch) * heads_q * double(n_q) * double(n_k > head_dim ? n_k : head_dim);
   if (elems > 2147483647.0) throw Error("problem: too large (" + describe() + ")");
