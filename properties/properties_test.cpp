@@ -736,6 +736,59 @@ TEST(Honesty, LogitShiftPassesTheNullControlsWhereTheShiftOverflowsFp32) {
   EXPECT_EQ(o.status, Status::kFail) << o.message << " " << o.stats.dump();
 }
 
+// Regression (session-26 review, fixed 2026-12-05): a row whose exact LSE lies a few ulps below fp32's edge rounds
+// to a finite LSE, but a kernel within its envelope may return +inf there; the shifted copy's LSE (t < 0: scale·t
+// lower) is finite and correct, and logit_shift failed it ("LSE[r]: inf vs ..."). The scale is chosen per row so that
+// the base copy's exact LSE L = scale·max_j s_rj (+ log of a count, far below an ulp at 2^127) lies in
+// [edge·(1 − 2^-21), edge): the kernel below returns L·(1 + 2^-21) rounded, +inf. 2^-21·L is inside the envelope,
+// whose σ alone is ~d·2^-24·L at this scale. Half of the rows draw t < 0, where only this change passes; the rows
+// with t > 0 overflow exactly on the shifted side (the test above). A kernel off by far more still fails.
+TEST(Honesty, LogitShiftAllowsAnInfiniteLseWithinItsEnvelopeOfFp32sEdge) {
+  Family f = default_family("normal");
+  Budget b;
+  b.instances = 1;
+  const double edge = std::ldexp(1.0, 128) - std::ldexp(1.0, 103);  // the least value that rounds to +inf in fp32
+  auto up = make_kernel("lse_up", [](const Instance& in) {  // LSE high by 2^-21 relative: within the envelope
+    const ReferenceForward r = reference_forward(in);
+    ForwardOutput o = rounded_reference(in);
+    for (std::size_t x = 0; x < o.lse.size(); ++x) o.lse[x] = round_to(r.lse[x] * (1 + 0x1.0p-21), Format::kF32);
+    return o;
+  });
+  // The rows' maximum scores as logit_shift's base copy has them (K's last column 1, Q's 0), from an exact LSE at a
+  // scale so large that L/scale is the maximum to fp64's precision.
+  Instance base = make_instance(f, 0);
+  const Problem& p = base.problem;
+  for (std::size_t r = 0; r < std::size_t(p.batch) * p.heads_kv * p.n_k; ++r) base.k[(r + 1) * p.head_dim - 1] = 1.0;
+  for (std::size_t r = 0; r < p.rows(); ++r) base.q[(r + 1) * p.head_dim - 1] = 0.0;
+  base.problem.scale = std::ldexp(1.0, 100);
+  const std::vector<double> big = reference_forward(base).lse;
+  int reached = 0;
+  for (std::size_t r = 0; r < std::min<std::size_t>(p.rows(), 16); ++r) {
+    const double m = big[r] / std::ldexp(1.0, 100);
+    if (!(m > 0)) continue;
+    // The largest fp32 scale at or below edge·(1 − 2^-22)/m: L in [edge·(1 − 2^-22)(1 − 2^-23), edge·(1 − 2^-22)].
+    double s = round_to(edge * (1 - 0x1.0p-22) / m, Format::kF32);
+    if (s * m > edge * (1 - 0x1.0p-22)) s = std::nextafter(static_cast<float>(s), 0.0f);
+    f.problem.scale = s;
+    base.problem.scale = s;
+    const double L = reference_forward(base).lse[r];
+    ASSERT_TRUE(std::isfinite(round_to(L, Format::kF32)) && std::isinf(round_to(L * (1 + 0x1.0p-21), Format::kF32)))
+        << "row " << r << ": L = " << L;
+    const Outcome o = get_property("logit_shift").check(*up, f, b);
+    EXPECT_EQ(o.status, Status::kPass) << "row " << r << ": " << o.message << " " << o.stats.dump();
+    reached += o.stats.value("lse_overflow", 0) > 0;  // t > 0 rows are +inf on both sides: compared, equal
+  }
+  EXPECT_GE(reached, 4);  // rows where the base copy's +inf met a finite shifted LSE
+  auto far = make_kernel("lse_far", [](const Instance& in) {  // 1% high: outside the envelope
+    ForwardOutput o = rounded_reference(in);
+    for (double& l : o.lse)
+      if (std::isfinite(l)) l = round_to(l * 1.01, Format::kF32);
+    return o;
+  });
+  const Outcome o = get_property("logit_shift").check(*far, f, b);
+  EXPECT_EQ(o.status, Status::kFail) << o.message << " " << o.stats.dump();
+}
+
 // Regression (fuzzing, 2026-11-30): scores past fp32's range give LSE = +inf in both runs of key_permutation
 // and logit_shift; inf − inf is NaN and the tolerance (+ 2^-23·|inf|) was inf, so the null controls failed.
 // Equal infinities must pass, and every other per-instance property must hold for them too.
