@@ -58,9 +58,9 @@ Pair judge_pair(double a, double b, double t) {
 }
 
 // |a − b| <= tol_a + tol_b elementwise, for O (Q layout) and LSE (rows); `lse_shift` is subtracted from b's LSE.
-// Rows flagged in `lse_edge` (logit_shift: a row where +inf on one side and a finite LSE on the other may both be
-// right; see check_logit_shift) are not compared where exactly one of the two LSEs is infinite: counted, stats
-// "lse_overflow". Two finite (or two infinite) LSEs there are compared as in any other row.
+// Rows flagged in `lse_edge` (a row where +inf on one side and a finite LSE on the other may both be right:
+// straddles_fp32_edge, and logit_shift's exact overflow on one side) are not compared where exactly one of the two
+// LSEs is infinite: counted, stats "lse_overflow". Two finite (or two infinite) LSEs there are compared as in any other row.
 std::string compare_within(const Problem& p, const ForwardOutput& a, const ForwardOutput& b,
                            const std::vector<double>& tol_o, const std::vector<double>& tol_lse,
                            const std::vector<double>& lse_shift, nlohmann::json& stats,
@@ -100,6 +100,17 @@ std::string compare_within(const Problem& p, const ForwardOutput& a, const Forwa
   return "";
 }
 
+// Whether a kernel within e of the exact LSE L may return ±inf in fp32 and may also return a finite LSE: the
+// envelope [L − e, L + e] reaches past fp32's range and not wholly. There, two runs of one exact value (or of two
+// exact values both inside the envelope) may come back one +inf, one finite, both right: an exact LSE one ulp below
+// the edge, computed one ulp high in one run. Only finite envelopes count: an unbounded one bounds nothing, and an
+// infinite LSE against a finite one fails there as in any row.
+bool straddles_fp32_edge(double L, double e) {
+  if (!std::isfinite(L) || !std::isfinite(e)) return false;
+  const double lo = round_to(L - e, Format::kF32), hi = round_to(L + e, Format::kF32);
+  return (std::isinf(lo) || std::isinf(hi)) && !(std::isinf(lo) && lo == hi);
+}
+
 // Permuting the keys (K, V rows and mask columns together) permutes the terms of every softmax; the exact
 // O and LSE are unchanged. Kernels sum in another order and tile differently, so O moves within the envelope:
 // |O − O'| <= E + E' with the same E (same exact answer). Causal problems are skipped: a permutation would
@@ -136,7 +147,9 @@ std::string check_key_permutation(const Kernel& k, const Instance& in, const Fam
   const auto tol_o = output_envelope(in, f, rf.o, sigma, spec, rf.lse, &spec_elements);
   const auto tol_l = lse_envelope(in, f, rf.lse, sigma, spec, &spec_elements);
   if (spec) stats["spec"] = spec_elements;
-  return compare_within(p, a, b, tol_o, tol_l, std::vector<double>(p.rows(), 0.0), stats);
+  std::vector<char> edge(p.rows());
+  for (std::size_t r = 0; r < p.rows(); ++r) edge[r] = straddles_fp32_edge(rf.lse[r], tol_l[r]);
+  return compare_within(p, a, b, tol_o, tol_l, std::vector<double>(p.rows(), 0.0), stats, edge);
 }
 
 // Logit shift, exact in bf16: K's last column is set to κ = 1 for every key and Q's last column to 0 (base);
@@ -179,19 +192,11 @@ std::string check_logit_shift(const Kernel& k, const Instance& in0, const Family
   if (spec) stats["spec"] = spec_elements;
   // fp32's edge. Where one exact LSE rounds past fp32 and the other does not (a scale near 2^126: LSE + 4·scale
   // overflows), the correctly rounded LSE is ±inf on one side and finite on the other: not comparable (the oracle
-  // failed there). So is a row where one side's envelope [L − e, L + e] reaches past fp32's range while a finite
-  // result is also within it: a kernel within its tolerance may return +inf there (an exact LSE one ulp below the
-  // edge, computed one ulp high), and the other side's correct LSE is finite. Only finite envelopes count: an
-  // unbounded one bounds nothing, and an infinite LSE against a finite one still fails there, as before.
-  auto straddles = [](double L, double e) {  // some value within e of L rounds to ±inf in fp32, and some does not
-    if (!std::isfinite(L) || !std::isfinite(e)) return false;
-    const double lo = round_to(L - e, Format::kF32), hi = round_to(L + e, Format::kF32);
-    return (std::isinf(lo) || std::isinf(hi)) && !(std::isinf(lo) && lo == hi);
-  };
+  // failed there). So is a row whose envelope on either side straddles fp32's edge (straddles_fp32_edge).
   std::vector<char> edge(p.rows());
   for (std::size_t r = 0; r < p.rows(); ++r)
     edge[r] = std::isinf(round_to(rb.lse[r], Format::kF32)) != std::isinf(round_to(lse_t[r], Format::kF32)) ||
-              straddles(rb.lse[r], tol_l[r]) || straddles(lse_t[r], tol_l2[r]);
+              straddles_fp32_edge(rb.lse[r], tol_l[r]) || straddles_fp32_edge(lse_t[r], tol_l2[r]);
   for (std::size_t x = 0; x < tol_o.size(); ++x) tol_o[x] = 0.5 * (tol_o[x] + tol_o2[x]);  // compare: 2·mean
   for (std::size_t x = 0; x < tol_l.size(); ++x) tol_l[x] = 0.5 * (tol_l[x] + tol_l2[x]);
   return compare_within(p, a, b, tol_o, tol_l, shift, stats, edge);
