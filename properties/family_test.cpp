@@ -384,6 +384,42 @@ TEST(Family, AGapLostBelowTheTieLevelIsRefused) {
   EXPECT_NO_THROW(make_instance(f, 0));
 }
 
+// At a scale near 2^127 the scaled gap rounds to 0 in the input format (gap 1e-3: 2^-137, below bf16's least
+// subnormal), and the refusal blamed tie_level ("gap 0.001 is lost below tie_level 2"), which was not the cause.
+// It names the gap, the scale and the format now; so for negative_rows' level.
+TEST(Family, AGapOrLevelThatTheScaleRoundsToZeroIsRefusedNamingTheScale) {
+  for (const char* gen : {"tied_max", "negative_rows"}) {
+    Family f = default_family(gen);
+    const char* what = f.params.count("level") ? "level" : "gap";
+    f.params[what] = 1e-3;
+    f.problem.scale = std::ldexp(1.0, 127);
+    try {
+      make_instance(f, 0);
+      ADD_FAILURE() << gen << ": accepted";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(std::string(what) + " 0.001 divided by the scale 1.70141e+38 rounds to 0 in bf16"),
+                std::string::npos) << m;
+    }
+  }
+  // gap 8 there is 2^-124, representable, but below half an fp64 ulp of tie_level 2: lost, and the message says
+  // at which scale; a tie_level of 2^-120 keeps it.
+  Family f = default_family("tied_max");
+  f.problem.scale = std::ldexp(1.0, 127);
+  try {
+    make_instance(f, 0);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gap 8 divided by the scale 1.70141e+38 (4.70198e-38) is lost below tie_level 2"),
+              std::string::npos) << e.what();
+  }
+  f.params["tie_level"] = std::ldexp(1.0, -120);
+  EXPECT_NO_THROW(make_instance(f, 0));
+  Family n = default_family("negative_rows");
+  n.problem.scale = std::ldexp(1.0, 127);
+  EXPECT_NO_THROW(make_instance(n, 0));  // level 8: 2^-124
+}
+
 // Regression (fuzzing, 2026-11-30): nonsensical parameters (tie_sign = 87, ties = −10, mask = 111,
 // do_exp = 111, ...) were silently clamped or misread, so the fuzzer reported garbage families as findings.
 // Out-of-domain parameters throw attncheck::Error naming the parameter and its domain.

@@ -467,11 +467,21 @@ void validate_family(const Family& f) {
   const LeadLayout L = lead_layout(f);
   if (L.active && !(std::isfinite(L.a) && std::isfinite(L.gap_raw) && std::isfinite(L.other_lead)))
     throw Error("family " + f.generator + ": tie_level, gap or level divided by the scale overflows the input format");
+  // The scaled gap (or level) in the input format: divided by a large scale it can round to 0 (gap 1e-3 at scale
+  // 2^127 is 2^-137, below bf16's least subnormal 2^-133), and the family would have no gap (or level) at all.
+  if (L.active && L.gap_raw == 0) {
+    const char* what = f.params.count("level") ? "level" : "gap";
+    throw Error("family " + f.generator + ": " + what + " " + num(f.param(what, 8)) + " divided by the scale " +
+                num(f.problem.scale) + " rounds to 0 in " + format_name(f.problem.input_format) +
+                ": raise the " + what + " or lower the scale");
+  }
   // The other keys lead by A − gap: where the gap is below half an fp64 ulp of A (tie_level ≳ 2^58 at gap 8), A − gap
   // is A, every key ties and the family has no gap at all (a helper's probe: tie_level 5e17, 32 of 32 keys tied).
   if (L.active && L.ties > 0 && !(L.other_lead < L.a))
-    throw Error("family " + f.generator + ": gap " + num(f.param("gap", 8)) + " is lost below tie_level " +
-                num(std::fabs(f.param("tie_level", 2))) + " (A − gap rounds to A): the other keys would tie too");
+    throw Error("family " + f.generator + ": gap " + num(f.param("gap", 8)) + " divided by the scale " +
+                num(f.problem.scale) + " (" + num(L.gap_raw) + ") is lost below tie_level " +
+                num(std::fabs(f.param("tie_level", 2))) +
+                " (A − gap rounds to A): the other keys would tie too; lower the tie_level or the scale");
 }
 
 }  // namespace attncheck
