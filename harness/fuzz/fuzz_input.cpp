@@ -123,6 +123,9 @@ FuzzInput decode_input(const std::uint8_t* data, std::size_t size) {
       f.params[key] = decode_param_in_domain(key, byte_at(data, size, pos++), def, p.input_format);
     }
   }
+  const int tie_rows = byte_at(data, size, kTieRowsByte);
+  if (gen && gen->defaults.count("ties") && tie_rows >= 1 && tie_rows < kTieRowsSteps)
+    f.params["tie_rows"] = static_cast<double>(tie_rows) / kTieRowsSteps;  // exact: k/8
   if ((flags & kFlagMask) && f.param("mask", 0) == 0 && f.params.count("mask")) f.params["mask"] = 5;
   p.has_mask = f.param("mask", 0) != 0;
   for (; pos + kEditBytes <= size && in.edits.size() < static_cast<std::size_t>(kMaxEdits); pos += kEditBytes) {
@@ -164,6 +167,10 @@ std::vector<std::uint8_t> encode_input(const FuzzInput& in) {
   for (int i = 0; i < 8; ++i) out[8 + i] = static_cast<std::uint8_t>(f.seed >> (8 * i));
   out[16] = static_cast<std::uint8_t>((p.heads_q - 1) % kMaxHeads);
   out[17] = static_cast<std::uint8_t>((p.batch - 1) % 2);
+  if (f.params.count("tie_rows")) {  // k/8 for k in 1..7 only: the values decode makes (else unset: every row)
+    const double k = f.params.at("tie_rows") * kTieRowsSteps;
+    if (k >= 1 && k < kTieRowsSteps && k == std::floor(k)) out[kTieRowsByte] = static_cast<std::uint8_t>(k);
+  }
   if (!gens.empty()) {
     for (const auto& [key, def] : gens[gi].defaults) {
       const double v = f.param(key, def);

@@ -29,7 +29,12 @@
 //          the bias property: its batch of T = 32 instances took 0.18 s on average in a campaign and up to 5.7 s,
 //          and the long inputs with the flag (5% of the executions) took 80% of the campaign's time (paper, 60 s).
 //          `--suite long` checks `unbiased` on long shapes instead.
-//   21-23  reserved (kept for layout stability; the mutator leaves them alone)
+//   21     tie_rows (the fraction of rows whose maximum is the tied keys; family.cpp) for a generator with a `ties`
+//          parameter: byte k in 1..7 sets tie_rows = k/8; 0 and 8..255 leave it unset (every row tied, as in every
+//          input written before this byte had a meaning), and so does any generator without `ties`. Rows tied and
+//          untied in one tile test a kernel's per-row choice of the shift (a warp reduction that mixes rows up).
+//          Only 7 of the 256 values a blind byte mutation can write are in range.
+//   22-23  reserved (kept for layout stability; the mutator leaves them alone)
 //   24..   one byte per parameter of the generator, in the order of GeneratorInfo::defaults (a std::map, so
 //          alphabetical): 0 = the default; 1..127 = default · 2^((byte − 64) / 16) (a smooth log scale around
 //          the default; a default of 0 gives (byte − 64) / 16); 128..255 = the small integer byte − 128 − 16
@@ -70,6 +75,8 @@ constexpr int kMaxHeads = 4;
 // with the default tiles .. paper-fixed with 1x1 tiles); without the cap on batch and heads (batch 2, 4 heads: 4x the
 // work, past the reference memo's size) paper took 2.5 s, 18 s with the bias batch. A short input: under 1 ms.
 constexpr int kMaxLongHeads = 2;
+constexpr int kTieRowsByte = 21;  // k in 1..kTieRowsSteps - 1: tie_rows = k / kTieRowsSteps
+constexpr int kTieRowsSteps = 8;
 constexpr int kEditBytes = 4;
 constexpr int kMaxEdits = 64;  // more edits than this are ignored (bounded work per input)
 

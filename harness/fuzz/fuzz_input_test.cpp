@@ -246,10 +246,13 @@ TEST(FuzzMutator, TakesSizesAcross32RarelyAndBothWays) {
   const std::vector<std::uint8_t> long_start = encode_input(in);
   std::mt19937 rng(19);  // libFuzzer passes random seeds; consecutive minstd seeds would correlate the picks
   std::vector<std::uint8_t> buf(512);
+  int tie_rows_set = 0;  // mutations that set byte 21 (tie_rows) from 0
   const auto mutate = [&](const std::vector<std::uint8_t>& from) {
     std::copy(from.begin(), from.end(), buf.begin());
     const std::size_t n = mutate_structured(buf.data(), from.size(), buf.size(), rng());
-    EXPECT_EQ(buf[21] | buf[22] | buf[23], 0) << "reserved bytes";
+    EXPECT_EQ(buf[22] | buf[23], 0) << "reserved bytes";
+    EXPECT_LT(buf[kTieRowsByte], kTieRowsSteps) << "tie_rows: 0 (every row) or k/8";
+    tie_rows_set += buf[kTieRowsByte] != 0;
     return decode_input(buf.data(), n).family.problem;
   };
   const int trials = 40000;
@@ -276,6 +279,47 @@ TEST(FuzzMutator, TakesSizesAcross32RarelyAndBothWays) {
   EXPECT_GT(at_edge, made_long / 4) << "many sit at a 64-row edge or a head dim of 64 or 128";
   EXPECT_GT(made_short, trials / 320) << "long back to short";
   EXPECT_LT(made_short, trials / 40);
+  // Byte 21 (tie_rows): 1/10 · 1/5 · 7/8 = 1.75% of the calls from an input at 0, ~700 of each 40,000 (bounds: a
+  // factor of ~2 either way; both loops count, the long start has it at 0 too).
+  EXPECT_GT(tie_rows_set, 2 * trials / 120) << "tie_rows is reached";
+  EXPECT_LT(tie_rows_set, 2 * trials / 28);
+}
+
+// Byte 21 sets tie_rows = k/8 (k in 1..7) on a generator with a `ties` parameter, and nothing else: 0 and 8..255
+// leave it unset (every input written before it had a meaning decodes as before; a blind byte mutation lands in range
+// 7 times in 256), and a generator without ties ignores it. The families decode, encode back, and make instances.
+TEST(FuzzInput, Byte21SetsTieRowsOnTieGenerators) {
+  int tie_generators = 0;
+  for (std::size_t gi = 0; gi < generators().size(); ++gi) {
+    const GeneratorInfo& g = generators()[gi];
+    FuzzInput in;
+    in.family = default_family(g.name);
+    in.family.problem = Problem::of_shape(1, 2, 2, 16, 32, 16);
+    in.family.problem.scale = Problem::default_scale(16);
+    in.family.tile_q = in.family.tile_k = 0;
+    std::vector<std::uint8_t> b = encode_input(in);
+    ASSERT_EQ(b[kTieRowsByte], 0) << g.name;
+    const bool ties = g.defaults.count("ties") > 0;
+    tie_generators += ties;
+    const FuzzInput base = decode_input(b.data(), b.size());
+    ASSERT_EQ(base.family.params.count("tie_rows"), 0u) << g.name;
+    for (int k = 1; k < 256; ++k) {
+      b[kTieRowsByte] = static_cast<std::uint8_t>(k);
+      const FuzzInput got = decode_input(b.data(), b.size());
+      Family expect = base.family;
+      if (ties && k < kTieRowsSteps) expect.params["tie_rows"] = k / 8.0;
+      ASSERT_EQ(family_to_json(got.family), family_to_json(expect)) << g.name << " byte " << k;
+      const auto enc = encode_input(got);
+      ASSERT_EQ(family_to_json(decode_input(enc.data(), enc.size()).family), family_to_json(got.family)) << g.name;
+    }
+    if (!ties || g.defaults.at("ties") < 1) continue;
+    b[kTieRowsByte] = 1;  // 1 row in 8 (what it does to the rows: Family.TieRowsTiesThatFractionOfRows)
+    const Instance all = make_instance(base.family, 0);
+    Instance some;
+    ASSERT_NO_THROW(some = make_instance(decode_input(b.data(), b.size()).family, 0)) << g.name;
+    EXPECT_NE(all.q, some.q) << g.name;
+  }
+  EXPECT_GE(tie_generators, 5);
 }
 
 TEST(FuzzInput, EditsKeepValuesInTheInputFormat) {

@@ -3,7 +3,8 @@
 // Run:  build/harness/fuzz/attncheck_fuzz_make_seeds corpus/seeds     (overwrites the seed files)
 // Kernel seeds: every generator's default family clipped to the first layout's limits (n <= 32, d <= 32,
 // heads <= 4: bytes 18-20 stay 0), the bias flag on for the tie-producing generators, plus a few inputs with value
-// edits (specials, a duplicated key row, a scaled query row) and two long inputs (fuzz_input.h, bytes 18-20) that
+// edits (specials, a duplicated key row, a scaled query row), tied_max with 1 row in 8 tied (byte 21) and two long
+// inputs (fuzz_input.h, bytes 18-20) that
 // cross the CUDA kernels' 64-key tiles at real head dims. Parser seeds: a valid case as JSON (mode 0) and as a file
 // (mode 1), truncated and mistyped variants, and CLI argument lists (mode 2).
 #include <cstdio>
@@ -54,6 +55,14 @@ int main(int argc, char** argv) {
     in.family.tile_k = std::min(in.family.tile_k, p.n_k);
     in.run_bias = biased_generator(g.name);
     write(root / "kernel" / (g.name + ".bin"), encode_input(in));
+  }
+  {  // 1 row in 8 tied (byte 21), as the bias suite's unbiased_at_ties entry has it: tied and untied rows in one tile
+    FuzzInput in;
+    in.family = default_family("tied_max");
+    in.family.params["tie_rows"] = 0.125;
+    in.family.tile_q = in.family.tile_k = 0;
+    in.run_bias = true;
+    write(root / "kernel" / "tied_max_rows8.bin", encode_input(in));
   }
   {  // value edits on the control generator: specials, a tie by a duplicated key row, a scaled query row
     FuzzInput in;

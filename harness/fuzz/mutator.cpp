@@ -173,12 +173,13 @@ std::size_t mutate_structured(std::uint8_t* data, std::size_t size, std::size_t 
         size = add_edit(data, size, max_size, rng);
       }
       break;
-    default:  // heads / batch / tiles
-      switch (pick(rng, 4)) {
+    default:  // heads / batch / tiles / tie_rows
+      switch (pick(rng, 5)) {
         case 0: data[16] = static_cast<std::uint8_t>(pick(rng, kMaxHeads)); break;
         case 1: data[17] ^= 1; break;
         case 2: data[5] = tile_for(rng, size_at(data, 2)); break;
-        default: data[6] = tile_for(rng, size_at(data, 3)); break;
+        case 3: data[6] = tile_for(rng, size_at(data, 3)); break;
+        default: data[kTieRowsByte] = static_cast<std::uint8_t>(pick(rng, kTieRowsSteps)); break;  // 0: every row
       }
       break;
   }
