@@ -222,6 +222,36 @@ TEST(CudaTwin, CloseToTheCpuModel) {
   }
 }
 
+// fa2_lse_bound (gpu_test_support.h) holds the GPU's fp32 LSE of fa2 and fa2-fixed against the CPU model's, row by
+// row, on the GPU tests' instances (CudaKernel.ForwardAgreesWithItsCpuModel, label gpu). The twin does the GPU's
+// sums in the GPU's order (the tensor cores' k16 chains, the lanes' order), so its LSE differs from the model's as the
+// GPU's does, up to the last bits of exp2f and logf (host's against MUFU's, which the bound allows for). Here, on the
+// same instances, without a GPU: a bound that the twin breaks would fail on the GPU too, and the ratio printed
+// predicts the GPU's (2026-12-05: the twin's largest differences, 6 and 4 fp32 ulps, are the H200's of session 26).
+TEST(CudaTwin, LseWithinTheGpuBoundOfTheModel) {
+  for (Variant v : {Variant::kFa2, Variant::kFa2Fixed}) {
+    const NumericsSpec spec = builtin_spec(cuda::variant_name(v));
+    double worst = 0, worst_ulps = 0;
+    std::size_t rows = 0, differ = 0;
+    for (const Instance& in : gpu_test_instances(1000, false)) {
+      const ForwardOutput tw = cuda::twin_forward(v, in), mo = model_forward(spec, in);
+      ASSERT_EQ(tw.lse.size(), mo.lse.size());
+      for (std::size_t i = 0; i < tw.lse.size(); ++i) {
+        ++rows;
+        if (tw.lse[i] == mo.lse[i]) continue;  // -inf (no visible key) on both included
+        ++differ;
+        const double r = std::fabs(tw.lse[i] - mo.lse[i]) / fa2_lse_bound(in, i, mo.lse[i]);
+        worst = std::isnan(r) ? HUGE_VAL : std::max(worst, r);
+        worst_ulps = std::max(worst_ulps, std::fabs(tw.lse[i] - mo.lse[i]) / ulp(mo.lse[i], Format::kF32));
+      }
+    }
+    std::printf("[twin] %s twin vs model LSE: %zu of %zu rows differ, at most %.0f fp32 ulps, %.3f of fa2_lse_bound\n",
+                cuda::variant_name(v), differ, rows, worst_ulps, worst);
+    EXPECT_GT(differ, 0u) << "the twin's sums differ from the model's somewhere (else this test checks nothing)";
+    EXPECT_LE(worst, 1.0) << cuda::variant_name(v);
+  }
+}
+
 // near_tie_ladder (gpu_test_support.h) is what CudaFixedPolicy.TheThresholdSitsAtTheTolerance (label gpu) runs to
 // pin the GPU's threshold: it can pin it only if moving the tolerance by half either way changes O. Here, in the
 // twin: the rows whose shift decision (runner-up >= round(r − tol, S format), worked out from the ladder's exact

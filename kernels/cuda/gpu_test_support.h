@@ -13,6 +13,7 @@
 
 #include "harness/kernel.h"
 #include "harness/problem.h"
+#include "kernels/formats.h"
 #include "kernels/cpu/test_support.h"
 #include "kernels/cuda/cuda_check.h"
 
@@ -110,6 +111,41 @@ inline Instance near_tie_ladder(int d, std::uint64_t seed) {
       in.k[p.kv_at(0, 0, j, c)] = k;
     }
   return in;
+}
+
+// How far the fp32 LSE of fa2 and fa2-fixed on the GPU may lie from their CPU model's, for row i of `in` whose model
+// LSE is `lse`. ε = 2^-23 bounds one fp32 ulp relative to the value. Each side is bounded against the exact LSE of
+// its own scores, and the two sets of scores against each other:
+//  - Scores: the GPU's q·k runs on the tensor cores (terms cut toward zero, TENSOR_CORES.md), the model's in fp32 in
+//    head-dimension order; each lies within d·ε·Σ_c|q_c k_c| of the exact dot product, so they differ by at most
+//    2·d·ε·Σ_c|q_c k_c|, and LSE (log-sum-exp of the scaled scores) moves by at most scale times the largest of them.
+//  - Given the scores: each p̄ and rescale α is within 2 ulps of exact on the GPU (MUFU exp2f; cuda_twin.h) and 1 on
+//    the host: 3ε apart. A key tile's row sum adds <= 64 positive terms, each side within 63·ε/2 of the exact sum:
+//    63ε apart. l = round(round(α·l) + b) at each of T <= ⌈n_k/64⌉ tiles: <= 2ε apart per tile, and α's 3ε reaches
+//    every earlier tile's share. All terms are positive, so Δl/l <= (63 + 3 + 3(T − 1) + 2T)ε = (63 + 5T)ε, and
+//    |Δ log l| <= Δl/l (first order; +1ε for the second).
+//  - log: GPU logf within 2 ulps, the host's within 1: 3ε·|log l|. log l = LSE − m'·scale with m' the row max r,
+//    or for fa2-fixed's shift 2r or 0; r·scale lies in [LSE − ln n_k, LSE], so |log l| <= |LSE| + 2 ln n_k.
+//  - LSE = fmaf(m', scale, log l): one rounding on each side, <= ulp(LSE) apart.
+// A worst case, and a loose one: the scores' term alone is ~2d·ε·scale·Σ|q_c k_c|, hundreds of fp32 ulps of LSE at
+// d = 128, where the sums' errors mostly cancel; measured (2026-12-05, H200): <= 6 ulps, 0.07 of an earlier form of
+// this bound that left the scores out. It catches a wrong rescale, tile or log, not a last-bits change. The CPU twin
+// (which does the GPU's sums in the GPU's order, with the host's exp2f and logf) is held to it too, on the CPU:
+// CudaTwin.LseWithinTheGpuBoundOfTheModel (cuda_twin_test.cpp).
+inline double fa2_lse_bound(const Instance& in, std::size_t row, double lse) {
+  const Problem& p = in.problem;
+  const double eps = std::ldexp(1.0, -23), tiles = std::ceil(p.n_k / 64.0);
+  const int b = static_cast<int>(row / (std::size_t(p.heads_q) * p.n_q)), h = static_cast<int>(row / p.n_q % p.heads_q),
+            i = static_cast<int>(row % p.n_q), hk = h / p.group();
+  double dot_abs = 0;  // max over keys of Σ_c |q_c k_c|
+  for (int j = 0; j < p.n_k; ++j) {
+    double a = 0;
+    for (int c = 0; c < p.head_dim; ++c)
+      a += std::fabs(in.q[p.q_at(b, h, i, c)] * in.k[p.kv_at(b, hk, j, c)]);
+    dot_abs = std::max(dot_abs, a);
+  }
+  return p.scale * 2 * p.head_dim * eps * dot_abs + (64 + 5 * tiles) * eps +
+         3 * eps * (std::fabs(lse) + 2 * std::log(double(p.n_k))) + ulp(lse, Format::kF32);
 }
 
 // The GPU tests' shapes: tails (n not a multiple of 64), n = 1, GQA, bottom-right causal with n_q > n_k (rows that
