@@ -166,18 +166,51 @@ template <int kBlocks>
   for (int l = 0; l < kBlocks * kLanes; ++l) out[l] = acc[l];
 }
 
+// add_weighted_rows_block over the columns of `width`: blocks of kMax, then one block of what is left (kMax − 1 at
+// most): each column its own block lane, so the blocking changes no sum.
+template <int kBlocks>
+[[gnu::always_inline]] inline void add_weighted_rows_tail(int blocks, const float* w, const float* rows, int n,
+                                                          int width, float* out) {
+  if constexpr (kBlocks > 0) {
+    if (blocks == kBlocks) return add_weighted_rows_block<kBlocks>(w, rows, width, n, out);
+    add_weighted_rows_tail<kBlocks - 1>(blocks, w, rows, n, width, out);
+  }
+}
+template <int kMax>
+[[gnu::always_inline]] inline void add_weighted_rows_blocks(const float* w, const float* rows, int n, int width,
+                                                            float* out) {
+  int c0 = 0;
+  for (; width - c0 >= kMax * kLanes; c0 += kMax * kLanes)
+    add_weighted_rows_block<kMax>(w, rows + c0, width, n, out + c0);
+  add_weighted_rows_tail<kMax - 1>((width - c0) / kLanes, w, rows + c0, n, width, out + c0);
+}
+
+// On x86-64 CPUs with AVX2 (checked once, at run time: the binaries stay baseline x86-64, and the GPU bundle's host
+// code runs on any host), the same loops compiled for AVX2: 8-float registers, up to 8 blocks (64 sums) in flight.
+// Same bits: each out[t] is still its own sequential sum of mul-then-add in the same order, and nothing is
+// contracted (the "avx2" target does not enable FMA, and ISO C++20, CMAKE_CXX_EXTENSIONS OFF, means -ffp-contract=off
+// in g++). Test: FlashModel.WeightedRowSumsAreTheScalarLoopBitForBitOnEveryPath. Measured: kernels/cpu/README.md.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define ATTNCHECK_AVX2_DISPATCH 1
+[[gnu::target("avx2")]] inline void add_weighted_rows_avx2(const float* w, const float* rows, int n, int width,
+                                                          float* out) {
+  add_weighted_rows_blocks<8>(w, rows, n, width, out);
+}
+inline bool have_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2");
+  return yes;
+}
+#endif
+
 // The weighted row sums of steps 5 and 9: out[t] = out[t] + w[j]·rows[j][t] for j = 0..n−1 in order (row j at
 // rows + j·width, width = padded(d), a multiple of kLanes), each out[t] its own fp32 sum in key (or query)
 // order, as the loop `for j: for t:` adds them.
 ATTNCHECK_DATA_LOOP inline void add_weighted_rows(const float* w, const float* rows, int n, int width, float* out) {
-  int c0 = 0;
-  for (; width - c0 >= 4 * kLanes; c0 += 4 * kLanes) add_weighted_rows_block<4>(w, rows + c0, width, n, out + c0);
-  switch ((width - c0) / kLanes) {
-    case 3: add_weighted_rows_block<3>(w, rows + c0, width, n, out + c0); break;
-    case 2: add_weighted_rows_block<2>(w, rows + c0, width, n, out + c0); break;
-    case 1: add_weighted_rows_block<1>(w, rows + c0, width, n, out + c0); break;
-    default: break;
-  }
+#ifdef ATTNCHECK_AVX2_DISPATCH
+  // A short sum stays inline (a call and the check cost more than it: fa2 with 1-key tiles ran 15% slower).
+  if (n >= 8 && have_avx2()) return add_weighted_rows_avx2(w, rows, n, width, out);
+#endif
+  add_weighted_rows_blocks<4>(w, rows, n, width, out);  // SSE: 4 blocks are 8 registers
 }
 
 // step 1 (and dP of step 9), the dot products: out[j] = Σ_t a[t]·bt[t][j] for j < width (bt: [d][width],

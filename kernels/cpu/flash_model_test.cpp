@@ -228,6 +228,54 @@ TEST(FlashModel, ZeroTiedMaxIsLeftUnshiftedAsPublished) {
   }
 }
 
+// The weighted row sums (steps 5 and 9, and the dot products of step 1) are the scalar loop `for j: for t:
+// out[t] = out[t] + w[j]·rows[j][t]` bit for bit, on both paths: the baseline one (SSE, 4 blocks) and, where the CPU
+// has it, the AVX2 one (8 blocks; taken from 8 terms on). Weights and values with full 24-bit significands, so a
+// product is not exact and a fused multiply-add (contraction) would change bits; widths from one block to past
+// eight, so every tail block size runs.
+TEST(FlashModel, WeightedRowSumsAreTheScalarLoopBitForBitOnEveryPath) {
+  std::uint64_t s = 12345;
+  auto next = [&] {  // a float in (-2, 2) with a full significand
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<float>(static_cast<double>(s >> 11) * 0x1.0p-53 * 4 - 2);
+  };
+  int paths = 0, mismatches = 0;
+  for (int n : {1, 3, 7, 8, 9, 33, 70})
+    for (int width = model_detail::kLanes; width <= 10 * model_detail::kLanes; width += model_detail::kLanes) {
+      std::vector<float> w(n), rows(std::size_t(n) * width), start(width);
+      for (float& x : w) x = next();
+      for (float& x : rows) x = next();
+      for (float& x : start) x = next();
+      std::vector<float> want = start;
+      for (int j = 0; j < n; ++j)
+        for (int t = 0; t < width; ++t) want[t] = want[t] + w[j] * rows[std::size_t(j) * width + t];
+      std::vector<std::vector<float>> got;
+      got.push_back(start);
+      model_detail::add_weighted_rows(w.data(), rows.data(), n, width, got.back().data());
+      got.push_back(start);
+      model_detail::add_weighted_rows_blocks<4>(w.data(), rows.data(), n, width, got.back().data());
+#ifdef ATTNCHECK_AVX2_DISPATCH
+      if (model_detail::have_avx2()) {
+        got.push_back(start);
+        model_detail::add_weighted_rows_avx2(w.data(), rows.data(), n, width, got.back().data());
+      }
+#endif
+      for (const auto& g : got) {
+        ++paths;
+        mismatches += std::memcmp(g.data(), want.data(), width * sizeof(float)) != 0;
+      }
+    }
+  EXPECT_EQ(mismatches, 0) << "of " << paths;
+  // The test's premise: a product here is not exact, so a contracted (fused) form would differ somewhere.
+  float fused = 0, plain = 0;
+  for (int k = 0; k < 100; ++k) {
+    const float a = next(), b = next(), c = next();
+    fused += std::fma(a, b, c) != c + a * b;
+    plain += 1;
+  }
+  EXPECT_GT(fused, 0.0f) << "of " << plain;
+}
+
 // model_forward/model_backward take compiled paths for the built-in specs' formats (flash_model_steps.h); they
 // must round exactly as the general path that reads every format from the spec: the same bits, except that a
 // NaN equals any NaN (which NaN an operation on NaNs returns, its sign, is the compiler's choice, not the spec's).
