@@ -197,7 +197,7 @@ template <int kMax>
   add_weighted_rows_blocks<8>(w, rows, n, width, out);
 }
 inline bool have_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2");
+  static const bool yes = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));  // init: safe before main too
   return yes;
 }
 #endif
