@@ -38,7 +38,7 @@ using Params = std::map<std::string, double>;
 //             keep in [0, 1]
 // Generator-specific parameters and their domains: ties, ties_min >= 1 (more than n_k acts as n_k; near ties
 // at most 7); tie_sign in {-1, 0, 1}; tie_spread, near: flags; tie_level >= 0; gap, level > 0 (and, divided
-// by the scale, finite in the input format; the scaled gap not lost below tie_level: A − gap < A in fp64);
+// by the scale, finite and nonzero in the input format; the scaled gap not lost below tie_level: A − gap < A in fp64);
 // tie_rows in [0, 1] (the fraction of rows, each drawn, whose maximum is the tied keys; the others' maximum is an
 // ordinary key; absent = 1, every row); sink_pos >= 0; rank >= 1 (above head_dim acts as head_dim); eps in
 // [0, 64]; log2_mag in [0, emax of the input format]; c finite in the input format.

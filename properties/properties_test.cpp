@@ -794,6 +794,29 @@ TEST(Honesty, LogitShiftAllowsAnInfiniteLseWithinItsEnvelopeOfFp32sEdge) {
   EXPECT_GE(reached, 4);  // rows where the base copy's +inf met a finite shifted LSE
   const Outcome o = get_property("logit_shift").check(*lse_up_kernel(0.01, always), f, b);
   EXPECT_EQ(o.status, Status::kFail) << o.message << " " << o.stats.dump();
+  // The allowance is per side (review): in the row at the edge, +inf on the shifted copy, whose exact LSE is far
+  // below the edge when t < 0, fails; so does the base copy's +inf against a finite LSE outside the shifted side's
+  // envelope. Every other row is the correctly rounded LSE.
+  const auto inf_when = [](bool shifted, double finite_factor, std::size_t row) {
+    return make_kernel("lse_inf", [shifted, finite_factor, row](const Instance& in) {
+      ForwardOutput o = rounded_reference(in);
+      const bool is_shifted = in.q[in.problem.head_dim - 1] != 0;
+      o.lse[row] = is_shifted == shifted ? HUGE_VAL : round_to(o.lse[row] * finite_factor, Format::kF32);
+      return o;
+    });
+  };
+  int tried = 0, caught_shifted = 0, caught_base = 0;
+  for (std::size_t r = 0; r < 8; ++r) {
+    if ((f.problem.scale = scale_below_fp32_edge(base, r)) == 0) continue;
+    ++tried;
+    caught_shifted += get_property("logit_shift").check(*inf_when(true, 1.0, r), f, b).status == Status::kFail;
+    caught_base += get_property("logit_shift").check(*inf_when(false, 0.5, r), f, b).status == Status::kFail;
+  }
+  // Both are caught in the rows with t < 0 (t's sign is drawn: 5 of 8 when written; the per-row allowance of the first
+  // form of this change caught 0). With t > 0 the shifted LSE overflows exactly: +inf is its correct rounding, and
+  // the "finite" shifted LSE halved stays +inf.
+  EXPECT_GE(caught_shifted, 2) << "of " << tried;
+  EXPECT_EQ(caught_base, caught_shifted) << "of " << tried;
 }
 
 // The same for key_permutation: one exact LSE a few ulps below fp32's edge, a kernel within its envelope that is
@@ -826,6 +849,27 @@ TEST(Honesty, KeyPermutationAllowsAnInfiniteLseWithinItsEnvelopeOfFp32sEdge) {
   // 1% high in one order is caught through the rows still in fp32's range (6 of 8 seeds when written; in the others
   // every row's LSE is +inf or at the edge at this scale, where an infinite LSE against a finite one is not judged).
   EXPECT_GE(caught, 1);
+  // Only the infinity of the edge's sign, against a finite LSE within the envelope, passes (review): −inf in one
+  // order, +inf against a finite LSE halved, NaN against +inf all fail (the +inf that passes: `up`, above).
+  const auto odd = [&](double v, double finite_factor) {
+    return make_kernel("lse_odd", [&, v, finite_factor](const Instance& in) {
+      ForwardOutput o = rounded_reference(in);
+      for (double& l : o.lse) l = even_argmax(in) ? v : round_to(l * finite_factor, Format::kF32);
+      return o;
+    });
+  };
+  int judged = 0;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    Family f = default_family("normal");
+    f.seed = seed;
+    if ((f.problem.scale = scale_below_fp32_edge(make_instance(f, 0), 0)) == 0) continue;
+    if (get_property("key_permutation").check(*up, f, b).stats.value("lse_overflow", 0) == 0) continue;  // no flip
+    ++judged;
+    EXPECT_EQ(get_property("key_permutation").check(*odd(-HUGE_VAL, 1.0), f, b).status, Status::kFail) << seed;
+    EXPECT_EQ(get_property("key_permutation").check(*odd(HUGE_VAL, 0.5), f, b).status, Status::kFail) << seed;
+    EXPECT_EQ(get_property("key_permutation").check(*odd(std::nan(""), 1.0), f, b).status, Status::kFail) << seed;
+  }
+  EXPECT_GE(judged, 1);
 }
 
 // Regression (fuzzing, 2026-11-30): scores past fp32's range give LSE = +inf in both runs of key_permutation
