@@ -167,9 +167,9 @@ std::vector<std::uint8_t> encode_input(const FuzzInput& in) {
   for (int i = 0; i < 8; ++i) out[8 + i] = static_cast<std::uint8_t>(f.seed >> (8 * i));
   out[16] = static_cast<std::uint8_t>((p.heads_q - 1) % kMaxHeads);
   out[17] = static_cast<std::uint8_t>((p.batch - 1) % 2);
-  if (f.params.count("tie_rows")) {  // k/8 for k in 1..7 only: the values decode makes (else unset: every row)
-    const double k = f.params.at("tie_rows") * kTieRowsSteps;
-    if (k >= 1 && k < kTieRowsSteps && k == std::floor(k)) out[kTieRowsByte] = static_cast<std::uint8_t>(k);
+  if (f.params.count("tie_rows")) {  // the nearest k/8, k in 1..8, as for the other parameters; 8/8 = 1 is byte 0
+    const long k = std::clamp(std::lround(f.params.at("tie_rows") * kTieRowsSteps), 1l, long(kTieRowsSteps));
+    out[kTieRowsByte] = static_cast<std::uint8_t>(k % kTieRowsSteps);
   }
   if (!gens.empty()) {
     for (const auto& [key, def] : gens[gi].defaults) {

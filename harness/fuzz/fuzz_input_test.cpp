@@ -236,7 +236,7 @@ TEST(FuzzMutator, KeepsInputsDecodableAndWithinMaxSize) {
 
 // The mutator takes a size across 32 (bytes 18-20) in one shape move of kLongOneIn (mutator.cpp: 1 in 16 of the
 // shape moves, which are 1 in 10 of its mutations), both ways, and mostly to a 64-row edge or a real head dim; it
-// never writes the reserved bytes 21-23. (libFuzzer's own byte mutations, the other quarter, are not counted here.)
+// never writes the reserved bytes 22-23 (byte 21, tie_rows, only 0..7). (libFuzzer's own byte mutations, the other quarter, are not counted here.)
 TEST(FuzzMutator, TakesSizesAcross32RarelyAndBothWays) {
   FuzzInput in;
   in.family = default_family("normal");
@@ -320,6 +320,14 @@ TEST(FuzzInput, Byte21SetsTieRowsOnTieGenerators) {
     EXPECT_NE(all.q, some.q) << g.name;
   }
   EXPECT_GE(tie_generators, 5);
+  // A tie_rows the layout cannot hold is encoded as the nearest code, as the other parameters are (fuzz_input.h):
+  // 0.3 as 2/8; 0 as 1/8 (not as unset, which would tie every row); 1, the default, as unset.
+  FuzzInput in;
+  in.family = default_family("tied_max");
+  for (const auto& [v, byte] : {std::pair{0.3, 2}, std::pair{0.0, 1}, std::pair{0.99, 0}, std::pair{1.0, 0}}) {
+    in.family.params["tie_rows"] = v;
+    EXPECT_EQ(encode_input(in)[kTieRowsByte], byte) << v;
+  }
 }
 
 TEST(FuzzInput, EditsKeepValuesInTheInputFormat) {

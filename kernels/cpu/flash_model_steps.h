@@ -188,11 +188,12 @@ template <int kMax>
 // On x86-64 CPUs with AVX2 (checked once, at run time: the binaries stay baseline x86-64, and the GPU bundle's host
 // code runs on any host), the same loops compiled for AVX2: 8-float registers, up to 8 blocks (64 sums) in flight.
 // Same bits: each out[t] is still its own sequential sum of mul-then-add in the same order, and nothing is
-// contracted (the "avx2" target does not enable FMA, and ISO C++20, CMAKE_CXX_EXTENSIONS OFF, means -ffp-contract=off
-// in g++). Test: FlashModel.WeightedRowSumsAreTheScalarLoopBitForBitOnEveryPath. Measured: kernels/cpu/README.md.
+// contracted (the "avx2" target does not enable FMA, and the build passes -ffp-contract=off: CMakeLists.txt). Test:
+// FlashModel.WeightedRowSumsAreTheScalarLoopBitForBitOnEveryPath. Measured: kernels/cpu/README.md. A data loop like
+// the others (ATTNCHECK_DATA_LOOP: no coverage counters under libFuzzer, where most sums take this path).
 #if defined(__x86_64__) && defined(__GNUC__)
 #define ATTNCHECK_AVX2_DISPATCH 1
-[[gnu::target("avx2")]] inline void add_weighted_rows_avx2(const float* w, const float* rows, int n, int width,
+[[gnu::target("avx2")]] ATTNCHECK_DATA_LOOP inline void add_weighted_rows_avx2(const float* w, const float* rows, int n, int width,
                                                           float* out) {
   add_weighted_rows_blocks<8>(w, rows, n, width, out);
 }
