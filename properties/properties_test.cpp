@@ -13,6 +13,7 @@
 #include <functional>
 
 #include "properties/property.h"
+#include "properties/property_util.h"
 #include "properties/props.h"
 #include "properties/test_kernels.h"
 #include "kernels/cpu/builtin_kernels.h"
@@ -809,6 +810,7 @@ TEST(Honesty, LogitShiftAllowsAnInfiniteLseWithinItsEnvelopeOfFp32sEdge) {
   for (std::size_t r = 0; r < 8; ++r) {
     if ((f.problem.scale = scale_below_fp32_edge(base, r)) == 0) continue;
     ++tried;
+    EXPECT_EQ(get_property("logit_shift").check(default_registry().get("oracle"), f, b).status, Status::kPass) << r;
     caught_shifted += get_property("logit_shift").check(*inf_when(true, 1.0, r), f, b).status == Status::kFail;
     caught_base += get_property("logit_shift").check(*inf_when(false, 0.5, r), f, b).status == Status::kFail;
   }
@@ -849,12 +851,13 @@ TEST(Honesty, KeyPermutationAllowsAnInfiniteLseWithinItsEnvelopeOfFp32sEdge) {
   // 1% high in one order is caught through the rows still in fp32's range (6 of 8 seeds when written; in the others
   // every row's LSE is +inf or at the edge at this scale, where an infinite LSE against a finite one is not judged).
   EXPECT_GE(caught, 1);
-  // Only the infinity of the edge's sign, against a finite LSE within the envelope, passes (review): −inf in one
-  // order, +inf against a finite LSE halved, NaN against +inf all fail (the +inf that passes: `up`, above).
-  const auto odd = [&](double v, double finite_factor) {
-    return make_kernel("lse_odd", [&, v, finite_factor](const Instance& in) {
+  // Only the infinity of the edge's sign, against a finite LSE within its envelope, passes (reviews): in row 0, the
+  // row at the edge, every other row correctly rounded, with one value in the runs `even_argmax` picks and another in
+  // the others: −inf against the correct LSE, +inf against it halved, NaN against +inf fail; +inf against it passes.
+  const auto row0 = [&](double in_even, double other_factor) {
+    return make_kernel("lse_row0", [&, in_even, other_factor](const Instance& in) {
       ForwardOutput o = rounded_reference(in);
-      for (double& l : o.lse) l = even_argmax(in) ? v : round_to(l * finite_factor, Format::kF32);
+      o.lse[0] = even_argmax(in) ? in_even : round_to(o.lse[0] * other_factor, Format::kF32);
       return o;
     });
   };
@@ -865,11 +868,31 @@ TEST(Honesty, KeyPermutationAllowsAnInfiniteLseWithinItsEnvelopeOfFp32sEdge) {
     if ((f.problem.scale = scale_below_fp32_edge(make_instance(f, 0), 0)) == 0) continue;
     if (get_property("key_permutation").check(*up, f, b).stats.value("lse_overflow", 0) == 0) continue;  // no flip
     ++judged;
-    EXPECT_EQ(get_property("key_permutation").check(*odd(-HUGE_VAL, 1.0), f, b).status, Status::kFail) << seed;
-    EXPECT_EQ(get_property("key_permutation").check(*odd(HUGE_VAL, 0.5), f, b).status, Status::kFail) << seed;
-    EXPECT_EQ(get_property("key_permutation").check(*odd(std::nan(""), 1.0), f, b).status, Status::kFail) << seed;
+    const auto status = [&](const Kernel& k) { return get_property("key_permutation").check(k, f, b).status; };
+    EXPECT_EQ(status(*row0(HUGE_VAL, 1.0)), Status::kPass) << seed;  // the control
+    EXPECT_EQ(status(*row0(-HUGE_VAL, 1.0)), Status::kFail) << seed;
+    EXPECT_EQ(status(*row0(HUGE_VAL, 0.5)), Status::kFail) << seed;
+    EXPECT_EQ(status(*row0(std::nan(""), HUGE_VAL)), Status::kFail) << seed;  // NaN against +inf (finite · inf)
   }
   EXPECT_GE(judged, 1);
+
+  // An unbounded envelope allows nothing (review: +inf against 1.0 passed where the exact LSE overflows and the
+  // envelope is infinite). A kernel without numerics over 64 one-key tiles has an unbounded LSE envelope.
+  Family f = default_family("normal");
+  f.problem.n_k = 64;
+  f.tile_k = 1;
+  f.problem.scale = 2 * scale_below_fp32_edge(make_instance(f, 0), 0);  // row 0's exact LSE ~2·FLT_MAX: +inf
+  const Instance in = make_instance(f, 0);
+  const std::vector<double> exact = reference_forward(in).lse;
+  ASSERT_TRUE(std::isinf(round_to(exact[0], Format::kF32)));
+  ASSERT_FALSE(std::isfinite(lse_envelope(in, f, exact)[0])) << "the test's premise: an unbounded envelope";
+  const auto garbage = make_kernel("lse_garbage", [&](const Instance& x) {  // the permuted run: 1.0 in row 0
+    ForwardOutput o = rounded_reference(x);
+    if (x.k != in.k) o.lse[0] = 1.0;
+    return o;
+  });
+  EXPECT_EQ(get_property("key_permutation").check(*garbage, f, b).status, Status::kFail);
+  EXPECT_EQ(get_property("key_permutation").check(default_registry().get("oracle"), f, b).status, Status::kPass);
 }
 
 // Regression (fuzzing, 2026-11-30): scores past fp32's range give LSE = +inf in both runs of key_permutation
