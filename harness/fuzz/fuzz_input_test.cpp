@@ -324,7 +324,8 @@ TEST(FuzzInput, Byte21SetsTieRowsOnTieGenerators) {
   // 0.3 as 2/8; 0 as 1/8 (not as unset, which would tie every row); 1, the default, as unset.
   FuzzInput in;
   in.family = default_family("tied_max");
-  for (const auto& [v, byte] : {std::pair{0.3, 2}, std::pair{0.0, 1}, std::pair{0.99, 0}, std::pair{1.0, 0}}) {
+  for (const auto& [v, byte] : {std::pair{0.3, 2}, std::pair{0.0, 1}, std::pair{0.99, 0}, std::pair{1.0, 0},
+                                std::pair{1e300, 0}, std::pair{-5.0, 1}, std::pair{std::nan(""), 0}}) {
     in.family.params["tie_rows"] = v;
     EXPECT_EQ(encode_input(in)[kTieRowsByte], byte) << v;
   }
