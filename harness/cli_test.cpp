@@ -330,14 +330,16 @@ TEST_F(Cli, ReplayNotesMovedStatsAndUpdatesThem) {
   EXPECT_EQ(o.status, 0) << o.out << o.err;
 }
 
-// A directory replays its cases; fuzz summaries and run reports beside them are passed over by name (a
-// `check --json` report kept with the findings made the replay exit 2); an empty one is an error.
+// A directory replays its cases; fuzz summaries, run reports and a killed save's temporaries beside them are passed
+// over by name (a `check --json` report kept with the findings made the replay exit 2); an empty one is an error.
 TEST_F(Cli, ReplayTakesDirectoriesAndPassesOverFuzzSummaries) {
   fs::create_directories(dir_ / "found");
   std::ofstream(dir_ / "found" / "a.json") << good_case().dump(1);
   std::ofstream(dir_ / "found" / "b.JSON") << good_case().dump(1);  // renamed by hand: still a case
   std::ofstream(dir_ / "found" / "notes.txt") << "not a case\n";
   std::ofstream(dir_ / "found" / "fuzz-oracle-summary.json") << "{\"findings\": []}\n";
+  std::ofstream(dir_ / "found" / "c.json.tmp.4242.0badf00d") << "{\"trunc";  // a save killed mid-write left it
+  std::ofstream(dir_ / "found" / "d.json.tmp.notes") << "x";                    // not a save's temporary: not named
   const CmdResult report = run("check -q -k oracle --suite quick --property finite --findings " +
                                (dir_ / "found").string() + " --json " + (dir_ / "found" / "run.json").string());
   ASSERT_EQ(report.status, 0) << report.out << report.err;
@@ -350,6 +352,10 @@ TEST_F(Cli, ReplayTakesDirectoriesAndPassesOverFuzzSummaries) {
   EXPECT_NE(r.out.find("run.json: a run report (attncheck check --json), not a case"), std::string::npos) << r.out;
   // the summary in the folder is named as well (it was left out without a word)
   EXPECT_NE(r.out.find("fuzz-oracle-summary.json: a fuzz summary, not a case"), std::string::npos) << r.out;
+  // a save's leftover temporary is named and explained (SIGKILL mid-save; it was passed over in silence)
+  EXPECT_NE(r.out.find("c.json.tmp.4242.0badf00d: a temporary an interrupted save left, not a case: delete it"),
+            std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("d.json.tmp.notes"), std::string::npos) << r.out;
   const CmdResult g = run("replay -q " + (dir_ / "found" / "a.json").string() + " " +
                           (dir_ / "found" / "fuzz-oracle-summary.json").string());
   EXPECT_EQ(g.status, 0) << g.out << g.err;

@@ -2,7 +2,8 @@
 // still generates the pinned bits, re-run its property with its budget, print verdict and report. A directory
 // stands for its *.json entries, in name order (an entry that is not a regular file is refused, not passed over);
 // fuzz summaries (fuzz-*-summary.json, which `attncheck fuzz` writes beside its findings) and run reports
-// (`check --json`) are passed over, named, wherever they come from.
+// (`check --json`) are passed over, named, wherever they come from; so, in a directory, is a save's temporary that a
+// killed run left (<case>.json.tmp.<pid>.<hex>).
 // Exit 0 when every verdict matches the file's expected verdict, 1 when one differs, 2 when a file is bad
 // (unreadable, malformed, generator drift); every file is still tried and reported.
 #include <algorithm>
@@ -37,6 +38,20 @@ bool is_fuzz_summary(const std::filesystem::path& p) {
 }
 
 bool has_json_extension(const std::filesystem::path& p) { return lower(p.extension().string()) == ".json"; }
+
+// "<case>.json.tmp.<pid>.<8 hex digits>": the temporary a save writes and renames over the case (corpus.cpp,
+// open_unique_temp). One is left behind only when the process was killed mid-save (SIGKILL, a power loss): the case
+// itself was then not written, or is the earlier one.
+bool is_save_temporary(const std::filesystem::path& p) {
+  const std::string name = p.filename().string();
+  const std::size_t at = lower(name).rfind(".json.tmp.");
+  if (at == std::string::npos || at == 0) return false;
+  const std::string rest = name.substr(at + 10);  // "<pid>.<hex>"
+  const std::size_t dot = rest.find('.');
+  if (dot == 0 || dot == std::string::npos || rest.size() - dot - 1 != 8) return false;
+  return std::all_of(rest.begin(), rest.begin() + dot, [](unsigned char c) { return std::isdigit(c); }) &&
+         std::all_of(rest.begin() + dot + 1, rest.end(), [](unsigned char c) { return std::isxdigit(c); });
+}
 
 // The case files named, in order; a path that cannot be replayed as named carries why (`error`), so that it is
 // reported as a file that could not be replayed and the others still run. A directory gives its *.json entries
@@ -81,13 +96,17 @@ std::vector<Named> case_files(const std::vector<std::string>& args) {
       else out.push_back({a, ""});
       continue;
     }
-    std::vector<std::string> in_dir, summaries;
+    std::vector<std::string> in_dir, summaries, temporaries;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(a, ec))
       if (has_json_extension(e.path())) (is_fuzz_summary(e.path()) ? summaries : in_dir).push_back(e.path().string());
+      else if (is_save_temporary(e.path())) temporaries.push_back(e.path().string());
     std::sort(summaries.begin(), summaries.end());
     for (const std::string& s : summaries)  // named, as a run report there is (they were left out without a word)
       std::cout << "skip   " << printable(s) << ": a fuzz summary, not a case\n";
+    std::sort(temporaries.begin(), temporaries.end());
+    for (const std::string& t : temporaries)  // named, so that a killed run's leftovers are explained, not puzzled over
+      std::cout << "skip   " << printable(t) << ": a temporary an interrupted save left, not a case: delete it\n";
     if (ec) out.push_back({a, a + ": cannot list the directory: " + ec.message()});
     else if (in_dir.empty()) out.push_back({a, a + ": a directory with no case files (*.json)" + subfolders_with_cases(a)});
     std::sort(in_dir.begin(), in_dir.end());
