@@ -148,6 +148,23 @@ inline double fa2_lse_bound(const Instance& in, std::size_t row, double lse) {
          3 * eps * (std::fabs(lse) + 2 * std::log(double(p.n_k))) + ulp(lse, Format::kF32);
 }
 
+// The largest |got − want| / fa2_lse_bound over the rows of `in` (equal LSEs skipped: −inf on both included; a NaN
+// ratio counts as infinite), and the largest difference in fp32 ulps of `want`.
+struct LseBoundRatio {
+  double worst = 0, worst_ulps = 0;
+  std::size_t differ = 0;
+};
+inline void add_lse_bound_ratio(const Instance& in, const std::vector<double>& got, const std::vector<double>& want,
+                                LseBoundRatio& r) {
+  for (std::size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+    if (got[i] == want[i]) continue;
+    ++r.differ;
+    const double x = std::fabs(got[i] - want[i]) / fa2_lse_bound(in, i, want[i]);
+    r.worst = std::isnan(x) ? HUGE_VAL : std::max(r.worst, x);
+    r.worst_ulps = std::max(r.worst_ulps, std::fabs(got[i] - want[i]) / ulp(want[i], Format::kF32));
+  }
+}
+
 // The GPU tests' shapes: tails (n not a multiple of 64), n = 1, GQA, bottom-right causal with n_q > n_k (rows that
 // see no key) and n_q < n_k, a padded head dim (40 -> 64), both kernel head dims, a keep-mask (80% kept, two rows
 // of every head with no key kept) with and without causal, an additive bias (standard normal, rounded to bf16 as
