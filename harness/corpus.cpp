@@ -259,12 +259,14 @@ namespace {
 // finding at the same moment: both wrote one <path>.tmp.1, one's rename took the other's file, and the other's rename
 // failed ("No such file or directory": the finding counted as unsaved, exit 2; 5 of 15 such pairs). Returns -1 with
 // errno set when no file could be created.
+constexpr char kTempInfix[] = ".tmp.";  // is_save_temporary (corpus.h) reads the name back
+
 int open_unique_temp(const std::string& path, std::string& tmp) {
   std::random_device random;
   for (int attempt = 0; attempt < 64; ++attempt) {
     char suffix[16];
     std::snprintf(suffix, sizeof suffix, ".%08x", static_cast<unsigned>(random()));
-    tmp = path + ".tmp." + std::to_string(::getpid()) + suffix;
+    tmp = path + kTempInfix + std::to_string(::getpid()) + suffix;
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // 0666: the umask applies
     if (fd >= 0 || errno != EEXIST) return fd;
   }
@@ -298,6 +300,18 @@ void sync_parent_directory(const std::string& path) {
   ::close(dir);
 }
 }  // namespace
+
+bool is_save_temporary(const std::string& file_name, std::string* target) {
+  const std::size_t at = file_name.rfind(kTempInfix);
+  if (at == std::string::npos || at == 0) return false;
+  const std::string rest = file_name.substr(at + sizeof kTempInfix - 1);  // "<pid>.<8 hex>"
+  const std::size_t dot = rest.find('.');
+  if (dot == 0 || dot == std::string::npos || rest.size() - dot - 1 != 8) return false;
+  const bool ok = std::all_of(rest.begin(), rest.begin() + dot, [](unsigned char c) { return std::isdigit(c); }) &&
+                  std::all_of(rest.begin() + dot + 1, rest.end(), [](unsigned char c) { return std::isxdigit(c); });
+  if (ok && target) *target = file_name.substr(0, at);
+  return ok;
+}
 
 void write_text_file(const std::string& path, const std::string& text) {
   // A regular file already there keeps its permissions and, where this process may set it, its owner (a 0600 case

@@ -84,6 +84,9 @@ std::string utc_now_iso8601();
 // replaced; a hard-linked one is replaced under this name only. Throws Error naming path on failure (a full disk, a
 // read-only file included).
 void write_text_file(const std::string& path, const std::string& text);
+// Whether file_name (no folder) is such a write's temporary, "<target>.tmp.<pid>.<8 hex digits>" (`target` gets the
+// name it was to replace). One is left behind only when the process was killed mid-write (SIGKILL, a power loss).
+bool is_save_temporary(const std::string& file_name, std::string* target = nullptr);
 
 // Output paths checked before a run, so that a run never ends with its findings or report unwritable. Both throw
 // Error naming `option`: the directory is created if missing and must take a new file; the file's folder must

@@ -39,18 +39,11 @@ bool is_fuzz_summary(const std::filesystem::path& p) {
 
 bool has_json_extension(const std::filesystem::path& p) { return lower(p.extension().string()) == ".json"; }
 
-// "<case>.json.tmp.<pid>.<8 hex digits>": the temporary a save writes and renames over the case (corpus.cpp,
-// open_unique_temp). One is left behind only when the process was killed mid-save (SIGKILL, a power loss): the case
-// itself was then not written, or is the earlier one.
-bool is_save_temporary(const std::filesystem::path& p) {
-  const std::string name = p.filename().string();
-  const std::size_t at = lower(name).rfind(".json.tmp.");
-  if (at == std::string::npos || at == 0) return false;
-  const std::string rest = name.substr(at + 10);  // "<pid>.<hex>"
-  const std::size_t dot = rest.find('.');
-  if (dot == 0 || dot == std::string::npos || rest.size() - dot - 1 != 8) return false;
-  return std::all_of(rest.begin(), rest.begin() + dot, [](unsigned char c) { return std::isdigit(c); }) &&
-         std::all_of(rest.begin() + dot + 1, rest.end(), [](unsigned char c) { return std::isxdigit(c); });
+// A case's temporary that a killed save left (corpus.h: is_save_temporary): the case itself was then not written,
+// or is the earlier one.
+bool is_case_temporary(const std::filesystem::path& p) {
+  std::string target;
+  return is_save_temporary(p.filename().string(), &target) && has_json_extension(target);
 }
 
 // The case files named, in order; a path that cannot be replayed as named carries why (`error`), so that it is
@@ -100,7 +93,7 @@ std::vector<Named> case_files(const std::vector<std::string>& args) {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(a, ec))
       if (has_json_extension(e.path())) (is_fuzz_summary(e.path()) ? summaries : in_dir).push_back(e.path().string());
-      else if (is_save_temporary(e.path())) temporaries.push_back(e.path().string());
+      else if (is_case_temporary(e.path())) temporaries.push_back(e.path().string());
     std::sort(summaries.begin(), summaries.end());
     for (const std::string& s : summaries)  // named, as a run report there is (they were left out without a word)
       std::cout << "skip   " << printable(s) << ": a fuzz summary, not a case\n";
