@@ -169,7 +169,8 @@ std::vector<std::uint8_t> encode_input(const FuzzInput& in) {
   out[17] = static_cast<std::uint8_t>((p.batch - 1) % 2);
   if (f.params.count("tie_rows")) {  // the nearest k/8, k in 1..8, as for the other parameters; 8/8 = 1 is byte 0
     const double v = f.params.at("tie_rows");  // clamped before rounding: lround of 1e300 is undefined
-    const long k = std::isnan(v) ? kTieRowsSteps : std::lround(std::clamp(v * kTieRowsSteps, 1.0, double(kTieRowsSteps)));
+    const long k =
+        std::isnan(v) ? kTieRowsSteps : std::lround(std::clamp(v * kTieRowsSteps, 1.0, double(kTieRowsSteps)));
     out[kTieRowsByte] = static_cast<std::uint8_t>(k % kTieRowsSteps);
   }
   if (!gens.empty()) {

@@ -236,7 +236,8 @@ TEST(FuzzMutator, KeepsInputsDecodableAndWithinMaxSize) {
 
 // The mutator takes a size across 32 (bytes 18-20) in one shape move of kLongOneIn (mutator.cpp: 1 in 16 of the
 // shape moves, which are 1 in 10 of its mutations), both ways, and mostly to a 64-row edge or a real head dim; it
-// never writes the reserved bytes 22-23 (byte 21, tie_rows, only 0..7). (libFuzzer's own byte mutations, the other quarter, are not counted here.)
+// never writes the reserved bytes 22-23 (byte 21, tie_rows, only 0..7). (libFuzzer's own byte mutations, the other
+// quarter, are not counted here.)
 TEST(FuzzMutator, TakesSizesAcross32RarelyAndBothWays) {
   FuzzInput in;
   in.family = default_family("normal");

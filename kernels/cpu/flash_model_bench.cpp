@@ -29,7 +29,11 @@ void run_backward(benchmark::State& state, const char* spec_name) {
 }
 
 // 150 x 64: the long suite's gqa entry per head (its `accurate` dominates --suite long); 256 x 128: a long fuzz input.
-BENCHMARK_CAPTURE(run_forward, fa2, "fa2", false, 64)->Args({32, 32})->Args({16, 16})->Args({150, 64})->Args({256, 128});
+BENCHMARK_CAPTURE(run_forward, fa2, "fa2", false, 64)
+    ->Args({32, 32})
+    ->Args({16, 16})
+    ->Args({150, 64})
+    ->Args({256, 128});
 BENCHMARK_CAPTURE(run_forward, paper, "paper", false, 64)->Args({32, 32})->Args({16, 16})->Args({150, 64});
 BENCHMARK_CAPTURE(run_forward, paper_fixed, "paper-fixed", false, 64)->Args({32, 32});
 BENCHMARK_CAPTURE(run_forward, paper_causal_tile8, "paper", true, 8)->Args({32, 32});

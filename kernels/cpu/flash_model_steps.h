@@ -193,8 +193,8 @@ template <int kMax>
 // the others (ATTNCHECK_DATA_LOOP: no coverage counters under libFuzzer, where most sums take this path).
 #if defined(__x86_64__) && defined(__GNUC__)
 #define ATTNCHECK_AVX2_DISPATCH 1
-[[gnu::target("avx2")]] ATTNCHECK_DATA_LOOP inline void add_weighted_rows_avx2(const float* w, const float* rows, int n, int width,
-                                                          float* out) {
+[[gnu::target("avx2")]] ATTNCHECK_DATA_LOOP inline void add_weighted_rows_avx2(const float* w, const float* rows,
+                                                                              int n, int width, float* out) {
   add_weighted_rows_blocks<8>(w, rows, n, width, out);
 }
 inline bool have_avx2() {
