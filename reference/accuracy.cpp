@@ -45,10 +45,11 @@ double fp32_accumulation_floor_scale(std::size_t n) { return kDefaultFloorScale 
 
 AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector<double>& plain,
                             const std::vector<double>& exact, double factor, double floor_scale, Format out_format,
-                            bool message_on_pass) {
-  if (kernel.size() != exact.size() || plain.size() != exact.size())
+                            bool message_on_pass, const std::vector<double>* noise) {
+  if (kernel.size() != exact.size() || plain.size() != exact.size() || (noise && noise->size() != exact.size()))
     throw Error("accuracy_rule: sizes differ (kernel " + std::to_string(kernel.size()) + ", plain " +
-                std::to_string(plain.size()) + ", exact " + std::to_string(exact.size()) + ")");
+                std::to_string(plain.size()) + ", exact " + std::to_string(exact.size()) +
+                (noise ? ", noise " + std::to_string(noise->size()) : std::string()) + ")");
   if (!(factor >= 0) || !(floor_scale >= 0) || std::isinf(factor) || std::isinf(floor_scale))
     throw Error("accuracy_rule: factor and floor_scale must be finite and non-negative");
   const bool known_format = out_format != Format::kF64;
@@ -106,7 +107,8 @@ AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector
   for (std::size_t i = 0; i < exact.size(); ++i) {
     const double k = kernel[i], e = exact[i];
     if (!std::isfinite(k) || !std::isfinite(e)) continue;
-    const double allowance = known_format ? std::fmax(r.bound, ulp_of_finite(e, fi)) : r.bound;
+    const double allowance =
+        std::fmax(known_format ? std::fmax(r.bound, ulp_of_finite(e, fi)) : r.bound, noise ? (*noise)[i] : 0.0);
     const double err = std::fabs(k - e);
     double& rm = ratio[i % 4];
     rm = std::fmax(rm, allowance > 0 ? std::fmin(err / allowance, 1e30) : (err > 0 ? 1e30 : 0.0));
@@ -144,10 +146,20 @@ AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector
     append_num(s, r.floor, 6);
     s += ") = ";
     append_num(s, r.bound, 6);
-    if (known_format && !within) {
-      s += r.ok ? "; every larger error within one " : "; beyond one ";
-      s += format_name(out_format);
-      s += " ulp of its exact value";
+    const bool with_noise = noise && (*noise)[r.worst] > 0;
+    if (!within && (known_format || with_noise)) {
+      s += r.ok ? "; every larger error within " : "; beyond ";
+      if (known_format) {
+        s += "one ";
+        s += format_name(out_format);
+        s += " ulp of its exact value";
+      }
+      if (with_noise) {
+        s += known_format ? ", that bound or" : "that bound or";
+        s += " its kernel-only noise (";
+        append_num(s, (*noise)[r.worst], 6);
+        s += " at the worst index)";
+      }
     }
     if (!exact.empty()) {
       s += "; worst ";

@@ -82,9 +82,14 @@ double fp32_accumulation_floor_scale(std::size_t n);
 // message_on_pass = false leaves `message` empty when ok (everything else is the same): for callers that read
 // the message of a failure only (the `accurate` property, five calls per fuzz input: formatting the numbers of
 // every passing call was ~1% of a fuzz run).
+// `noise` (optional, one entry per element, >= 0): an error the kernel may make that the plain attention cannot
+// share, derived by the caller (the `accurate` property's δ/dP cancellation: props_basic.cpp). An element within it
+// passes, as one within the bound or one ulp does: each alone explains the error. The allowance is the largest of
+// the three, not their sum, so noise never widens the margin of an error the 2x rule already judges (a δ error
+// that the rule catches at 1.5x its bound stays caught); the message names it where it is not 0.
 AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector<double>& plain,
                             const std::vector<double>& exact, double factor = 2.0,
                             double floor_scale = kDefaultFloorScale, Format out_format = Format::kF64,
-                            bool message_on_pass = true);
+                            bool message_on_pass = true, const std::vector<double>* noise = nullptr);
 
 }  // namespace attncheck
