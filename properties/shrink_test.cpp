@@ -52,6 +52,37 @@ TEST(Shrink, ReachesTheSmallestFailingShape) {
   EXPECT_EQ(o.report.find("replay:"), std::string::npos) << "the CLI prints the replay line";
 }
 
+// A kernel that takes no tiles (a GPU kernel, a plugin: with_tiles gives none) runs every tiling alike; its minimal case
+// keeps the kernel's own tiles instead of "tiles q1 k1" (which a CPU model replaying the case would run), and
+// clearing them is one step, not one per tile size. A CPU model, which tiles, still shrinks them.
+TEST(Shrink, AKernelThatTakesNoTilesKeepsItsOwnInTheMinimalCase) {
+  auto k = testing::make_kernel("nan_when_big", [](const Instance& in) {
+    ForwardOutput o = testing::rounded_reference(in);
+    if (in.problem.n_k >= 3) o.o[0] = NAN;
+    return o;
+  });
+  ASSERT_EQ(k->with_tiles(8, 8), nullptr);
+  Family f = default_family("gqa");
+  f.tile_q = 5, f.tile_k = 7;
+  const Outcome o = check_and_shrink(get_property("finite"), *k, f, Budget{});
+  ASSERT_EQ(o.status, Status::kFail);
+  EXPECT_EQ(o.family.tile_q, 0);
+  EXPECT_EQ(o.family.tile_k, 0);
+  EXPECT_EQ(o.family.problem.n_k, 3);
+  EXPECT_LT(o.shrink_steps, 40) << "no step may repeat the case it had";
+  // The fa2 model takes tiles: a NaN from any tiling shrinks them towards 1 as before.
+  const Kernel& fa2 = default_registry().get("fa2");
+  ASSERT_NE(fa2.with_tiles(8, 8), nullptr);
+  std::shared_ptr<const Kernel> model(fa2.with_tiles(64, 64).release());
+  testing::ModelDefect nan_model("fa2_nan", model, nullptr, [](const Instance& in, ForwardOutput& o) {
+    if (in.problem.n_k >= 3) o.o[0] = NAN;
+  });
+  const Outcome m = check_and_shrink(get_property("finite"), nan_model, f, Budget{});
+  ASSERT_EQ(m.status, Status::kFail);
+  EXPECT_EQ(m.family.tile_q, 1);
+  EXPECT_EQ(m.family.tile_k, 1);
+}
+
 TEST(Shrink, TheReportShowsTheSliceTheFailureNames) {
   // NaN in the last query head's first O element: shrinking cannot drop that head, and the report shows its slice
   // (it showed b0 h0, where nothing is wrong).
