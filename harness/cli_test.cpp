@@ -299,6 +299,35 @@ TEST_F(Cli, EveryMalformedClassExitsTwoNamingTheProblem) {
   expect_bad_file(file("twice.json", twice), "the key 'kernel' appears twice");
 }
 
+// --kernel replays each case on another kernel against the file's expected verdict (a GPU finding on its CPU model):
+// fa2's NaN on very_negative_rows is fa2-fixed's too and not oracle's; the line names both kernels. It refuses
+// --update-stats (the stats are the case's kernel's) and an unknown kernel, once, before any file.
+TEST_F(Cli, ReplayOnAnotherKernel) {
+  const std::string reg =
+      (fs::path(ATTNCHECK_SOURCE_DIR) / "corpus" / "regression" / "fa2-finite-very_negative_rows-f33ba021.json").string();
+  const CmdResult same = run("replay -q --kernel fa2-fixed " + reg);
+  EXPECT_EQ(same.status, 0) << same.out << same.err;
+  EXPECT_NE(same.out.find("ok     " + reg + ": fa2-fixed (the case's kernel: fa2) / finite"), std::string::npos) << same.out;
+  const CmdResult other = run("replay -q -k oracle " + reg);
+  EXPECT_EQ(other.status, 1) << other.out << other.err;
+  EXPECT_NE(other.out.find("DIFFER " + reg + ": oracle (the case's kernel: fa2)"), std::string::npos) << other.out;
+  const CmdResult upd = run("replay --kernel fa2-fixed --update-stats " + reg);
+  EXPECT_EQ(upd.status, 2);
+  EXPECT_NE(upd.err.find("--update-stats with --kernel"), std::string::npos) << upd.err;
+  const CmdResult unknown = run("replay --kernel nope " + reg + " " + reg);
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.err.find("unknown kernel 'nope'"), std::string::npos) << unknown.err;
+  EXPECT_EQ(unknown.out.find(reg), std::string::npos) << "no file is tried: " << unknown.out;
+  // A GPU case where this build has no CUDA kernel names the CPU model to replay it on.
+  if (!default_registry().find("cuda:fa2-fixed")) {
+    json gpu = json::parse(slurp(reg));
+    gpu["kernel"] = "cuda:fa2-fixed";
+    const CmdResult g = run("replay " + file("gpu.json", gpu.dump(1)));
+    EXPECT_EQ(g.status, 2);
+    EXPECT_NE(g.err.find("without a GPU, replay it on its CPU model: --kernel fa2-fixed"), std::string::npos) << g.err;
+  }
+}
+
 // A case whose stats no longer say what replay finds (the statistic changed since it was written) gets a note;
 // --update-stats writes this run's statistic into the file and changes nothing else.
 TEST_F(Cli, ReplayNotesMovedStatsAndUpdatesThem) {

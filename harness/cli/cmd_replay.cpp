@@ -6,6 +6,9 @@
 // killed run left (<case>.json.tmp.<pid>.<hex>).
 // Exit 0 when every verdict matches the file's expected verdict, 1 when one differs, 2 when a file is bad
 // (unreadable, malformed, generator drift); every file is still tried and reported.
+// --kernel NAME replays every case on NAME instead of its own kernel, against the file's expected verdict: a GPU
+// finding on its CPU model where there is no GPU (the CUDA kernels tile 64x64 as the models do by default), a
+// baseline's finding on its fixed variant.
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -24,6 +27,7 @@ struct ReplayOptions {
   std::vector<std::string> files;
   bool quiet = false;
   bool update_stats = false;
+  std::string kernel;  // "" = each case's own
 };
 
 // File names are matched in any case (a case renamed by hand to X.JSON is still one).
@@ -129,6 +133,10 @@ std::string moved_tensors(const nlohmann::json& saved, const nlohmann::json& now
 }
 
 int run_replay(const ReplayOptions& opt) {
+  // The stats are the case's kernel's: another kernel's would overwrite them with what the case did not find.
+  if (!opt.kernel.empty() && opt.update_stats)
+    throw Error("--update-stats with --kernel: the file's stats are its own kernel's; replay that kernel to update them");
+  if (!opt.kernel.empty()) (void)default_registry().get(opt.kernel);  // an unknown name is said once, not per file
   int bad = 0, differ = 0, skipped = 0;
   const std::vector<Named> files = case_files(opt.files);
   for (const auto& [path, error] : files) {
@@ -142,6 +150,8 @@ int run_replay(const ReplayOptions& opt) {
         ++skipped;
         continue;
       }
+      const std::string found_on = c.kernel;
+      if (!opt.kernel.empty()) c.kernel = opt.kernel;
       Outcome o;
       try {
         o = replay_case(c, default_registry());
@@ -151,13 +161,20 @@ int run_replay(const ReplayOptions& opt) {
         o.status = Status::kFail;
         o.message = kernel_fault_message(e);
       } catch (const Error& e) {
-        throw Error(path + ": " + e.what());  // drift, unknown kernel or property: still name the file
+        // drift, unknown kernel or property: still name the file; a GPU case where this build has no such kernel
+        // names the CPU model it can replay on (cuDNN's verdicts are fa2's: README, "GPU").
+        std::string hint;
+        if (opt.kernel.empty() && c.kernel.rfind("cuda:", 0) == 0 && !default_registry().find(c.kernel))
+          hint = "; without a GPU, replay it on its CPU model: --kernel " +
+                 (c.kernel.rfind("cuda:cudnn", 0) == 0 ? std::string("fa2") : c.kernel.substr(5));
+        throw Error(path + ": " + e.what() + hint);
       }
       const bool same = o.status == c.expected;
       differ += !same;
       const std::string moved = same ? moved_tensors(c.stats, o.stats) : "";
       // The path is the user's; kernel, property and family are text already (load_case refuses anything else).
-      std::cout << (same ? "ok    " : "DIFFER") << " " << printable(path) << ": " << c.kernel << " / " << c.property
+      std::cout << (same ? "ok    " : "DIFFER") << " " << printable(path) << ": " << c.kernel
+                << (c.kernel != found_on ? " (the case's kernel: " + found_on + ")" : std::string()) << " / " << c.property
                 << " / " << c.family.describe() << ": expected " << status_name(c.expected) << ", got "
                 << status_name(o.status) << "\n";
       if (opt.update_stats && !moved.empty()) {
@@ -201,6 +218,9 @@ void add_replay(CLI::App& app, Runner& run) {
   sub->add_flag("--update-stats", opt->update_stats,
                 "Where the verdict is the expected one but the saved stats fail on other tensors (the statistic "
                 "changed), write this run's statistic into the file's `stats`; no other field changes");
+  sub->add_option("-k,--kernel", opt->kernel,
+                  "Replay every case on this kernel instead of its own (e.g. a cuda:fa2-fixed finding on fa2-fixed, "
+                  "where there is no GPU), against the file's expected verdict; the case's tiles apply");
   add_plugin_option(*sub);  // cases found on plugin kernels need their library loaded again
   sub->callback([&run, opt] { run = [opt] { return run_replay(*opt); }; });
 }
