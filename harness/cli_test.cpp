@@ -325,6 +325,13 @@ TEST_F(Cli, ReplayOnAnotherKernel) {
     const CmdResult g = run("replay " + file("gpu.json", gpu.dump(1)));
     EXPECT_EQ(g.status, 2);
     EXPECT_NE(g.err.find("without a GPU, replay it on its CPU model: --kernel fa2-fixed"), std::string::npos) << g.err;
+    // A build with CUDA has the CPU twins (the GPU's sums in its order) and names them too; they replay such cases.
+    if (default_registry().find("twin:cuda:fa2-fixed")) {
+      EXPECT_NE(g.err.find(", or on its CPU twin (the GPU's sums in its order): --kernel twin:cuda:fa2-fixed"),
+                std::string::npos) << g.err;
+      const CmdResult t = run("replay -q --kernel twin:cuda:fa2-fixed " + file("gpu.json", gpu.dump(1)));
+      EXPECT_EQ(t.status, 0) << t.out << t.err;
+    }
   }
 }
 

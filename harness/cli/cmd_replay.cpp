@@ -164,9 +164,13 @@ int run_replay(const ReplayOptions& opt) {
         // drift, unknown kernel or property: still name the file; a GPU case where this build has no such kernel
         // names the CPU model it can replay on (cuDNN's verdicts are fa2's: README, "GPU").
         std::string hint;
-        if (opt.kernel.empty() && c.kernel.rfind("cuda:", 0) == 0 && !default_registry().find(c.kernel))
-          hint = "; without a GPU, replay it on its CPU model: --kernel " +
-                 (c.kernel.rfind("cuda:cudnn", 0) == 0 ? std::string("fa2") : c.kernel.substr(5));
+        if (opt.kernel.empty() && c.kernel.rfind("cuda:", 0) == 0 && !default_registry().find(c.kernel)) {
+          const bool cudnn = c.kernel.rfind("cuda:cudnn", 0) == 0;
+          const std::string model = cudnn ? "fa2" : c.kernel.substr(5), twin = "twin:" + c.kernel;
+          hint = "; without a GPU, replay it on its CPU model: --kernel " + model;
+          if (!cudnn && default_registry().find(twin))  // the GPU's operation order, where the build has it
+            hint += ", or on its CPU twin (the GPU's sums in its order): --kernel " + twin;
+        }
         throw Error(path + ": " + e.what() + hint);
       }
       const bool same = o.status == c.expected;
