@@ -674,6 +674,32 @@ TEST(FuzzTarget, ANotFiniteBiasFailureIsAFindingWithoutConfirmation) {
   std::filesystem::remove_all(dir);
 }
 
+// A kernel that takes no tiles (oracle here; the CUDA kernels, cuDNN and plugins alike) runs every tiling the same:
+// inputs that differ only in the tile bytes are one family, replayed from the memo, and a finding's case names no
+// tiles. A kernel that tiles (fa2) runs each tiling afresh.
+TEST(FuzzTarget, TileBytesMakeNoNewFamilyForAKernelThatTakesNoTiles) {
+  const std::string dir = testing::TempDir() + "attncheck-fuzz-tile-bytes-test";
+  std::filesystem::remove_all(dir);
+  for (const char* kernel : {"oracle", "fa2"}) {
+    TargetConfig cfg;
+    cfg.findings_dir = dir;
+    cfg.quiet = true;
+    cfg.keep_going = true;
+    cfg.kernel = kernel;
+    auto untiled = tied_input();
+    untiled[0] &= ~0x10;  // no bias batch
+    untiled[5] = untiled[6] = 0;
+    auto tiled = untiled;
+    tiled[5] = 2, tiled[6] = 1;  // tile_q 2, tile_k 1
+    ASSERT_EQ(decode_input(tiled.data(), tiled.size()).family.tile_k, 1);
+    KernelTarget t(cfg);
+    t.run_input(untiled.data(), untiled.size(), false);
+    t.run_input(tiled.data(), tiled.size(), false);
+    EXPECT_EQ(t.family_replays(), std::string(kernel) == "oracle" ? 1u : 0u) << kernel;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // Steps 2 and 4 (instance 0's error and the per-instance properties) run once per family: the same family with
 // other value edits replays them, with the same result and the same feedback counters as a fresh target's run.
 // The first input carries a NaN edit (its probe records kProbeNanOut), the second none: a replay that stored the

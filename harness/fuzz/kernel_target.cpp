@@ -261,6 +261,7 @@ KernelTarget::KernelTarget(TargetConfig cfg) : cfg_(std::move(cfg)) {
     kernel_ = &r.get(cfg_.kernel);
   }
   memo_ = std::make_unique<MemoKernel>(*kernel_);
+  takes_tiles_ = kernel_->with_tiles(64, 64) != nullptr;
   if (env_or("ATTNCHECK_FUZZ_STATS", "0") == "1") std::atexit(print_stats);
   set_enabled(cfg_.feedback);
   set_error_only(cfg_.feedback_error_only);
@@ -337,6 +338,10 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
   RunResult res;
   ++g_runs;
   FuzzInput in = decode_input(data, size);
+  // A kernel that takes no tiles (CUDA, cuDNN, plugins: with_tiles gives none) runs every tiling alike: its family
+  // carries the kernel's own (0), so inputs that differ only in the tile bytes are one family (the memo below) and
+  // its cases name no tiles it never ran (shrink.cpp, the same rule).
+  if (!takes_tiles_) in.family.tile_q = in.family.tile_k = 0;
   g_long_runs += is_long(in.family.problem);
   g_multi_tile_runs += std::max(in.family.problem.n_q, in.family.problem.n_k) > 64;
   // The memos' key: the decoded family's canonical bytes (decode(encode(f)) == f for a decoded f), taken before

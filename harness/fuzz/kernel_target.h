@@ -145,6 +145,7 @@ class KernelTarget {
   TargetConfig cfg_;
   const Kernel* kernel_ = nullptr;
   std::unique_ptr<Kernel> planted_;
+  bool takes_tiles_ = true;             // kernel_->with_tiles gives a tiled copy (else the family's tiles are 0)
   std::unique_ptr<MemoKernel> memo_;  // kernel_ behind a one-input memo, for every property but `deterministic`
   std::vector<const Property*> per_instance_, across_;
   std::vector<int> property_index_;  // index into all_properties() for the feedback slot
