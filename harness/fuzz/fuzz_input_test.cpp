@@ -389,6 +389,16 @@ TEST(FuzzFeedback, BucketsAreMonotoneAndCountersAreSet) {
   set_enabled(true);
 }
 
+// A target that saves into `dir`, quietly, and goes on past findings (the memo tests' configuration).
+TargetConfig going_config(const std::string& dir, const char* kernel) {
+  TargetConfig cfg;
+  cfg.findings_dir = dir;
+  cfg.quiet = true;
+  cfg.keep_going = true;
+  cfg.kernel = kernel;
+  return cfg;
+}
+
 // A seed-like input: the tied_max generator, small shape, bias flag on.
 std::vector<std::uint8_t> tied_input() {
   FuzzInput in;
@@ -681,11 +691,7 @@ TEST(FuzzTarget, TileBytesMakeNoNewFamilyForAKernelThatTakesNoTiles) {
   const std::string dir = testing::TempDir() + "attncheck-fuzz-tile-bytes-test";
   std::filesystem::remove_all(dir);
   for (const char* kernel : {"oracle", "fa2"}) {
-    TargetConfig cfg;
-    cfg.findings_dir = dir;
-    cfg.quiet = true;
-    cfg.keep_going = true;
-    cfg.kernel = kernel;
+    const TargetConfig cfg = going_config(dir, kernel);
     auto untiled = tied_input();
     untiled[0] &= ~0x10;  // no bias batch
     untiled[5] = untiled[6] = 0;
@@ -708,11 +714,7 @@ TEST(FuzzTarget, FamilyReplayGivesTheFreshRunsResultAndCounters) {
   const std::string dir = testing::TempDir() + "attncheck-fuzz-family-memo-test";
   std::filesystem::remove_all(dir);
   for (const char* kernel : {"paper", "oracle"}) {  // paper: with findings (accurate, ...); oracle: none
-    TargetConfig cfg;
-    cfg.findings_dir = dir;
-    cfg.quiet = true;
-    cfg.keep_going = true;
-    cfg.kernel = kernel;
+    const TargetConfig cfg = going_config(dir, kernel);
     auto plain = tied_input();
     plain[0] &= ~0x10;  // no bias batch: steps 2-4 only
     auto with_nan = plain;
