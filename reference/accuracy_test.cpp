@@ -183,5 +183,31 @@ TEST(accuracy, one_ulp_of_the_format_per_element) {
   EXPECT_FALSE(accuracy_rule(V2{2.0 + 0x1p-7}, V2{2.0}, V2{2.0 + 0x1p-23}, 0.0, 0.0, Format::kF32).ok);
 }
 
+// The kernel-only noise (one allowance per element, the `accurate` property's δ/dP cancellation): an element within
+// it passes; it is the largest of bound, ulp and noise, not their sum; a noise entry that is not a finite number
+// >= 0 allows nothing (an infinity would pass any error); a size mismatch throws.
+TEST(accuracy, kernel_only_noise_per_element) {
+  const V2 exact{0.0, 1.0}, plain{0.0, 1.0};  // plain exact: the bound is the floor, 4·2^-24
+  const V2 got{1e-6, 1.0 + 0x1p-7};            // element 0: 1e-6 where exact 0; element 1: one bf16 ulp off
+  EXPECT_FALSE(accuracy_rule(got, plain, exact, 2.0, kDefaultFloorScale, Format::kBF16).ok);
+  const V2 noise{2e-6, 0.0};
+  const AccuracyCheck ok = accuracy_rule(got, plain, exact, 2.0, kDefaultFloorScale, Format::kBF16, true, &noise);
+  EXPECT_TRUE(ok.ok) << ok.message;
+  EXPECT_LE(ok.ratio, 1.0);
+  const V2 half{0.5e-6, 0.0};  // less than the error: fails, and the message names the noise
+  const AccuracyCheck no = accuracy_rule(got, plain, exact, 2.0, kDefaultFloorScale, Format::kBF16, true, &half);
+  EXPECT_FALSE(no.ok);
+  EXPECT_NE(no.message.find("kernel-only noise (5e-07 at the worst index)"), std::string::npos) << no.message;
+  // Not their sum: element 1's error (1 ulp + 2^-9) is past its ulp, and a noise of 2^-9 does not add to it.
+  const V2 past{1e-6, 1.0 + 0x1p-7 + 0x1p-9}, n2{2e-6, 0x1p-9};
+  EXPECT_FALSE(accuracy_rule(past, plain, exact, 2.0, kDefaultFloorScale, Format::kBF16, false, &n2).ok);
+  for (double bad : {HUGE_VAL, std::nan(""), -1.0}) {
+    const V2 b{bad, 0.0};
+    EXPECT_FALSE(accuracy_rule(got, plain, exact, 2.0, kDefaultFloorScale, Format::kBF16, false, &b).ok) << bad;
+  }
+  const std::vector<double> short_noise{1.0};
+  EXPECT_THROW(accuracy_rule(got, plain, exact, 2.0, kDefaultFloorScale, Format::kBF16, false, &short_noise), Error);
+}
+
 }  // namespace
 }  // namespace attncheck
