@@ -311,6 +311,19 @@ TEST_F(Cli, ReplayOnAnotherKernel) {
   const CmdResult other = run("replay -q -k oracle " + reg);
   EXPECT_EQ(other.status, 1) << other.out << other.err;
   EXPECT_NE(other.out.find("DIFFER " + reg + ": oracle (the case's kernel: fa2)"), std::string::npos) << other.out;
+  // A statistic failing on other tensors than the file's is another failure: paper-fixed's tie hole (O, dV, delta)
+  // is no failure of fa2-fixed's tensors there, although both verdicts are "fail".
+  const std::string hole =
+      (fs::path(ATTNCHECK_SOURCE_DIR) / "corpus" / "regression" / "paper-fixed-unbiased-tied_max_flat-5c19ce2d.json").string();
+  const CmdResult moved = run("replay -q --kernel fa2-fixed " + hole);
+  EXPECT_EQ(moved.status, 1) << moved.out << moved.err;
+  EXPECT_NE(moved.out.find("the case's kernel failed on O, dV, delta, fa2-fixed on no tensor: another failure"),
+            std::string::npos) << moved.out;
+  EXPECT_EQ(moved.out.find("--update-stats"), std::string::npos) << "no note that offers a refused option" << moved.out;
+  const CmdResult params = run("replay -q --kernel paper-fixed " +
+      (fs::path(ATTNCHECK_SOURCE_DIR) / "corpus" / "regression" / "paper-fixed-beta8-unbiased-near_tie-small-max-control.json").string());
+  EXPECT_NE(params.out.find("note: the case's kernel is paper-fixed[beta=8], this replay's paper-fixed: other parameters"),
+            std::string::npos) << params.out;
   const CmdResult upd = run("replay --kernel fa2-fixed --update-stats " + reg);
   EXPECT_EQ(upd.status, 2);
   EXPECT_NE(upd.err.find("--update-stats with --kernel"), std::string::npos) << upd.err;
@@ -324,7 +337,7 @@ TEST_F(Cli, ReplayOnAnotherKernel) {
     gpu["kernel"] = "cuda:fa2-fixed";
     const CmdResult g = run("replay " + file("gpu.json", gpu.dump(1)));
     EXPECT_EQ(g.status, 2);
-    EXPECT_NE(g.err.find("without a GPU, replay it on its CPU model: --kernel fa2-fixed"), std::string::npos) << g.err;
+    EXPECT_NE(g.err.find("to replay it here, use its CPU model: --kernel fa2-fixed"), std::string::npos) << g.err;
     // A build with CUDA has the CPU twins (the GPU's sums in its order) and names them too; they replay such cases.
     if (default_registry().find("twin:cuda:fa2-fixed")) {
       EXPECT_NE(g.err.find(", or on its CPU twin (the GPU's sums in its order): --kernel twin:cuda:fa2-fixed"),

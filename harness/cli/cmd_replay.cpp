@@ -151,7 +151,7 @@ int run_replay(const ReplayOptions& opt) {
         continue;
       }
       const std::string found_on = c.kernel;
-      if (!opt.kernel.empty()) c.kernel = opt.kernel;
+      if (!opt.kernel.empty()) c.kernel = default_registry().get(opt.kernel).name();  // its canonical name
       Outcome o;
       try {
         o = replay_case(c, default_registry());
@@ -167,20 +167,36 @@ int run_replay(const ReplayOptions& opt) {
         if (opt.kernel.empty() && c.kernel.rfind("cuda:", 0) == 0 && !default_registry().find(c.kernel)) {
           const bool cudnn = c.kernel.rfind("cuda:cudnn", 0) == 0;
           const std::string model = cudnn ? "fa2" : c.kernel.substr(5), twin = "twin:" + c.kernel;
-          hint = "; without a GPU, replay it on its CPU model: --kernel " + model;
-          if (!cudnn && default_registry().find(twin))  // the GPU's operation order, where the build has it
+          hint = "; to replay it here, use its CPU model: --kernel " + model;
+          // the GPU's operation order, where the build has it (a parameterised twin comes from its factory)
+          if (!cudnn && default_registry().find("twin:" + c.kernel.substr(0, c.kernel.find('['))))
             hint += ", or on its CPU twin (the GPU's sums in its order): --kernel " + twin;
         }
         throw Error(path + ": " + e.what() + hint);
       }
-      const bool same = o.status == c.expected;
+      bool same = o.status == c.expected;
+      std::string moved = same ? moved_tensors(c.stats, o.stats) : "", other_failure;
+      // On another kernel the file's stats are the case's kernel's: a statistic failing on other tensors is another
+      // failure, not a moved statistic (nothing to update). Per-instance properties keep no such record: verdict only.
+      if (!opt.kernel.empty() && !moved.empty()) {
+        const std::string was = failing_tensors(c.stats), is = failing_tensors(o.stats);
+        other_failure = "the case's kernel failed on " + (was.empty() ? std::string("no tensor") : was) + ", " +
+                        c.kernel + " on " + (is.empty() ? std::string("no tensor") : is) + ": another failure";
+        same = false, moved.clear();
+      }
       differ += !same;
-      const std::string moved = same ? moved_tensors(c.stats, o.stats) : "";
       // The path is the user's; kernel, property and family are text already (load_case refuses anything else).
       std::cout << (same ? "ok    " : "DIFFER") << " " << printable(path) << ": " << c.kernel
                 << (c.kernel != found_on ? " (the case's kernel: " + found_on + ")" : std::string()) << " / " << c.property
                 << " / " << c.family.describe() << ": expected " << status_name(c.expected) << ", got "
                 << status_name(o.status) << "\n";
+      if (!opt.kernel.empty()) {  // parameters the case's kernel had and this one has not (or the reverse)
+        const auto bracket = [](const std::string& n) { return n.find('[') == std::string::npos ? "" : n.substr(n.find('[')); };
+        if (bracket(found_on) != bracket(c.kernel))
+          std::cout << "  note: the case's kernel is " << found_on << ", this replay's " << c.kernel
+                    << ": other parameters\n";
+      }
+      if (!other_failure.empty()) std::cout << "  " << other_failure << "\n";
       if (opt.update_stats && !moved.empty()) {
         update_case_stats(path, o.stats);  // only the informative statistic: verdict, family, bits stay as they are
         std::cout << "  stats updated in the file (" << moved << ")\n";
@@ -188,7 +204,7 @@ int run_replay(const ReplayOptions& opt) {
         std::cout << "  note: " << moved << "; --update-stats rewrites them\n";
       }
       if (opt.quiet) {  // the verdict line; a verdict that differs keeps its one-line reason
-        if (!same && !o.message.empty()) std::cout << "  " << printable(o.message) << "\n";
+        if (!same && other_failure.empty() && !o.message.empty()) std::cout << "  " << printable(o.message) << "\n";
       } else if (!o.report.empty()) {  // the report repeats the message and the statistic
         std::cout << printable(o.report, /*keep_newlines=*/true) << (o.report.back() == '\n' ? "" : "\n");
       } else {
@@ -223,8 +239,9 @@ void add_replay(CLI::App& app, Runner& run) {
                 "Where the verdict is the expected one but the saved stats fail on other tensors (the statistic "
                 "changed), write this run's statistic into the file's `stats`; no other field changes");
   sub->add_option("-k,--kernel", opt->kernel,
-                  "Replay every case on this kernel instead of its own (e.g. a cuda:fa2-fixed finding on fa2-fixed, "
-                  "where there is no GPU), against the file's expected verdict; the case's tiles apply");
+                  "Replay every case on this kernel instead of its own (e.g. a cuda:fa2-fixed finding on its CPU twin "
+                  "twin:cuda:fa2-fixed or its model fa2-fixed, where there is no GPU), against the file's expected "
+                  "verdict; a statistic failing on other tensors than the file's differs too; the case's tiles apply");
   add_plugin_option(*sub);  // cases found on plugin kernels need their library loaded again
   sub->callback([&run, opt] { run = [opt] { return run_replay(*opt); }; });
 }

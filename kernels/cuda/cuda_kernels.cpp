@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <utility>
 
 #include "harness/kernel.h"
 #include "kernels/cuda/cuda_check.h"
@@ -240,35 +241,51 @@ std::unique_ptr<Kernel> make_cuda_kernel(Variant v, float beta, float tol) {
 
 }  // namespace cuda
 
+namespace {
+
+// β and tol of a fixed variant's parameters ("cuda:fa2-fixed[beta=4,tol=0.002]"); Error names the kernel.
+std::pair<float, float> fixed_params(cuda::Variant v, const KernelParams& params, const std::string& prefix) {
+  float beta = 2.0f, tol = 1e-3f;
+  for (const auto& [key, value] : params) {
+    if (key == "beta" && value > 1.0) beta = static_cast<float>(value);
+    else if (key == "tol" && value >= 0.0) tol = static_cast<float>(value);
+    else throw Error(prefix + cuda::variant_name(v) + ": parameter " + key +
+                     " unknown or out of range (beta > 1, tol >= 0)");
+  }
+  return {beta, tol};
+}
+
+}  // namespace
+
 int register_cuda_kernels(Registry& r) {
+  using cuda::Variant;
+  constexpr Variant kAll[] = {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed};
+  constexpr Variant kFixed[] = {Variant::kFa2Fixed, Variant::kPaperFixed};
   // The CPU twins (cuda_twin.h: each kernel's operations in its order; 99.99% of O bit for bit on the GPU tests),
   // with or without a device: a GPU finding replays on its twin where there is no GPU (`replay --kernel
   // twin:cuda:fa2-fixed`; 107 of 107 fuzz cases of session 28 with the GPU's verdict, 4 of them not on the CPU
-  // models). Not in `check`'s default kernels (cmd_check.cpp takes cuda: and plugin: ones); not counted in n.
-  for (cuda::Variant v : {cuda::Variant::kFa2, cuda::Variant::kFa2Fixed, cuda::Variant::kPaper, cuda::Variant::kPaperFixed})
-    r.add(cuda::make_twin_kernel(v, 2.0f, 1e-3f, std::string("cuda:") + cuda::variant_name(v)));
+  // models). Named "twin:" + the GPU kernel's name, parameters included (the kernel object names itself and touches
+  // no device). Not in `check`'s default kernels (cmd_check.cpp takes cuda: and plugin: ones); not counted in n.
+  for (Variant v : kAll) r.add(cuda::make_twin_kernel(v, 2.0f, 1e-3f, cuda::make_cuda_kernel(v, 2.0f, 1e-3f)->name()));
+  for (Variant v : kFixed)
+    r.add_factory(std::string("twin:cuda:") + cuda::variant_name(v), [v](const KernelParams& params) {
+      const auto [beta, tol] = fixed_params(v, params, "twin:cuda:");
+      return cuda::make_twin_kernel(v, beta, tol, cuda::make_cuda_kernel(v, beta, tol)->name());
+    });
   if (std::string why; cuda_device_count(&why) == 0) {
     r.note_absent("cuda:", "no usable CUDA device (" + why + ")");
     return 0;
   }
-  using cuda::Variant;
   int n = 0;
-  for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
+  for (Variant v : kAll) {
     r.add(cuda::make_cuda_kernel(v, 2.0f, 1e-3f));
     ++n;
   }
-  for (Variant v : {Variant::kFa2Fixed, Variant::kPaperFixed}) {
+  for (Variant v : kFixed)
     r.add_factory(std::string("cuda:") + cuda::variant_name(v), [v](const KernelParams& params) {
-      float beta = 2.0f, tol = 1e-3f;
-      for (const auto& [key, value] : params) {
-        if (key == "beta" && value > 1.0) beta = static_cast<float>(value);
-        else if (key == "tol" && value >= 0.0) tol = static_cast<float>(value);
-        else throw Error("cuda:" + std::string(cuda::variant_name(v)) + ": parameter " + key +
-                         " unknown or out of range (beta > 1, tol >= 0)");
-      }
+      const auto [beta, tol] = fixed_params(v, params, "cuda:");
       return cuda::make_cuda_kernel(v, beta, tol);
     });
-  }
   register_cudnn_kernels(r);  // cuda:cudnn, the vendor anchor, when libcudnn 9 loads (not counted in n)
   return n;
 }
