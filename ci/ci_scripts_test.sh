@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ci_scripts_test.sh BUILD_DIR — the GPU job's scripts as a user meets them, on any host:
 #   compare_verdicts.py: equal verdicts exit 0, a difference exit 1 (also where a failure's family shrank, or an
-#     outcome has no partner); a missing, truncated or malformed report and a
+#     outcome has no partner; a CPU twin twin:cuda:K pairs with K too); a missing, truncated or malformed report and a
 #     report with no cuda:K beside its K (nothing compared) or of an interrupted run exit 2 with one line, never a
 #     traceback or "0 differ";
 #   gpu.sh on a host without a usable CUDA device (skipped where BUILD_DIR's attncheck lists cuda:fa2): exit 2 at
@@ -68,6 +68,12 @@ report "$(outcome fa2 finite pass)" "$(outcome cuda:fa2 finite pass)" "$(outcome
 compare "$tmp/alone.json"
 { [ $rc = 1 ] && grep -q 'UNPAIRED cuda:fa2=pass, no fa2: accurate' "$tmp/err" && grep -q '1 outcome(s) unpaired' "$tmp/out"; } ||
   fail "an outcome of cuda:fa2 with none of fa2: want 1, UNPAIRED"
+
+# A CPU twin (twin:cuda:K, ci/twin_verdicts.sh) pairs with K as cuda:K does, each pair counted on its own.
+report "$(outcome fa2 finite pass)" "$(outcome twin:cuda:fa2 finite fail)" "$(outcome cuda:fa2 finite pass)" >"$tmp/twin.json"
+compare "$tmp/twin.json"
+{ [ $rc = 1 ] && grep -q 'DIFFERS twin:cuda:fa2=fail fa2=pass' "$tmp/err" &&
+  grep -q '1 differing verdict(s) of 2 compared' "$tmp/out"; } || fail "twin:cuda:fa2 against fa2: want 1, DIFFERS, 2 compared"
 
 report "$(outcome fa2 finite pass)" "$(outcome paper finite fail)" >"$tmp/cpu_only.json"
 compare "$tmp/cpu_only.json"

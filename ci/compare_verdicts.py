@@ -3,7 +3,8 @@
 
   compare_verdicts.py REPORT.json [REPORT.json ...]
 
-Reads `attncheck check --json` reports holding both a CPU model K and its CUDA kernel cuda:K, pairs their
+Reads `attncheck check --json` reports holding both a CPU model K and its CUDA kernel cuda:K (or its CPU twin
+twin:cuda:K, which does the GPU's sums in its order: ci/twin_verdicts.sh, without a GPU), pairs their
 outcomes by (report, suite entry label, property, family as checked) and prints one line per pair that differs. The family as
 checked is the report's `family_checked` (a failure's `family_description` is its shrunk family, which differs between
 two kernels that fail differently, and between a failure and a pass: keyed on it, such pairs went unpaired and
@@ -64,8 +65,8 @@ def main():
     mismatches = compared = unpaired = 0
     print("| CUDA kernel | CPU model | same verdict | differ | skipped on GPU | unpaired |")
     print("|---|---|---|---|---|---|")
-    for gpu in sorted(k for k in by_kernel if k.startswith("cuda:")):
-        cpu = gpu[len("cuda:"):]
+    for gpu in sorted(k for k in by_kernel if k.startswith(("cuda:", "twin:cuda:"))):
+        cpu = gpu.split("cuda:", 1)[1]
         if cpu not in by_kernel:
             continue
         same = differ = skipped = alone = 0

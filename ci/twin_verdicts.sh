@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# twin_verdicts.sh ATTNCHECK — the CPU twins of the CUDA kernels (twin:cuda:K: each GPU kernel's sums in its order,
+# kernels/cuda/cuda_twin.h) get their CPU models' verdicts on the default and bias suites. On a GPU host ci/gpu.sh
+# compares cuda:K with K (compare_verdicts.py); this predicts that comparison without a GPU, so a model change that
+# the GPU's numerics would not follow shows in CI. ctest twin_verdicts (builds with CUDA; ~60 s of checks, 2 cores).
+# Exit: compare_verdicts.py's (0 equal, 1 a verdict differs or is unpaired, 2 unreadable); 2 if a check run errs.
+set -euo pipefail
+bin=$(realpath "$1")
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+kernels=()
+for k in fa2 fa2-fixed paper paper-fixed; do kernels+=(-k "$k" -k "twin:cuda:$k"); done
+for suite in default bias; do
+  status=0
+  (cd "$dir" && "$bin" check -q --suite "$suite" "${kernels[@]}" --json "$suite.json" >"$suite.log" 2>&1) || status=$?
+  if [ "$status" -gt 1 ]; then  # 1: properties failed, as they do on the models; 2 and up: the run itself failed
+    echo "twin_verdicts: attncheck check --suite $suite exited $status:" >&2
+    tail -20 "$dir/$suite.log" >&2
+    exit 2
+  fi
+done
+python3 "$(dirname "$0")/compare_verdicts.py" "$dir/default.json" "$dir/bias.json"
