@@ -73,7 +73,8 @@ compare "$tmp/alone.json"
 report "$(outcome fa2 finite pass)" "$(outcome twin:cuda:fa2 finite fail)" "$(outcome cuda:fa2 finite pass)" >"$tmp/twin.json"
 compare "$tmp/twin.json"
 { [ $rc = 1 ] && grep -q 'DIFFERS twin:cuda:fa2=fail fa2=pass' "$tmp/err" &&
-  grep -q '1 differing verdict(s) of 2 compared' "$tmp/out"; } || fail "twin:cuda:fa2 against fa2: want 1, DIFFERS, 2 compared"
+  grep -q '1 differing verdict(s) of 2 compared$' "$tmp/out" && ! grep -q UNPAIRED "$tmp/err"; } ||
+  fail "twin:cuda:fa2 against fa2: want 1, DIFFERS, 2 compared, none unpaired"
 
 report "$(outcome fa2 finite pass)" "$(outcome paper finite fail)" >"$tmp/cpu_only.json"
 compare "$tmp/cpu_only.json"

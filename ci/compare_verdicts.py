@@ -63,7 +63,7 @@ def main():
         by_kernel[o["kernel"]][key] = o["status"]
         reasons[(o["kernel"], key)] = o.get("message", "")
     mismatches = compared = unpaired = 0
-    print("| CUDA kernel | CPU model | same verdict | differ | skipped on GPU | unpaired |")
+    print("| CUDA kernel (or twin) | CPU model | same verdict | differ | skipped on GPU (or twin) | unpaired |")
     print("|---|---|---|---|---|---|")
     for gpu in sorted(k for k in by_kernel if k.startswith(("cuda:", "twin:cuda:"))):
         cpu = gpu.split("cuda:", 1)[1]
@@ -94,7 +94,7 @@ def main():
     for line in skips:
         print(line)
     if compared == 0:
-        fail(f"nothing compared: no check of a cuda:K kernel beside its CPU model K in {' '.join(sys.argv[1:])} "
+        fail(f"nothing compared: no check of a cuda:K kernel (or twin:cuda:K) beside its CPU model K in {' '.join(sys.argv[1:])} "
              f"(kernels: {', '.join(sorted(by_kernel)) or 'none'})")
     print(f"compare_verdicts: {mismatches} differing verdict(s) of {compared} compared"
           + (f"; {unpaired} outcome(s) unpaired" if unpaired else ""))

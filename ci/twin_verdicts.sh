@@ -5,6 +5,10 @@
 # the GPU's numerics would not follow shows in CI. ctest twin_verdicts (builds with CUDA; ~60 s of checks, 2 cores).
 # Exit: compare_verdicts.py's (0 equal, 1 a verdict differs or is unpaired, 2 unreadable); 2 if a check run errs.
 set -euo pipefail
+if [ $# -ne 1 ] || [ ! -x "$1" ]; then
+  echo "usage: twin_verdicts.sh ATTNCHECK (an attncheck built with CUDA; got: ${1:-nothing})" >&2
+  exit 2
+fi
 bin=$(realpath "$1")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT

@@ -317,8 +317,16 @@ TEST_F(Cli, ReplayOnAnotherKernel) {
       (fs::path(ATTNCHECK_SOURCE_DIR) / "corpus" / "regression" / "paper-fixed-unbiased-tied_max_flat-5c19ce2d.json").string();
   const CmdResult moved = run("replay -q --kernel fa2-fixed " + hole);
   EXPECT_EQ(moved.status, 1) << moved.out << moved.err;
-  EXPECT_NE(moved.out.find("the case's kernel failed on O, dV, delta, fa2-fixed on no tensor: another failure"),
+  EXPECT_NE(moved.out.find("the case's kernel failed on O, dV, delta; fa2-fixed fails otherwise: another failure"),
             std::string::npos) << moved.out;
+  EXPECT_NE(moved.out.find("  not finite:"), std::string::npos) << "-q keeps the replay's own reason" << moved.out;
+  // --kernel naming the case's own kernel is a plain replay: a moved statistic is a note (and --update-stats's).
+  json edited = json::parse(slurp(hole));
+  for (auto& [name, t] : edited["stats"]["tensors"].items()) t["fails"] = false;
+  const std::string edited_path = file("edited.json", edited.dump(1));
+  const CmdResult own = run("replay -q --kernel paper-fixed " + edited_path);
+  EXPECT_EQ(own.status, 0) << own.out << own.err;
+  EXPECT_NE(own.out.find("note: the file's stats fail on no tensor"), std::string::npos) << own.out;
   EXPECT_EQ(moved.out.find("--update-stats"), std::string::npos) << "no note that offers a refused option" << moved.out;
   const CmdResult params = run("replay -q --kernel paper-fixed " +
       (fs::path(ATTNCHECK_SOURCE_DIR) / "corpus" / "regression" / "paper-fixed-beta8-unbiased-near_tie-small-max-control.json").string());

@@ -21,6 +21,8 @@ Registry& default_registry() {
 #if !defined(ATTNCHECK_HAVE_CUDA)
 int register_cuda_kernels(Registry& r) {
   r.note_absent("cuda:", "this build has no CUDA kernels (CMake found no nvcc, or -DATTNCHECK_CUDA=OFF)");
+  r.note_absent("twin:cuda:", "the CPU twins come with the CUDA kernels, and this build has none (CMake found no "
+                              "nvcc, or -DATTNCHECK_CUDA=OFF); replay on the CPU model (the name without twin:cuda:)");
   return 0;
 }
 #endif

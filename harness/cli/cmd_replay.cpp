@@ -150,8 +150,14 @@ int run_replay(const ReplayOptions& opt) {
         ++skipped;
         continue;
       }
-      const std::string found_on = c.kernel;
-      if (!opt.kernel.empty()) c.kernel = default_registry().get(opt.kernel).name();  // its canonical name
+      // Both by their canonical names where this registry has them (a file may spell parameters otherwise).
+      std::string found_on = c.kernel;
+      try {
+        found_on = default_registry().get(c.kernel).name();
+      } catch (const Error&) {  // a kernel not here (a GPU's): replay_case below says so
+      }
+      if (!opt.kernel.empty()) c.kernel = default_registry().get(opt.kernel).name();
+      const bool other_kernel = c.kernel != found_on;
       Outcome o;
       try {
         o = replay_case(c, default_registry());
@@ -178,19 +184,19 @@ int run_replay(const ReplayOptions& opt) {
       std::string moved = same ? moved_tensors(c.stats, o.stats) : "", other_failure;
       // On another kernel the file's stats are the case's kernel's: a statistic failing on other tensors is another
       // failure, not a moved statistic (nothing to update). Per-instance properties keep no such record: verdict only.
-      if (!opt.kernel.empty() && !moved.empty()) {
+      if (other_kernel && !moved.empty()) {
         const std::string was = failing_tensors(c.stats), is = failing_tensors(o.stats);
-        other_failure = "the case's kernel failed on " + (was.empty() ? std::string("no tensor") : was) + ", " +
-                        c.kernel + " on " + (is.empty() ? std::string("no tensor") : is) + ": another failure";
+        other_failure = "the case's kernel failed on " + (was.empty() ? std::string("no tensor") : was) + "; " +
+                        c.kernel + (is.empty() ? " fails otherwise" : " on " + is) + ": another failure";
         same = false, moved.clear();
       }
       differ += !same;
       // The path is the user's; kernel, property and family are text already (load_case refuses anything else).
       std::cout << (same ? "ok    " : "DIFFER") << " " << printable(path) << ": " << c.kernel
-                << (c.kernel != found_on ? " (the case's kernel: " + found_on + ")" : std::string()) << " / " << c.property
+                << (other_kernel ? " (the case's kernel: " + found_on + ")" : std::string()) << " / " << c.property
                 << " / " << c.family.describe() << ": expected " << status_name(c.expected) << ", got "
                 << status_name(o.status) << "\n";
-      if (!opt.kernel.empty()) {  // parameters the case's kernel had and this one has not (or the reverse)
+      if (other_kernel) {  // parameters the case's kernel had and this one has not (or the reverse)
         const auto bracket = [](const std::string& n) { return n.find('[') == std::string::npos ? "" : n.substr(n.find('[')); };
         if (bracket(found_on) != bracket(c.kernel))
           std::cout << "  note: the case's kernel is " << found_on << ", this replay's " << c.kernel
@@ -204,7 +210,7 @@ int run_replay(const ReplayOptions& opt) {
         std::cout << "  note: " << moved << "; --update-stats rewrites them\n";
       }
       if (opt.quiet) {  // the verdict line; a verdict that differs keeps its one-line reason
-        if (!same && other_failure.empty() && !o.message.empty()) std::cout << "  " << printable(o.message) << "\n";
+        if (!same && !o.message.empty()) std::cout << "  " << printable(o.message) << "\n";
       } else if (!o.report.empty()) {  // the report repeats the message and the statistic
         std::cout << printable(o.report, /*keep_newlines=*/true) << (o.report.back() == '\n' ? "" : "\n");
       } else {
