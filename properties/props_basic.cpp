@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include "properties/property_util.h"
 #include "properties/props.h"
@@ -124,16 +125,15 @@ std::string check_accurate(const Kernel& k, const Instance& in, const Family&, n
     const BackwardOutput pb = plain->backward(in, pw);
     const Problem& p = in.problem;
     // dQ sums n_k terms per element in fp32; dK and dV sum n_q·group terms (accuracy.h derives the floor).
-    GradientNoise noise;  // computed once, on the first dQ or dK that fails without it
-    bool have_noise = false;
-    auto noise_of = [&](bool dq) {
-      return [&, dq]() -> const std::vector<double>* {
-        if (!have_noise) noise = gradient_noise(in, rf), have_noise = true;
-        return dq ? &noise.dq : &noise.dk;
+    std::optional<GradientNoise> noise;  // computed once, on the first dQ or dK that fails without it
+    auto noise_of = [&](std::vector<double> GradientNoise::*tensor) {
+      return [&, tensor]() -> const std::vector<double>* {
+        if (!noise) noise = gradient_noise(in, rf);
+        return &(*noise.*tensor);
       };
     };
-    apply("dQ", kb.dq, pb.dq, rb.dq, fp32_accumulation_floor_scale(std::size_t(p.n_k)), noise_of(true));
-    apply("dK", kb.dk, pb.dk, rb.dk, fp32_accumulation_floor_scale(std::size_t(p.n_q) * p.group()), noise_of(false));
+    apply("dQ", kb.dq, pb.dq, rb.dq, fp32_accumulation_floor_scale(std::size_t(p.n_k)), noise_of(&GradientNoise::dq));
+    apply("dK", kb.dk, pb.dk, rb.dk, fp32_accumulation_floor_scale(std::size_t(p.n_q) * p.group()), noise_of(&GradientNoise::dk));
     apply("dV", kb.dv, pb.dv, rb.dv, fp32_accumulation_floor_scale(std::size_t(p.n_q) * p.group()));
   } else {
     const ReferenceForward rf = reference_forward(in);

@@ -101,15 +101,18 @@ AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector
   // value, whichever is larger (accuracy.h derives it). The deciding entry is the one furthest past it.
   // The ratios are never NaN (fmin drops the NaN of inf/inf) and never negative, so their maximum is the same in
   // any grouping: four running maxima keep the divisions from waiting on one another.
+  // A noise entry that is not a finite number >= 0 allows nothing (an infinite one would pass any error).
+  auto noise_at = [noise](std::size_t i) {
+    return noise && std::isfinite((*noise)[i]) && (*noise)[i] > 0 ? (*noise)[i] : 0.0;
+  };
   bool over = false;
   double worst_excess = 0, ratio[4] = {r.ratio, 0, 0, 0};
   std::size_t over_at = 0;
   for (std::size_t i = 0; i < exact.size(); ++i) {
     const double k = kernel[i], e = exact[i];
     if (!std::isfinite(k) || !std::isfinite(e)) continue;
-    // A noise entry that is not a finite number >= 0 allows nothing (an infinite one would pass any error).
-    const double n = noise && std::isfinite((*noise)[i]) && (*noise)[i] > 0 ? (*noise)[i] : 0.0;
-    const double allowance = std::fmax(known_format ? std::fmax(r.bound, ulp_of_finite(e, fi)) : r.bound, n);
+    const double allowance =
+        std::fmax(known_format ? std::fmax(r.bound, ulp_of_finite(e, fi)) : r.bound, noise_at(i));
     const double err = std::fabs(k - e);
     double& rm = ratio[i % 4];
     rm = std::fmax(rm, allowance > 0 ? std::fmin(err / allowance, 1e30) : (err > 0 ? 1e30 : 0.0));
@@ -147,7 +150,7 @@ AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector
     append_num(s, r.floor, 6);
     s += ") = ";
     append_num(s, r.bound, 6);
-    const bool with_noise = noise && std::isfinite((*noise)[r.worst]) && (*noise)[r.worst] > 0;
+    const bool with_noise = noise_at(r.worst) > 0;
     if (!within && (known_format || with_noise)) {
       s += r.ok ? "; every larger error within " : "; beyond ";
       if (known_format) {
@@ -158,7 +161,7 @@ AccuracyCheck accuracy_rule(const std::vector<double>& kernel, const std::vector
       if (with_noise) {
         s += known_format ? ", that bound or" : "that bound or";
         s += " its kernel-only noise (";
-        append_num(s, (*noise)[r.worst], 6);
+        append_num(s, noise_at(r.worst), 6);
         s += " at the worst index)";
       }
     }

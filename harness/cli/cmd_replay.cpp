@@ -136,7 +136,8 @@ int run_replay(const ReplayOptions& opt) {
   // The stats are the case's kernel's: another kernel's would overwrite them with what the case did not find.
   if (!opt.kernel.empty() && opt.update_stats)
     throw Error("--update-stats with --kernel: the file's stats are its own kernel's; replay that kernel to update them");
-  if (!opt.kernel.empty()) (void)default_registry().get(opt.kernel);  // an unknown name is said once, not per file
+  // Its canonical name, once: an unknown name is said before any file, not per file.
+  const std::string replay_on = opt.kernel.empty() ? "" : default_registry().get(opt.kernel).name();
   int bad = 0, differ = 0, skipped = 0;
   const std::vector<Named> files = case_files(opt.files);
   for (const auto& [path, error] : files) {
@@ -156,7 +157,7 @@ int run_replay(const ReplayOptions& opt) {
         found_on = default_registry().get(c.kernel).name();
       } catch (const Error&) {  // a kernel not here (a GPU's): replay_case below says so
       }
-      if (!opt.kernel.empty()) c.kernel = default_registry().get(opt.kernel).name();
+      if (!replay_on.empty()) c.kernel = replay_on;
       const bool other_kernel = c.kernel != found_on;
       Outcome o;
       try {
