@@ -3,11 +3,13 @@
 #   compare_verdicts.py: equal verdicts exit 0, a difference exit 1 (also where a failure's family shrank, or an
 #     outcome has no partner; a CPU twin twin:cuda:K pairs with K too); a missing, truncated or malformed report and a
 #     report with no cuda:K beside its K (nothing compared) or of an interrupted run exit 2 with one line, never a
-#     traceback or "0 differ";
+#     traceback or "0 differ"; a difference the CPU twin predicts (--twin) exits 0, one it does not exits 1;
+#     --differing-checks names the checks to rerun;
 #   gpu.sh on a host without a usable CUDA device (skipped where BUILD_DIR's attncheck lists cuda:fa2): exit 2 at
 #     once, saying why on standard error and in the report, instead of "PASS" for tests that all skipped;
 #   gpu.sh on a stand-in GPU build (stub programs: an attncheck that lists cuda:fa2 and writes no report) whose
 #     out folder holds an earlier run's reports of equal verdicts: the comparison must fail, not pass on them;
+#   gpu.sh with stand-ins whose suite differs from the model where the twin rerun predicts it (step PASS) or not (FAIL);
 #   bench_table.py: rows whose fixed variants did not run are kept; a log without rows exits 1, saying so.
 # Run: ctest -R ci_scripts   or   bash ci/ci_scripts_test.sh build
 set -uo pipefail
@@ -76,6 +78,36 @@ compare "$tmp/twin.json"
   grep -q '1 differing verdict(s) of 2 compared$' "$tmp/out" && ! grep -q UNPAIRED "$tmp/err"; } ||
   fail "twin:cuda:fa2 against fa2: want 1, DIFFERS, 2 compared, none unpaired"
 
+# A difference the CPU twin predicts (--twin: the twin rerun on the differing check, same suite) does not fail; one
+# it does not predict, or a twin report of another suite, still does. --differing-checks names what to rerun.
+in_suite() {  # in_suite SUITE OUTCOME...: a report of that suite (run.suite), outcomes with a family generator
+  local suite=$1; shift
+  echo "{\"run\": {\"suite\": \"$suite\"}, \"outcomes\": [$(IFS=,; echo "$*" | sed 's/"message"/"family": {"generator": "tied_max"}, "message"/g')]}"
+}
+in_suite long "$(outcome fa2 accurate pass)" "$(outcome cuda:fa2 accurate fail)" "$(outcome fa2 finite pass)" \
+  "$(outcome cuda:fa2 finite pass)" >"$tmp/long.json"
+in_suite long "$(outcome twin:cuda:fa2 accurate fail)" >"$tmp/twin_fails.json"
+in_suite long "$(outcome twin:cuda:fa2 accurate pass)" >"$tmp/twin_passes.json"
+in_suite default "$(outcome twin:cuda:fa2 accurate fail)" >"$tmp/twin_other_suite.json"
+compare --differing-checks "$tmp/long.json"
+{ [ $rc = 0 ] && [ "$(cat "$tmp/out")" = "$(printf 'long\tcuda:fa2\taccurate\ttied_max')" ]; } ||
+  fail "--differing-checks: want one line, suite, kernel, property, generator"
+compare --twin "$tmp/twin_fails.json" "$tmp/long.json"
+{ [ $rc = 0 ] && grep -q '^PREDICTED cuda:fa2=fail fa2=pass: accurate .*twin:cuda:fa2=fail' "$tmp/out" &&
+  grep -q '0 differing verdict(s) of 2 compared; 1 more differ(s) as the CPU twin predicts' "$tmp/out" &&
+  grep -qF '| cuda:fa2 | fa2 | 1 | 1 | 1 | 0 | 0 |' "$tmp/out"; } ||
+  fail "a difference the twin predicts: want 0, PREDICTED, counted apart"
+compare --twin "$tmp/twin_passes.json" "$tmp/long.json"
+{ [ $rc = 1 ] && grep -q 'DIFFERS cuda:fa2=fail fa2=pass: .*not predicted: twin:cuda:fa2=pass' "$tmp/err"; } ||
+  fail "a difference the twin does not predict: want 1, DIFFERS, not predicted"
+compare --twin "$tmp/twin_other_suite.json" "$tmp/long.json"
+{ [ $rc = 1 ] && grep -q '1 differing verdict(s) of 2 compared$' "$tmp/out"; } ||
+  fail "a twin report of another suite: want 1 (it predicts nothing here)"
+compare --twin "$tmp/long.json"
+{ [ $rc = 2 ] && no_traceback; } || fail "--twin with no suite report after it: want 2"
+compare --bogus "$tmp/long.json"
+{ [ $rc = 2 ] && grep -q 'unknown option --bogus' "$tmp/err"; } || fail "an unknown option: want 2, said"
+
 report "$(outcome fa2 finite pass)" "$(outcome paper finite fail)" >"$tmp/cpu_only.json"
 compare "$tmp/cpu_only.json"
 { [ $rc = 2 ] && grep -q 'nothing compared' "$tmp/err" && ! grep -q '0 differing' "$tmp/out"; } ||
@@ -135,6 +167,43 @@ ATTNCHECK_GPU_SKIP_BUILD=1 ATTNCHECK_GPU_BUILD="$fake" ATTNCHECK_GPU_OUT="$tmp/g
   ATTNCHECK_GPU_NO_BENCH=1 timeout 120 bash "$ci/gpu.sh" >"$tmp/out" 2>"$tmp/err" || rc=$?
 { [ $rc = 1 ] && grep -q 'verdicts: cuda:K == K .*: FAIL' "$tmp/gpu-stale/gpu_report.md"; } ||
   fail "gpu.sh whose suites wrote no report: want the verdict step FAIL, not a pass on an earlier run's reports"
+
+# gpu.sh with stand-ins whose suite run differs from the model on one check and whose twin rerun of that check gets
+# the GPU's verdict: the verdict step passes and the report says PREDICTED; where the twin gets the model's verdict,
+# the step fails.
+for twin in twin_fails twin_passes; do
+  fake="$tmp/fake-twin-build"
+  rm -rf "$fake" "$tmp/gpu-twin"
+  mkdir -p "$fake/harness" "$fake/kernels/cuda"
+  cp "$tmp/long.json" "$fake/suite.json"
+  cp "$tmp/$twin.json" "$fake/twin.json"
+  cat >"$fake/harness/attncheck" <<'STUB'
+#!/bin/bash
+here=$(dirname "$0")/..
+[ "$1" = list ] && { echo "  cuda:fa2"; exit 0; }
+json= twin=0
+while [ $# -gt 0 ]; do
+  case $1 in --json) json=$2; shift ;; twin:cuda:*) twin=1 ;; esac
+  shift
+done
+[ -n "$json" ] || exit 2
+if [ $twin = 1 ]; then cp "$here/twin.json" "$json"; else cp "$here/suite.json" "$json"; fi
+exit 1
+STUB
+  for t in cuda_kernels_test mma_probe_test; do printf '#!/bin/sh\necho "[  PASSED  ] 1 test."\n' >"$fake/kernels/cuda/$t"; done
+  chmod +x "$fake/harness/attncheck" "$fake"/kernels/cuda/*
+  rc=0
+  ATTNCHECK_GPU_SKIP_BUILD=1 ATTNCHECK_GPU_BUILD="$fake" ATTNCHECK_GPU_OUT="$tmp/gpu-twin" ATTNCHECK_GPU_NO_SANITIZER=1 \
+    ATTNCHECK_GPU_NO_BENCH=1 ATTNCHECK_GPU_SUITES=long timeout 120 bash "$ci/gpu.sh" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  if [ $twin = twin_fails ]; then
+    { grep -q 'verdicts: cuda:K == K on the suites long .*: PASS' "$tmp/gpu-twin/gpu_report.md" &&
+      grep -q '^PREDICTED cuda:fa2=fail fa2=pass' "$tmp/gpu-twin/gpu_report.md"; } ||
+      fail "gpu.sh where the twin predicts the difference: want the verdict step PASS, PREDICTED in the report"
+  else
+    grep -q 'verdicts: cuda:K == K on the suites long .*: FAIL' "$tmp/gpu-twin/gpu_report.md" ||
+      fail "gpu.sh where the twin gets the model's verdict: want the verdict step FAIL"
+  fi
+done
 
 # bench_table.py (gpu.sh's joined table): a row whose fixed variants did not run ('-': every bwd row) is kept, with
 # its fa2/cuDNN ratio; a pattern of four numbers dropped all of them once bench_attention printed '-'.
