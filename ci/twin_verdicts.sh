@@ -3,15 +3,24 @@
 # kernels/cuda/cuda_twin.h) get their CPU models' verdicts on the default and bias suites. On a GPU host ci/gpu.sh
 # compares cuda:K with K (compare_verdicts.py); this predicts that comparison without a GPU, so a model change that
 # the GPU's numerics would not follow shows in CI. ctest twin_verdicts (builds with CUDA; ~60 s of checks, 2 cores).
+#   twin_verdicts.sh ATTNCHECK [WORKDIR]   WORKDIR: kept, this script's files in it replaced (ctest gives one in the
+#                                          build tree, so a run killed by its timeout leaves nothing in /tmp); default
+#                                          a temporary folder, removed
 # Exit: compare_verdicts.py's (0 equal, 1 a verdict differs or is unpaired, 2 unreadable); 2 if a check run errs.
 set -euo pipefail
-if [ $# -ne 1 ] || [ ! -x "$1" ]; then
-  echo "usage: twin_verdicts.sh ATTNCHECK (an attncheck built with CUDA; got: ${1:-nothing})" >&2
+if [ $# -lt 1 ] || [ $# -gt 2 ] || [ ! -x "$1" ]; then
+  echo "usage: twin_verdicts.sh ATTNCHECK [WORKDIR] (ATTNCHECK: an attncheck built with CUDA; got: ${1:-nothing})" >&2
   exit 2
 fi
 bin=$(realpath "$1")
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+if [ $# -eq 2 ]; then
+  dir=$2
+  mkdir -p "$dir"
+  rm -rf "$dir"/default.json "$dir"/bias.json "$dir"/default.log "$dir"/bias.log "$dir/corpus"
+else
+  dir=$(mktemp -d)
+  trap 'rm -rf "$dir"' EXIT
+fi
 kernels=()
 for k in fa2 fa2-fixed paper paper-fixed; do kernels+=(-k "$k" -k "twin:cuda:$k"); done
 for suite in default bias; do
