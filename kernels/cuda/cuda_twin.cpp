@@ -27,10 +27,25 @@ ForwardOutput twin(const Instance& in, float beta, float tol) {
   ForwardOutput out;
   out.o.assign(p.q_size(), 0.0);
   out.lse.assign(p.rows(), 0.0);
-  std::vector<float> q(kd), kt(std::size_t(tk) * kd), vt(std::size_t(tk) * kd), acc(kd), s(tk), pv(tk);
+  // The kv head's K (key rows) and V (transposed: a column's keys in order), as floats, zero past n_k up to a whole
+  // key tile: what the kernel's tiles hold, converted once per kv head rather than per query row and tile.
+  const int n_pad = (p.n_k + tk - 1) / tk * tk;
+  std::vector<float> kh(std::size_t(n_pad) * kd), vh_t(std::size_t(kd) * n_pad);
+  std::vector<float> q(kd), acc(kd), s(tk), pv(tk);
+  int loaded = -1;  // b · heads_kv + hk of the kv head in kh, vh_t
   for (int b = 0; b < p.batch; ++b)
     for (int h = 0; h < p.heads_q; ++h) {
       const int hk = h / p.group();
+      if (b * p.heads_kv + hk != loaded) {
+        std::fill(kh.begin(), kh.end(), 0.f);
+        std::fill(vh_t.begin(), vh_t.end(), 0.f);
+        for (int j = 0; j < p.n_k; ++j)
+          for (int c = 0; c < d; ++c) {
+            kh[std::size_t(j) * kd + c] = static_cast<float>(in.k[p.kv_at(b, hk, j, c)]);
+            vh_t[std::size_t(c) * n_pad + j] = static_cast<float>(in.v[p.kv_at(b, hk, j, c)]);
+          }
+        loaded = b * p.heads_kv + hk;
+      }
       for (int i = 0; i < p.n_q; ++i) {
         const int row0 = (i / tq) * tq, last_row = std::min(row0 + tq, p.n_q) - 1;
         const int n_end = (p.causal && !Spec::paper) ? std::min(p.n_k, last_row + diag + 1) : p.n_k;
@@ -39,18 +54,11 @@ ForwardOutput twin(const Instance& in, float beta, float tol) {
         float m_run = Spec::mask_value, l_run = 0.f;
         std::fill(acc.begin(), acc.end(), 0.f);
         for (int n0 = 0; n0 < n_end; n0 += tk) {
-          std::fill(kt.begin(), kt.end(), 0.f);
-          std::fill(vt.begin(), vt.end(), 0.f);
-          for (int j = 0; j < tk && n0 + j < p.n_k; ++j)
-            for (int c = 0; c < d; ++c) {
-              kt[std::size_t(j) * kd + c] = static_cast<float>(in.k[p.kv_at(b, hk, n0 + j, c)]);
-              vt[std::size_t(j) * kd + c] = static_cast<float>(in.v[p.kv_at(b, hk, n0 + j, c)]);
-            }
           auto exists = [&](int j) { return n0 + j < p.n_k; };
           auto visible = [&](int j) { return exists(j) && in.visible(b, h, i, n0 + j); };
           // step 1: tensor-core q·k (k16 steps chained), rounded; masked keys get mask_value.
           for (int j = 0; j < tk; ++j) {
-            float x = round_float(mma_dot(q.data(), &kt[std::size_t(j) * kd], kd), Spec::qk_fmt);
+            float x = round_float(mma_dot_padded(q.data(), &kh[std::size_t(n0 + j) * kd], d, kd), Spec::qk_fmt);
             if (!Spec::scale_in_exp) x = round_float(x * scale, Spec::s_fmt);
             if (p.has_bias && visible(j)) {
               const float bj = static_cast<float>(in.bias[p.score_at(b, h, i, n0 + j)]);
@@ -95,12 +103,8 @@ ForwardOutput twin(const Instance& in, float beta, float tol) {
           // step 5: block output per column: 16-key slices chained through the tensor cores from 0;
           // step 6: acc update.
           for (int c = 0; c < kd; ++c) {
-            float blk = 0.f;
-            for (int js = 0; js < tk / 16; ++js) {
-              float vb[16];
-              for (int k = 0; k < 16; ++k) vb[k] = vt[std::size_t(16 * js + k) * kd + c];
-              blk = mma_k16(&pv[16 * js], vb, blk);
-            }
+            const float* v_col = &vh_t[std::size_t(c) * n_pad + n0];
+            const float blk = mma_dot_padded(pv.data(), v_col, std::min(tk, p.n_k - n0), tk);
             acc[c] = round_float(round_float(alpha * acc[c], Spec::acc_fmt) + round_float(blk, Spec::block_out_fmt),
                                  Spec::acc_fmt);
           }
@@ -178,22 +182,19 @@ class TwinKernel final : public Kernel {
 // over the head dim zero-padded to 64 or 128 (the kernels' kd); each tile's partial of dV, dK (over 64 queries) or dQ
 // (over 64 keys) as a chain of four k16 steps over the tile's rows, zero-padded to 64 (add_partial, bwd_common.cuh).
 // Both from 0. Everything else in the backward is the CPU model's own arithmetic, which flash_bwd.cu follows.
+// The padding's k16 steps are skipped (mma_dot_padded: the same bits).
 void tensor_core_dots(const float* a, const float* bt, int width, int d, float* out) {
-  const int kd = d <= 64 ? 64 : 128;
-  float aa[128] = {}, bb[128] = {};
-  std::copy(a, a + d, aa);
+  float bb[128];
   for (int j = 0; j < width; ++j) {
     for (int t = 0; t < d; ++t) bb[t] = bt[std::size_t(t) * width + j];
-    out[j] = mma_dot(aa, bb, kd);
+    out[j] = mma_dot_padded(a, bb, d, d <= 64 ? 64 : 128);
   }
 }
 void tensor_core_tile_sum(const float* w, const float* rows, int n, int width, float* out) {
-  const int padded = (n + 63) / 64 * 64;
-  std::vector<float> a(padded, 0.0f), b(padded, 0.0f);
-  std::copy(w, w + n, a.begin());
+  std::vector<float> b(n);
   for (int t = 0; t < width; ++t) {
     for (int r = 0; r < n; ++r) b[r] = rows[std::size_t(r) * width + t];
-    out[t] = mma_dot(a.data(), b.data(), padded);
+    out[t] = mma_dot_padded(w, b.data(), n, (n + 63) / 64 * 64);
   }
 }
 

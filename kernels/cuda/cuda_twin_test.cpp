@@ -6,6 +6,8 @@
 // Run: ctest -R cuda_twin
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <string>
@@ -181,6 +183,105 @@ TEST(MmaModel, ReproducesMeasuredFacts) {
   EXPECT_EQ(mma_k16(a, b, 1.0f), 1.0f);
   const float exact_sum = 1.0f + 16 * std::ldexp(1.0f, -26);
   EXPECT_NE(exact_sum, 1.0f);
+}
+
+// Inputs for the tensor-core model's own tests: bf16 values of four kinds — 0: any finite bf16 (subnormals, sums
+// past fp32's range); 1: one binade's worth around 1, random signs (cancellation); 2: wide but moderate exponents
+// with ±0 among them; 3: mostly +0 — and running values c: ±0, ±inf, NaN, any fp32 value, or near the kind's values.
+struct MmaInputs {
+  std::uint64_t state = 0x9e3779b97f4a7c15ull;
+  std::uint64_t next() {  // splitmix64
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  static float bf16_bits(std::uint32_t hi) { return std::bit_cast<float>(hi << 16); }
+  float value(int kind) {
+    for (;;) {
+      const auto r = static_cast<std::uint32_t>(next());
+      const float moderate = bf16_bits((r & 0x807fu) | ((110u + (r >> 16) % 30) << 7));
+      float x;
+      if (kind == 0) x = bf16_bits(r & 0xffffu);
+      else if (kind == 1) x = bf16_bits((r & 0x807fu) | ((124u + (r >> 16) % 8) << 7));  // |x| in [2^-3, 2^5)
+      else if (kind == 2) x = (r & 7) == 0 ? ((r & 8) ? -0.0f : 0.0f) : moderate;
+      else x = (r & 31) != 0 ? 0.0f : moderate;
+      if (std::isfinite(x)) return x;
+    }
+  }
+  float running(int kind) {
+    const auto r = next();
+    switch (r % 16) {
+      case 0: return 0.0f;
+      case 1: return -0.0f;
+      case 2: return (r & 16) ? INFINITY : -INFINITY;
+      case 3: return std::numeric_limits<float>::quiet_NaN();
+      case 4: case 5: case 6: case 7: return std::bit_cast<float>(static_cast<std::uint32_t>(r >> 32));  // any
+      default: return value(kind) * (1.0f + std::ldexp(static_cast<float>(r >> 40 & 0xffff), -17));
+    }
+  }
+  static bool same(float x, float y) {  // the same bits (any NaN for a NaN)
+    return std::isnan(x) ? std::isnan(y) : std::bit_cast<std::uint32_t>(x) == std::bit_cast<std::uint32_t>(y);
+  }
+};
+
+// mma_k16 takes a shorter path for kMeasuredMmaModel (integer cuts, exponents from the bits): it must give the
+// generic model's bits on every kind of input the twin meets (MmaInputs), with products that are all -0 (p̄ = +0
+// against negative v, and c = -0: a -0 result), and an infinite p̄ or a NaN among the inputs (overflow). A path that
+// rounds a cut term to nearest, forgets c's own exponent or the sign of a zero sum fails here in the first cases.
+TEST(MmaModel, TheMeasuredPathIsTheGenericModel) {
+  MmaInputs gen;
+  int differ = 0, nonzero = 0, infinite = 0, negative_zero = 0;
+  for (int i = 0; i < 300000 && differ < 5; ++i) {
+    const int kind = i % 4;  // 3: a mostly +0, b negative: often every product is -0
+    float a[16], b[16];
+    for (int k = 0; k < 16; ++k) a[k] = gen.value(kind), b[k] = gen.value(kind);
+    if (kind == 3)  // p̄ = +0 against negative v, as in the twin's P̄V: -0 products, -0 when c is -0 too
+      for (float& x : b) x = -std::fabs(x);
+    if (i % 64 == 1) a[gen.next() % 16] = (i & 128) ? INFINITY : -INFINITY;  // an overflowed p̄ (large_logits)
+    if (i % 64 == 2) b[gen.next() % 16] = std::numeric_limits<float>::quiet_NaN();
+    const float c = gen.running(kind);
+    const float fast = mma_k16(a, b, c), slow = mma_k16_generic(a, b, c, kMeasuredMmaModel);
+    nonzero += fast != 0.0f;
+    infinite += std::isinf(fast);
+    negative_zero += fast == 0.0f && std::signbit(fast);
+    if (!MmaInputs::same(fast, slow)) {
+      ++differ;
+      ADD_FAILURE() << "case " << i << ": measured path " << fast << ", generic model " << slow << " (c = " << c << ")";
+    }
+  }
+  EXPECT_GT(nonzero, 150000);      // the cases exercise sums,
+  EXPECT_GT(infinite, 1000);       // overflow
+  EXPECT_GT(negative_zero, 1000);  // and the sign of a sum of zeros
+}
+
+// The twin skips the k16 steps of the kernels' +0 padding to 64 or 128 (head dim, a tile's rows or keys:
+// mma_dot_padded): the same bits as the whole chain, on every kind of input, with exact zero sums (a cancelling pair,
+// all zero operands), a -0 before the padding (a sum that underflows fp32), an infinite or NaN running value reached
+// before the padding, and lengths on and off multiples of 16.
+TEST(MmaModel, ThePaddingStepsChangeNoBit) {
+  MmaInputs gen;
+  int differ = 0, zero = 0, negative_zero = 0, not_finite = 0;
+  for (int i = 0; i < 40000 && differ < 5; ++i) {
+    const int kind = i % 4, padded = (i & 4) ? 128 : 64, n = 1 + static_cast<int>(gen.next() % padded);
+    std::vector<float> a(padded, 0.0f), b(padded, 0.0f);
+    for (int k = 0; k < n; ++k) a[k] = gen.value(kind), b[k] = gen.value(kind);
+    if (i % 16 == 5 && n >= 2) a[1] = a[0], b[1] = -b[0], std::fill(a.begin() + 2, a.begin() + n, 0.0f);  // 0 exactly
+    if (i % 64 == 9) a[gen.next() % n] = INFINITY;
+    if (i % 16 == 7)  // -2^-160 underflows fp32 to -0
+      a[0] = 0x1p-80f, b[0] = -0x1p-80f, std::fill(a.begin() + 1, a.begin() + n, 0.0f);
+    const float unpadded = mma_dot_padded(a.data(), b.data(), n, padded), whole = mma_dot(a.data(), b.data(), padded);
+    zero += unpadded == 0.0f;
+    negative_zero += unpadded == 0.0f && std::signbit(mma_dot(a.data(), b.data(), n));
+    not_finite += !std::isfinite(unpadded);
+    if (!MmaInputs::same(unpadded, whole)) {
+      ++differ;
+      ADD_FAILURE() << "case " << i << ": over " << n << " " << unpadded << ", over " << padded << " " << whole;
+    }
+  }
+  EXPECT_GT(zero, 2000);
+  EXPECT_GT(negative_zero, 100);
+  EXPECT_GT(not_finite, 500);
 }
 
 // The twin differs from the CPU model only in the order of fp32 additions (tensor-core sums, lane order),

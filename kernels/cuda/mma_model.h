@@ -11,6 +11,7 @@
 // ±inf and stays so through later k16 steps (no subnormal modelling).
 #pragma once
 
+#include <bit>
 #include <cmath>
 
 #include "kernels/formats.h"
@@ -27,6 +28,7 @@ struct MmaModel {
   bool c_in_align = true;            // the running value is aligned with the products (else added after)
   bool align_exp_sum = false;        // a product's alignment exponent is e(a)+e(b) (its significand may
                                      // reach [2, 4)), else the exponent of the exact product
+  constexpr bool operator==(const MmaModel&) const = default;
 };
 
 // What mma_probe_test measured on an H200 (sm_90); TENSOR_CORES.md has the evidence.
@@ -60,8 +62,9 @@ ATTN_HD float aligned_sum(const double* t, const int* e, int n, const MmaModel& 
 }
 }  // namespace mma_detail
 
-// One output element: c + Σ_{k<16} a[k]·b[k] under model m (a, b hold bf16 values; c an fp32 value).
-ATTN_HD float mma_k16(const float* a, const float* b, float c, const MmaModel& m = kMeasuredMmaModel) {
+// One output element: c + Σ_{k<16} a[k]·b[k] under model m (a, b hold bf16 values; c an fp32 value), as the
+// parameters say, step by step (mma_k16 below takes a faster path for kMeasuredMmaModel, the same bits).
+ATTN_HD float mma_k16_generic(const float* a, const float* b, float c, const MmaModel& m) {
   float acc = c;
   if (!std::isfinite(acc)) {  // an overflowed running value (±inf) or NaN absorbs finite products, as IEEE adds
     double z = acc;
@@ -91,6 +94,54 @@ ATTN_HD float mma_k16(const float* a, const float* b, float c, const MmaModel& m
   return acc;
 }
 
+namespace mma_detail {
+// ilogb of a finite nonzero float from its exponent field (libm's ilogbf was an eighth of the twin's time);
+// subnormals through std::ilogb.
+ATTN_HD int exponent(float x) {
+  const int field = static_cast<int>((std::bit_cast<unsigned>(x) >> 23) & 0xffu);
+  return field != 0 ? field - 127 : std::ilogb(x);
+}
+// 2^e as a double, for e in double's normal range (here e >= -2 * 149 - 25 - 2).
+ATTN_HD double pow2(int e) { return std::bit_cast<double>(static_cast<unsigned long long>(e + 1023) << 52); }
+}  // namespace mma_detail
+
+// kMeasuredMmaModel's k16 step, the generic path's arithmetic without its choices: every product and c (when
+// nonzero) aligned to the largest exponent, e(a) + e(b) for a product; each cut toward zero to a multiple of
+// q = 2^(emax − 25); the exact sum rounded toward zero to fp32. Exactness, as in the generic path: the products of
+// two bf16 (or fp32) values are exact in double; a term over q is below 2^27 (a significand below 4 times
+// 2^(emax − emax + 25)), so the int64 conversion truncates it exactly toward zero, and 17 such terms sum exactly
+// (below 2^32 · q, within double's 53 bits). Test: MmaModel.TheMeasuredPathIsTheGenericModel (the same bits on
+// random, wide-exponent, cancelling, subnormal, signed-zero and infinite inputs).
+ATTN_HD float mma_k16_measured(const float* a, const float* b, float c) {
+  bool finite = std::isfinite(c);  // else (an overflowed p̄ or running value) the generic path, as validated on the GPU
+  for (int k = 0; k < 16; ++k) finite &= std::isfinite(a[k]) && std::isfinite(b[k]);
+  if (!finite) return mma_k16_generic(a, b, c, kMeasuredMmaModel);
+  double t[17];
+  int e[17];
+  int n = 0, emax = -100000;
+  if (c != 0.0f) e[n] = mma_detail::exponent(c), t[n++] = c, emax = e[0];
+  double zeros = c;  // with nothing but zeros, c plus the zero products in order: the generic path's signed zero
+  for (int k = 0; k < 16; ++k) {
+    if (a[k] == 0.0f || b[k] == 0.0f) {
+      zeros += static_cast<double>(a[k]) * static_cast<double>(b[k]);
+      continue;
+    }
+    e[n] = mma_detail::exponent(a[k]) + mma_detail::exponent(b[k]);
+    emax = std::max(emax, e[n]);
+    t[n++] = static_cast<double>(a[k]) * static_cast<double>(b[k]);
+  }
+  if (n == 0) return static_cast<float>(zeros);
+  const int shift = emax - kMeasuredMmaModel.frac_bits;
+  const double inv_q = mma_detail::pow2(-shift), q = mma_detail::pow2(shift);
+  long long s = 0;
+  for (int i = 0; i < n; ++i) s += static_cast<long long>(t[i] * inv_q);  // toward zero, exact (above)
+  return mma_detail::to_f32(static_cast<double>(s) * q, kMeasuredMmaModel.round_nearest);
+}
+
+ATTN_HD float mma_k16(const float* a, const float* b, float c, const MmaModel& m = kMeasuredMmaModel) {
+  return m == kMeasuredMmaModel ? mma_k16_measured(a, b, c) : mma_k16_generic(a, b, c, m);
+}
+
 // A dot product of length d (a multiple of 16 after zero padding) as the CUDA kernels compute it: k16 steps in
 // increasing k, each step's result feeding the next as c, starting from c0.
 ATTN_HD float mma_dot(const float* a, const float* b, int d, float c0 = 0.0f, const MmaModel& m = kMeasuredMmaModel) {
@@ -104,6 +155,17 @@ ATTN_HD float mma_dot(const float* a, const float* b, int d, float c0 = 0.0f, co
     acc = mma_k16(aa, bb, acc, m);
   }
   return acc;
+}
+
+// mma_dot over `padded` values (a multiple of 16) of which those past n are +0 in both operands — the kernels pad
+// the head dim to 64 or 128 and a tile's rows or keys to 64 — with the padding's k16 steps skipped. Under
+// kMeasuredMmaModel a step of sixteen +0·+0 products leaves the running value's bits as they are, but for one
+// sign: a finite nonzero c (24 significant bits) is aligned to its own exponent and cut at 2^(e(c) − 25), so
+// nothing is cut; ±inf and NaN pass through as IEEE adds; a zero comes out +0 (−0 + +0), and −0 does arise before
+// the padding: a sum that underflows fp32 keeps its sign. Test: MmaModel.ThePaddingStepsChangeNoBit.
+ATTN_HD float mma_dot_padded(const float* a, const float* b, int n, int padded) {
+  const float acc = mma_dot(a, b, n);
+  return (n + 15) / 16 * 16 < padded && acc == 0.0f ? 0.0f : acc;
 }
 
 }  // namespace attncheck
