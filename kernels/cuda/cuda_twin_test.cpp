@@ -164,6 +164,25 @@ TEST(MmaModel, OverflowIsInfinite) {
   }
 }
 
+// An infinite p̄ (exp2 past fp32's range, large_logits) enters a k16 step as IEEE adds it: ±inf times a finite
+// nonzero value is ±inf whatever that value's exponent, inf·0 and inf − inf are NaN. The aligned path took
+// ilogb(inf) = INT_MAX as an exponent: +inf · 0.5 gave NaN, +inf · 2 gave +inf (and an int overflow).
+TEST(MmaModel, InfiniteInputsAddAsIeeeAdds) {
+  for (float other : {0.5f, 2.0f, 0x1p-100f, 0x1p100f}) {
+    float a[16] = {}, b[16] = {};
+    a[0] = INFINITY, b[0] = other, a[1] = 1.0f, b[1] = -3.0f;
+    EXPECT_EQ(mma_k16(a, b, 1.0f), INFINITY) << other;
+    EXPECT_EQ(mma_k16_generic(a, b, 0.0f, kMeasuredMmaModel), INFINITY) << other;
+    b[0] = -other;
+    EXPECT_EQ(mma_k16(a, b, -5.0f), -INFINITY) << other;
+    a[2] = INFINITY, b[2] = other;  // +inf + (−inf)
+    EXPECT_TRUE(std::isnan(mma_k16(a, b, 0.0f))) << other;
+  }
+  float a[16] = {}, b[16] = {};
+  a[3] = -INFINITY;  // times b[3] = 0
+  EXPECT_TRUE(std::isnan(mma_k16(a, b, 1.0f)));
+}
+
 // Facts measured on the H200 (TENSOR_CORES.md), as single cases the model must reproduce.
 TEST(MmaModel, ReproducesMeasuredFacts) {
   float a[16] = {}, b[16] = {};

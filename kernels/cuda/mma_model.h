@@ -7,8 +7,8 @@
 // 2^(emax − frac_bits) (toward zero, down, or to nearest: `cut`), the cut terms are summed exactly,
 // and the sum is rounded once to fp32 (toward zero or to nearest). mma_probe measures which parameters the
 // hardware follows (TENSOR_CORES.md); kMeasuredMmaModel holds the answer so a CPU twin of the CUDA kernels can
-// call mma_k16(...) where the CUDA kernel issues an mma. Finite inputs (a, b) only; a sum past fp32's range is
-// ±inf and stays so through later k16 steps (no subnormal modelling).
+// call mma_k16(...) where the CUDA kernel issues an mma. A sum past fp32's range is ±inf and stays so through
+// later k16 steps (no subnormal modelling); non-finite inputs are added as IEEE adds (not probed on the hardware).
 #pragma once
 
 #include <bit>
@@ -66,7 +66,12 @@ ATTN_HD float aligned_sum(const double* t, const int* e, int n, const MmaModel& 
 // parameters say, step by step (mma_k16 below takes a faster path for kMeasuredMmaModel, the same bits).
 ATTN_HD float mma_k16_generic(const float* a, const float* b, float c, const MmaModel& m) {
   float acc = c;
-  if (!std::isfinite(acc)) {  // an overflowed running value (±inf) or NaN absorbs finite products, as IEEE adds
+  bool finite = std::isfinite(acc);
+  for (int k = 0; k < 16; ++k) finite = finite && std::isfinite(a[k]) && std::isfinite(b[k]);
+  // An overflowed running value or p̄ (±inf) or a NaN, as IEEE adds: ±inf absorbs finite products, inf − inf and
+  // inf·0 are NaN. (The aligned path below would take ilogb(±inf) = INT_MAX as an exponent: an int overflow in
+  // e(a) + e(b), then a cut by an infinite quantum — NaN or ±inf by accident; hardware not probed on these.)
+  if (!finite) {
     double z = acc;
     for (int k = 0; k < 16; ++k) z += static_cast<double>(a[k]) * static_cast<double>(b[k]);
     return static_cast<float>(z);
@@ -113,7 +118,7 @@ ATTN_HD double pow2(int e) { return std::bit_cast<double>(static_cast<unsigned l
 // (below 2^32 · q, within double's 53 bits). Test: MmaModel.TheMeasuredPathIsTheGenericModel (the same bits on
 // random, wide-exponent, cancelling, subnormal, signed-zero and infinite inputs).
 ATTN_HD float mma_k16_measured(const float* a, const float* b, float c) {
-  bool finite = std::isfinite(c);  // else (an overflowed p̄ or running value) the generic path, as validated on the GPU
+  bool finite = std::isfinite(c);  // else (an overflowed p̄ or running value) the generic path's IEEE sum
   for (int k = 0; k < 16; ++k) finite &= std::isfinite(a[k]) && std::isfinite(b[k]);
   if (!finite) return mma_k16_generic(a, b, c, kMeasuredMmaModel);
   double t[17];
