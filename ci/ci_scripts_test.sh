@@ -10,6 +10,7 @@
 #   gpu.sh on a stand-in GPU build (stub programs: an attncheck that lists cuda:fa2 and writes no report) whose
 #     out folder holds an earlier run's reports of equal verdicts: the comparison must fail, not pass on them;
 #   gpu.sh with stand-ins whose suite differs from the model where the twin rerun predicts it (step PASS) or not (FAIL);
+#   twin_verdicts.sh with a WORKDIR touches nothing there but its own files;
 #   bench_table.py: rows whose fixed variants did not run are kept; a log without rows exits 1, saying so.
 # Run: ctest -R ci_scripts   or   bash ci/ci_scripts_test.sh build
 set -uo pipefail
@@ -107,6 +108,28 @@ compare --twin "$tmp/long.json"
 { [ $rc = 2 ] && no_traceback; } || fail "--twin with no suite report after it: want 2"
 compare --bogus "$tmp/long.json"
 { [ $rc = 2 ] && grep -q 'unknown option --bogus' "$tmp/err"; } || fail "an unknown option: want 2, said"
+# A twin rerun that erred (the harness's "error: ..." or a kernel fault is a failing status, not a verdict) predicts
+# nothing; nor does a twin run cut short; and a GPU outcome that is an error is no verdict to predict.
+in_suite long "$(outcome twin:cuda:fa2 accurate fail | sed 's/"message": ""/"message": "error: boom"/')" >"$tmp/twin_error.json"
+compare --twin "$tmp/twin_error.json" "$tmp/long.json"
+{ [ $rc = 1 ] && grep -q 'not predicted: twin:cuda:fa2=error: boom' "$tmp/err"; } ||
+  fail "a twin rerun that erred: want 1, not predicted"
+echo "{\"run\": {\"suite\": \"long\", \"interrupted\": \"SIGTERM\"}, \"outcomes\": []}" >"$tmp/twin_cut.json"
+compare --twin "$tmp/twin_cut.json" "$tmp/long.json"
+{ [ $rc = 1 ] && grep -q 'interrupted by SIGTERM.*predicts nothing' "$tmp/err" && grep -q '^DIFFERS' "$tmp/err"; } ||
+  fail "an interrupted twin rerun: want 1, the difference listed, the rerun said to predict nothing"
+in_suite long "$(outcome fa2 accurate pass)" "$(outcome cuda:fa2 accurate fail | sed 's/"message": ""/"message": "kernel fault: cuda: boom"/')" \
+  >"$tmp/gpu_fault.json"
+compare --twin "$tmp/twin_fails.json" "$tmp/gpu_fault.json"
+{ [ $rc = 1 ] && grep -q 'DIFFERS cuda:fa2=fail fa2=pass.*kernel fault: cuda: boom' "$tmp/err"; } ||
+  fail "a GPU fault beside a failing twin: want 1, no prediction"
+# Keys that are not strings: said, exit 2, never a traceback (a list as run.suite raised a TypeError, exit 1).
+sed 's/"suite": "long"/"suite": ["long"]/' "$tmp/long.json" >"$tmp/list_suite.json"
+compare "$tmp/list_suite.json"
+{ [ $rc = 2 ] && grep -q 'run.suite is not a string' "$tmp/err" && no_traceback; } || fail "a list as run.suite: want 2"
+sed 's/"family_label": "normal"/"family_label": ["normal"]/' "$tmp/long.json" >"$tmp/list_label.json"
+compare "$tmp/list_label.json"
+{ [ $rc = 2 ] && grep -q 'family_label not a string' "$tmp/err" && no_traceback; } || fail "a list as family_label: want 2"
 
 report "$(outcome fa2 finite pass)" "$(outcome paper finite fail)" >"$tmp/cpu_only.json"
 compare "$tmp/cpu_only.json"
@@ -182,8 +205,14 @@ for twin in twin_fails twin_passes; do
 here=$(dirname "$0")/..
 [ "$1" = list ] && { echo "  cuda:fa2"; exit 0; }
 json= twin=0
+case " $* " in *" -k twin:cuda:"*) twin=1 ;; esac
+# The rerun must name the differing check: its suite, the twin, the property and the family's generator.
+if [ $twin = 1 ] && [[ " $* " != *" --suite long -k twin:cuda:fa2 --property accurate --family tied_max --no-shrink "* ]]; then
+  echo "stand-in: a rerun that does not name the check: $*" >&2
+  exit 2
+fi
 while [ $# -gt 0 ]; do
-  case $1 in --json) json=$2; shift ;; twin:cuda:*) twin=1 ;; esac
+  case $1 in --json) json=$2; shift ;; esac
   shift
 done
 [ -n "$json" ] || exit 2
@@ -200,10 +229,24 @@ STUB
       grep -q '^PREDICTED cuda:fa2=fail fa2=pass' "$tmp/gpu-twin/gpu_report.md"; } ||
       fail "gpu.sh where the twin predicts the difference: want the verdict step PASS, PREDICTED in the report"
   else
-    grep -q 'verdicts: cuda:K == K on the suites long .*: FAIL' "$tmp/gpu-twin/gpu_report.md" ||
-      fail "gpu.sh where the twin gets the model's verdict: want the verdict step FAIL"
+    { grep -q 'verdicts: cuda:K == K on the suites long .*: FAIL' "$tmp/gpu-twin/gpu_report.md" &&
+      grep -q 'not predicted: twin:cuda:fa2=pass' "$tmp/gpu-twin/verdicts.log"; } ||
+      fail "gpu.sh where the twin gets the model's verdict: want the verdict step FAIL, not predicted"
   fi
 done
+
+# twin_verdicts.sh with a WORKDIR (ctest's, in the build tree) replaces its own files there and nothing else: it
+# removed WORKDIR/corpus, so a WORKDIR of the repository root lost the tracked corpus/.
+stub="$tmp/twin-stub"
+report "$(outcome fa2 finite pass)" "$(outcome twin:cuda:fa2 finite pass)" >"$tmp/twin_same.json"
+printf '#!/bin/bash\nwhile [ $# -gt 0 ]; do [ "$1" = --json ] && cp %q "$2"; shift; done\nexit 1\n' "$tmp/twin_same.json" >"$stub"
+chmod +x "$stub"
+mkdir -p "$tmp/work/corpus/keep" "$tmp/work/twin-verdicts-findings/old"
+bash "$ci/twin_verdicts.sh" "$stub" "$tmp/work" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+{ [ $rc = 0 ] && [ -d "$tmp/work/corpus/keep" ] && [ ! -e "$tmp/work/twin-verdicts-findings/old" ] &&
+  [ -s "$tmp/work/default.json" ]; } ||
+  fail "twin_verdicts.sh WORKDIR: want 0, WORKDIR/corpus kept, its own findings folder replaced, reports there"
 
 # bench_table.py (gpu.sh's joined table): a row whose fixed variants did not run ('-': every bwd row) is kept, with
 # its fa2/cuDNN ratio; a pattern of four numbers dropped all of them once bench_attention printed '-'.

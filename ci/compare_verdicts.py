@@ -36,7 +36,9 @@ def fail(message):
     sys.exit(2)
 
 
-def load(paths):
+def load(paths, interrupted_ok=False):
+    """(path, suite, outcome) of every outcome; with interrupted_ok, a report of an interrupted run gives nothing
+    (said on stderr) instead of an error: a twin rerun cut short predicts nothing."""
     outcomes = []
     for path in paths:
         try:
@@ -49,15 +51,35 @@ def load(paths):
             fail(f"cannot read {path}: not an `attncheck check --json` report (no list \"outcomes\")")
         run = report.get("run")
         if isinstance(run, dict) and run.get("interrupted"):  # some checks never ran: not a comparison to pass
-            fail(f"{path}: the run was interrupted by {run['interrupted']}; "
-                 f"{len(report.get('not_run') or [])} check(s) did not run")
+            said = (f"{path}: the run was interrupted by {run['interrupted']}; "
+                    f"{len(report.get('not_run') or [])} check(s) did not run")
+            if not interrupted_ok:
+                fail(said)
+            print(f"compare_verdicts: {said}: it predicts nothing", file=sys.stderr)
+            continue
         for i, o in enumerate(found):
             missing = [k for k in ("kernel", "property", "status") if not isinstance(o, dict) or not isinstance(o.get(k), str)]
             if missing:
                 fail(f"cannot read {path}: outcome {i} lacks {', '.join(missing)}")
+            # Keys are strings (a list here raised a TypeError: a traceback and exit 1, read as "differs").
+            family = o.get("family")
+            wrong = [k for k in ("family_label", "family_checked", "family_description", "message")
+                     if k in o and not isinstance(o[k], str)]
+            if isinstance(family, dict) and "generator" in family and not isinstance(family["generator"], str):
+                wrong.append("family.generator")
+            if wrong:
+                fail(f"cannot read {path}: outcome {i}: {', '.join(wrong)} not a string")
         suite = run.get("suite", "") if isinstance(run, dict) else ""
+        if not isinstance(suite, str):
+            fail(f"cannot read {path}: run.suite is not a string")
         outcomes += [(path, suite, o) for o in found]
     return outcomes
+
+
+def is_error(o):
+    """A failure that is no verdict of the property: the harness's error or the kernel's fault (cmd_check.cpp)."""
+    message = o.get("message", "")
+    return message.startswith("error: ") or message.startswith("kernel fault: ")
 
 
 def check_key(o):
@@ -105,9 +127,9 @@ def main():
         family = o.get("family")
         generator[(o["kernel"], key)] = family.get("generator") if isinstance(family, dict) else None
     twin_status = {}  # (twin kernel, suite) + check key -> its verdict, from the --twin reports
-    for _, suite, o in load(twin_paths):
-        if o["kernel"].startswith("twin:cuda:"):
-            twin_status[(o["kernel"], suite) + check_key(o)] = o["status"]
+    for _, suite, o in load(twin_paths, interrupted_ok=True):
+        if o["kernel"].startswith("twin:cuda:"):  # an error or fault of the twin's run is its status, no verdict
+            twin_status[(o["kernel"], suite) + check_key(o)] = o["message"] if is_error(o) else o["status"]
     if list_only:
         return list_differing(by_kernel, suite_of, generator)
     mismatches = compared = unpaired = predicted = 0
@@ -136,7 +158,9 @@ def main():
                 said = f"{gpu}={status} {cpu}={by_kernel[cpu][key]}: {key[1]} on {key[0]} ({key[2]}) in {key[3]}"
                 twin = "twin:" + gpu
                 by_twin = twin_status.get((twin, suite_of[key[3]]) + key[:3]) if gpu.startswith("cuda:") else None
-                if by_twin == status:
+                if is_error({"message": reasons[(gpu, key)]}):  # the GPU's error or fault: no verdict to predict
+                    print(f"DIFFERS {said}; {reasons[(gpu, key)]}", file=sys.stderr)
+                elif by_twin == status:
                     foreseen += 1
                     print(f"PREDICTED {said}; {twin}={by_twin}: the GPU sums as its twin does")
                 elif by_twin is not None:
