@@ -246,11 +246,12 @@ struct MmaInputs {
 
 // mma_k16 takes a shorter path for kMeasuredMmaModel (integer cuts, exponents from the bits): it must give the
 // generic model's bits on every kind of input the twin meets (MmaInputs), with products that are all -0 (p̄ = +0
-// against negative v, and c = -0: a -0 result), and an infinite p̄ or a NaN among the inputs (overflow). A path that
-// rounds a cut term to nearest, forgets c's own exponent or the sign of a zero sum fails here in the first cases.
+// against negative v, and c = -0: a -0 result), subnormal operands and c whose exponents set emax, and an infinite
+// p̄ or a NaN among the inputs (overflow). A path that rounds a cut term to nearest, forgets c's own exponent, takes
+// -127 for a subnormal's exponent or loses the sign of a zero sum fails here within the first few thousand cases.
 TEST(MmaModel, TheMeasuredPathIsTheGenericModel) {
   MmaInputs gen;
-  int differ = 0, nonzero = 0, infinite = 0, negative_zero = 0;
+  int differ = 0, nonzero = 0, infinite = 0, overflow = 0, negative_zero = 0;
   for (int i = 0; i < 300000 && differ < 5; ++i) {
     const int kind = i % 4;  // 3: a mostly +0, b negative: often every product is -0
     float a[16], b[16];
@@ -259,10 +260,25 @@ TEST(MmaModel, TheMeasuredPathIsTheGenericModel) {
       for (float& x : b) x = -std::fabs(x);
     if (i % 64 == 1) a[gen.next() % 16] = (i & 128) ? INFINITY : -INFINITY;  // an overflowed p̄ (large_logits)
     if (i % 64 == 2) b[gen.next() % 16] = std::numeric_limits<float>::quiet_NaN();
-    const float c = gen.running(kind);
-    const float fast = mma_k16(a, b, c), slow = mma_k16_generic(a, b, c, kMeasuredMmaModel);
+    if (i % 64 == 3 || i % 64 == 4)  // subnormal a against b near 1: the products' exponents set emax
+      for (int k = 0; k < 16; ++k) {
+        a[k] = MmaInputs::bf16_bits(static_cast<std::uint32_t>(gen.next()) & 0x807fu);
+        b[k] = gen.value(1);
+      }
+    float c = gen.running(kind);
+    if (i % 64 == 4) {  // a subnormal c beside two products below it with bits finer than its quantum
+      std::fill(a + 2, a + 16, 0.0f);
+      for (int k = 0; k < 2; ++k) b[k] = std::ldexp(gen.value(1), -20);
+      c = std::bit_cast<float>((static_cast<std::uint32_t>(gen.next()) & 0x807fffffu) | 1u);
+    }
+    bool inputs_finite = std::isfinite(c);
+    for (int k = 0; k < 16; ++k) inputs_finite = inputs_finite && std::isfinite(a[k]) && std::isfinite(b[k]);
+    // mma_k16_measured itself: through mma_k16's dispatch, a dispatch that lost the fast path would test nothing
+    const float fast = mma_k16_measured(a, b, c), slow = mma_k16_generic(a, b, c, kMeasuredMmaModel);
+    EXPECT_TRUE(MmaInputs::same(mma_k16(a, b, c), fast)) << "mma_k16 dispatches to the measured path";
     nonzero += fast != 0.0f;
     infinite += std::isinf(fast);
+    overflow += inputs_finite && std::isinf(fast);
     negative_zero += fast == 0.0f && std::signbit(fast);
     if (!MmaInputs::same(fast, slow)) {
       ++differ;
@@ -270,7 +286,8 @@ TEST(MmaModel, TheMeasuredPathIsTheGenericModel) {
     }
   }
   EXPECT_GT(nonzero, 150000);      // the cases exercise sums,
-  EXPECT_GT(infinite, 1000);       // overflow
+  EXPECT_GT(infinite, 1000);       // infinite inputs,
+  EXPECT_GT(overflow, 1000);       // finite sums past fp32's range,
   EXPECT_GT(negative_zero, 1000);  // and the sign of a sum of zeros
 }
 

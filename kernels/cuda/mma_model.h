@@ -11,7 +11,7 @@
 // later k16 steps (no subnormal modelling); non-finite inputs are added as IEEE adds (not probed on the hardware).
 #pragma once
 
-#include <bit>
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/formats.h"
@@ -28,7 +28,10 @@ struct MmaModel {
   bool c_in_align = true;            // the running value is aligned with the products (else added after)
   bool align_exp_sum = false;        // a product's alignment exponent is e(a)+e(b) (its significand may
                                      // reach [2, 4)), else the exponent of the exact product
-  constexpr bool operator==(const MmaModel&) const = default;
+  constexpr bool operator==(const MmaModel& o) const {  // by hand: the CUDA targets build as C++17
+    return group == o.group && frac_bits == o.frac_bits && cut == o.cut && round_nearest == o.round_nearest &&
+           c_in_align == o.c_in_align && align_exp_sum == o.align_exp_sum;
+  }
 };
 
 // What mma_probe_test measured on an H200 (sm_90); TENSOR_CORES.md has the evidence.
@@ -99,24 +102,16 @@ ATTN_HD float mma_k16_generic(const float* a, const float* b, float c, const Mma
   return acc;
 }
 
-namespace mma_detail {
-// ilogb of a finite nonzero float from its exponent field (libm's ilogbf was an eighth of the twin's time);
-// subnormals through std::ilogb.
-ATTN_HD int exponent(float x) {
-  const int field = static_cast<int>((std::bit_cast<unsigned>(x) >> 23) & 0xffu);
-  return field != 0 ? field - 127 : std::ilogb(x);
-}
-// 2^e as a double, for e in double's normal range (here e >= -2 * 149 - 25 - 2).
-ATTN_HD double pow2(int e) { return std::bit_cast<double>(static_cast<unsigned long long>(e + 1023) << 52); }
-}  // namespace mma_detail
-
 // kMeasuredMmaModel's k16 step, the generic path's arithmetic without its choices: every product and c (when
-// nonzero) aligned to the largest exponent, e(a) + e(b) for a product; each cut toward zero to a multiple of
+// nonzero) aligned to the largest exponent emax, e(a) + e(b) for a product; each cut toward zero to a multiple of
 // q = 2^(emax − 25); the exact sum rounded toward zero to fp32. Exactness, as in the generic path: the products of
-// two bf16 (or fp32) values are exact in double; a term over q is below 2^27 (a significand below 4 times
-// 2^(emax − emax + 25)), so the int64 conversion truncates it exactly toward zero, and 17 such terms sum exactly
-// (below 2^32 · q, within double's 53 bits). Test: MmaModel.TheMeasuredPathIsTheGenericModel (the same bits on
-// random, wide-exponent, cancelling, subnormal, signed-zero and infinite inputs).
+// two bf16 (or fp32) values are exact in double; a product is below 4 · 2^(e(a)+e(b)) ≤ 2^(emax+2) and c below
+// 2^(emax+1), so a term over q is below 2^27 (the scaling by 1/q is exact: emax − 25 lies in [−323, 229], within
+// double's normal range, subnormal inputs included) and its int64 conversion truncates it exactly toward zero; the
+// 17 terms sum to below 2^32 in int64, and that sum times q is exact in double. Exponents come from the bits
+// (ilogb_normal of the value as a double: a float subnormal is a double normal), not from libm's ilogbf, an eighth
+// of the twin's time. Test: MmaModel.TheMeasuredPathIsTheGenericModel (the same bits on random, wide-exponent,
+// cancelling, subnormal, signed-zero, overflowing and infinite inputs).
 ATTN_HD float mma_k16_measured(const float* a, const float* b, float c) {
   bool finite = std::isfinite(c);  // else (an overflowed p̄ or running value) the generic path's IEEE sum
   for (int k = 0; k < 16; ++k) finite &= std::isfinite(a[k]) && std::isfinite(b[k]);
@@ -124,20 +119,20 @@ ATTN_HD float mma_k16_measured(const float* a, const float* b, float c) {
   double t[17];
   int e[17];
   int n = 0, emax = -100000;
-  if (c != 0.0f) e[n] = mma_detail::exponent(c), t[n++] = c, emax = e[0];
+  if (c != 0.0f) e[n] = ilogb_normal(c), t[n++] = c, emax = e[0];
   double zeros = c;  // with nothing but zeros, c plus the zero products in order: the generic path's signed zero
   for (int k = 0; k < 16; ++k) {
     if (a[k] == 0.0f || b[k] == 0.0f) {
       zeros += static_cast<double>(a[k]) * static_cast<double>(b[k]);
       continue;
     }
-    e[n] = mma_detail::exponent(a[k]) + mma_detail::exponent(b[k]);
+    e[n] = ilogb_normal(a[k]) + ilogb_normal(b[k]);
     emax = std::max(emax, e[n]);
     t[n++] = static_cast<double>(a[k]) * static_cast<double>(b[k]);
   }
   if (n == 0) return static_cast<float>(zeros);
   const int shift = emax - kMeasuredMmaModel.frac_bits;
-  const double inv_q = mma_detail::pow2(-shift), q = mma_detail::pow2(shift);
+  const double inv_q = exp2_int(-shift), q = exp2_int(shift);
   long long s = 0;
   for (int i = 0; i < n; ++i) s += static_cast<long long>(t[i] * inv_q);  // toward zero, exact (above)
   return mma_detail::to_f32(static_cast<double>(s) * q, kMeasuredMmaModel.round_nearest);
