@@ -63,22 +63,26 @@ ATTN_HD float aligned_sum(const double* t, const int* e, int n, const MmaModel& 
   for (int i = 0; i < n; ++i) s += cut(t[i], q, m.cut);  // exact: the terms span few bits
   return to_f32(s, m.round_nearest);
 }
+// A k16 step with an overflowed running value or p̄ (±inf) or a NaN among its inputs, as IEEE adds: ±inf absorbs
+// finite products, inf − inf and inf·0 are NaN. (The aligned path would take ilogb(±inf) = INT_MAX as an exponent:
+// an int overflow in e(a) + e(b), then a cut by an infinite quantum — NaN or ±inf by accident.) Not probed on the
+// hardware. Returns false, leaving `out` alone, when every input is finite.
+ATTN_HD bool non_finite_step(const float* a, const float* b, float c, float& out) {
+  bool finite = std::isfinite(c);
+  for (int k = 0; k < 16; ++k) finite = finite && std::isfinite(a[k]) && std::isfinite(b[k]);
+  if (finite) return false;
+  double z = c;
+  for (int k = 0; k < 16; ++k) z += static_cast<double>(a[k]) * static_cast<double>(b[k]);
+  out = static_cast<float>(z);
+  return true;
+}
 }  // namespace mma_detail
 
 // One output element: c + Σ_{k<16} a[k]·b[k] under model m (a, b hold bf16 values; c an fp32 value), as the
 // parameters say, step by step (mma_k16 below takes a faster path for kMeasuredMmaModel, the same bits).
 ATTN_HD float mma_k16_generic(const float* a, const float* b, float c, const MmaModel& m) {
   float acc = c;
-  bool finite = std::isfinite(acc);
-  for (int k = 0; k < 16; ++k) finite = finite && std::isfinite(a[k]) && std::isfinite(b[k]);
-  // An overflowed running value or p̄ (±inf) or a NaN, as IEEE adds: ±inf absorbs finite products, inf − inf and
-  // inf·0 are NaN. (The aligned path below would take ilogb(±inf) = INT_MAX as an exponent: an int overflow in
-  // e(a) + e(b), then a cut by an infinite quantum — NaN or ±inf by accident; hardware not probed on these.)
-  if (!finite) {
-    double z = acc;
-    for (int k = 0; k < 16; ++k) z += static_cast<double>(a[k]) * static_cast<double>(b[k]);
-    return static_cast<float>(z);
-  }
+  if (mma_detail::non_finite_step(a, b, c, acc)) return acc;
   for (int k0 = 0; k0 < 16; k0 += m.group) {
     double t[17];
     int e[17];
@@ -113,9 +117,7 @@ ATTN_HD float mma_k16_generic(const float* a, const float* b, float c, const Mma
 // of the twin's time. Test: MmaModel.TheMeasuredPathIsTheGenericModel (the same bits on random, wide-exponent,
 // cancelling, subnormal, signed-zero, overflowing and infinite inputs).
 ATTN_HD float mma_k16_measured(const float* a, const float* b, float c) {
-  bool finite = std::isfinite(c);  // else (an overflowed p̄ or running value) the generic path's IEEE sum
-  for (int k = 0; k < 16; ++k) finite &= std::isfinite(a[k]) && std::isfinite(b[k]);
-  if (!finite) return mma_k16_generic(a, b, c, kMeasuredMmaModel);
+  if (float ieee; mma_detail::non_finite_step(a, b, c, ieee)) return ieee;
   double t[17];
   int e[17];
   int n = 0, emax = -100000;
