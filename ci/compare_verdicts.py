@@ -76,10 +76,14 @@ def load(paths, interrupted_ok=False):
     return outcomes
 
 
-def is_error(o):
+def is_error(message):
     """A failure that is no verdict of the property: the harness's error or the kernel's fault (cmd_check.cpp)."""
-    message = o.get("message", "")
     return message.startswith("error: ") or message.startswith("kernel fault: ")
+
+
+def differs(gpu_status, cpu_status):
+    """A differing verdict; a check skipped on the GPU (or twin) alone is counted apart, not as one."""
+    return gpu_status != cpu_status and gpu_status != "skip"
 
 
 def check_key(o):
@@ -129,7 +133,7 @@ def main():
     twin_status = {}  # (twin kernel, suite) + check key -> its verdict, from the --twin reports
     for _, suite, o in load(twin_paths, interrupted_ok=True):
         if o["kernel"].startswith("twin:cuda:"):  # an error or fault of the twin's run is its status, no verdict
-            twin_status[(o["kernel"], suite) + check_key(o)] = o["message"] if is_error(o) else o["status"]
+            twin_status[(o["kernel"], suite) + check_key(o)] = o["message"] if is_error(o.get("message", "")) else o["status"]
     if list_only:
         return list_differing(by_kernel, suite_of, generator)
     mismatches = compared = unpaired = predicted = 0
@@ -148,17 +152,17 @@ def main():
         for key, status in by_kernel[gpu].items():
             if key not in by_kernel[cpu]:
                 continue
-            if status == "skip" and by_kernel[cpu][key] != "skip":  # skipped on both: "does not apply", same
+            if status == by_kernel[cpu][key]:  # skipped on both too: "does not apply", the same
+                same += 1
+            elif not differs(status, by_kernel[cpu][key]):
                 skipped += 1
                 skips.append(f"skipped on {gpu}: {key[1]} on {key[0]} ({key[2]}) in {key[3]}: {reasons[(gpu, key)]}")
-            elif status == by_kernel[cpu][key]:
-                same += 1
             else:
                 differ += 1
                 said = f"{gpu}={status} {cpu}={by_kernel[cpu][key]}: {key[1]} on {key[0]} ({key[2]}) in {key[3]}"
                 twin = "twin:" + gpu
                 by_twin = twin_status.get((twin, suite_of[key[3]]) + key[:3]) if gpu.startswith("cuda:") else None
-                if is_error({"message": reasons[(gpu, key)]}):  # the GPU's error or fault: no verdict to predict
+                if is_error(reasons[(gpu, key)]):  # the GPU's error or fault: no verdict to predict
                     print(f"DIFFERS {said}; {reasons[(gpu, key)]}", file=sys.stderr)
                 elif by_twin == status:
                     foreseen += 1
@@ -190,7 +194,7 @@ def list_differing(by_kernel, suite_of, generator):
         cpu = gpu.split("cuda:", 1)[1]
         for key, status in by_kernel.get(gpu, {}).items():
             other = by_kernel.get(cpu, {}).get(key)
-            if other is None or other == status or status == "skip":
+            if other is None or not differs(status, other):
                 continue
             gen = generator.get((gpu, key))
             if not gen or not suite_of[key[3]]:
