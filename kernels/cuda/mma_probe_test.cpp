@@ -152,6 +152,96 @@ TEST(TensorCores, MeasuredModelReproducesHardware) {
   EXPECT_EQ(measured, 1.0);
 }
 
+// The inputs the random regimes never draw, one mma each (row 0, column 0; everything else zero): infinite and NaN
+// operands and c, finite products past fp32's range and their cancellation, c at fp32's largest value, subnormal bf16
+// operands, products and c, results that underflow, signed zeros. Each must give the bits mma_k16 (kMeasuredMmaModel)
+// gives; a NaN matches any NaN. Every case prints the hardware's and the model's value.
+TEST(TensorCores, EdgeInputsAsTheModelSays) {
+  ATTN_SKIP_WITHOUT_GPU();
+  const float inf = INFINITY, nan = NAN, bmax = 3.38953139e38f, fmax = 3.40282347e38f;
+  const float two_m130 = std::ldexp(1.0f, -130);  // a bf16 subnormal (bf16's smallest normal is 2^-126)
+  struct Case {
+    const char* what;
+    std::vector<std::pair<float, float>> terms;  // (a_k, b_k) for k = 0, 1, ...
+    float c;
+  };
+  const std::vector<Case> cases = {
+      {"inf * 2", {{inf, 2.f}}, 0.f},
+      {"inf * 0.5", {{inf, 0.5f}}, 0.f},
+      {"inf * -0.5 + 1*1", {{inf, -0.5f}, {1.f, 1.f}}, 0.f},
+      {"inf * 0", {{inf, 0.f}}, 0.f},
+      {"inf * 0 with c = 1", {{inf, 0.f}}, 1.f},
+      {"inf + -inf", {{inf, 1.f}, {-inf, 1.f}}, 0.f},
+      {"inf + finite products", {{inf, 1.f}, {3.f, -5.f}, {bmax, 1.f}}, 2.f},
+      {"c = +inf, finite products", {{1.f, 1.f}, {-bmax, 2.f}}, inf},
+      {"c = -inf, one +inf product", {{inf, 1.f}}, -inf},
+      {"c = -inf, no products", {}, -inf},
+      {"c = NaN", {{1.f, 1.f}}, nan},
+      {"a = NaN", {{nan, 1.f}, {1.f, 1.f}}, 0.f},
+      {"NaN * 0", {{nan, 0.f}}, 0.f},
+      {"bf16 max * 2 (past fp32)", {{bmax, 2.f}}, 0.f},
+      {"-bf16 max * 2 (past fp32)", {{-bmax, 2.f}}, 0.f},
+      {"bf16 max * 2 - bf16 max * 2", {{bmax, 2.f}, {-bmax, 2.f}}, 0.f},
+      {"bf16 max * 2 - bf16 max * 1", {{bmax, 2.f}, {-bmax, 1.f}}, 0.f},
+      {"bf16 max * 2 with c = -fp32 max", {{bmax, 2.f}}, -fmax},
+      {"c = fp32 max, + 2^104 (one ulp)", {{std::ldexp(1.f, 52), std::ldexp(1.f, 52)}}, fmax},
+      {"c = fp32 max, + 2^103 (half an ulp)", {{std::ldexp(1.f, 52), std::ldexp(1.f, 51)}}, fmax},
+      {"bf16 max * 1 + bf16 max * 1", {{bmax, 1.f}, {bmax, 1.f}}, 0.f},
+      {"subnormal product 2^-70 * 2^-70", {{std::ldexp(1.f, -70), std::ldexp(1.f, -70)}}, 0.f},
+      {"-2^-70 * 2^-70", {{-std::ldexp(1.f, -70), std::ldexp(1.f, -70)}}, 0.f},
+      {"subnormal product 1.5 * 2^-140", {{std::ldexp(1.5f, -70), std::ldexp(1.f, -70)}}, 0.f},
+      {"2^-60 * 2^-70 + 2^-100 (c)", {{std::ldexp(1.f, -60), std::ldexp(1.f, -70)}}, std::ldexp(1.f, -100)},
+      {"subnormal bf16 a * 2^20", {{two_m130, std::ldexp(1.f, 20)}}, 0.f},
+      {"subnormal bf16 a * 1", {{two_m130, 1.f}}, 0.f},
+      {"subnormal bf16 a * 2^20 + 1", {{two_m130, std::ldexp(1.f, 20)}}, 1.f},
+      {"bf16 2^-130 * 2^100 + 2^-27 * 2^-26", {{two_m130, std::ldexp(1.f, 100)}, {std::ldexp(1.f, -27), std::ldexp(1.f, -26)}},
+       0.f},
+      {"2^100 * bf16 2^-130 - 2^-27 * 2^-26", {{std::ldexp(1.f, 100), two_m130}, {-std::ldexp(1.f, -27), std::ldexp(1.f, -26)}},
+       0.f},
+      {"bf16 1.5*2^-131 * 2^100 + 1.5*2^-52 * 1", {{std::ldexp(1.5f, -131), std::ldexp(1.f, 100)}, {std::ldexp(1.5f, -52), 1.f}},
+       0.f},
+      {"subnormal c, no products", {}, std::ldexp(1.f, -140)},
+      {"subnormal c + 2^-120", {{std::ldexp(1.f, -60), std::ldexp(1.f, -60)}}, std::ldexp(1.f, -140)},
+      {"normal c, a product cancels it to a subnormal", {{-std::ldexp(1.f, -63), std::ldexp(1.f, -63)}},
+       std::ldexp(1.f, -126) + std::ldexp(1.f, -140)},
+      {"-2^-80 * 2^-80 (below fp32's subnormals)", {{-std::ldexp(1.f, -80), std::ldexp(1.f, -80)}}, 0.f},
+      {"2^-80 * 2^-80 (below fp32's subnormals)", {{std::ldexp(1.f, -80), std::ldexp(1.f, -80)}}, 0.f},
+      {"-1.5 * 2^-150 (between 0 and 2^-149)", {{-std::ldexp(1.5f, -75), std::ldexp(1.f, -75)}}, 0.f},
+      {"-2^-149 (the smallest subnormal)", {{-std::ldexp(1.f, -75), std::ldexp(1.f, -74)}}, 0.f},
+      {"c = 2^-149, - 2^-150", {{-std::ldexp(1.f, -75), std::ldexp(1.f, -75)}}, std::ldexp(1.f, -149)},
+      {"c = -2^-149, + 2^-160", {{std::ldexp(1.f, -80), std::ldexp(1.f, -80)}}, -std::ldexp(1.f, -149)},
+      {"c = 2^-149, - 2^-148 (to -2^-149)", {{-std::ldexp(1.f, -74), std::ldexp(1.f, -74)}}, std::ldexp(1.f, -149)},
+      {"c = -0, products +0", {{0.f, 1.f}}, -0.f},
+      {"c = -0, one -0 product, fifteen +0", {{-0.f, 1.f}}, -0.f},
+      {"c = -0, sixteen -0 products", std::vector<std::pair<float, float>>(16, {-0.f, 1.f}), -0.f},
+      {"c = +0, sixteen -0 products", std::vector<std::pair<float, float>>(16, {1.f, -0.f}), 0.f},
+      {"c = +0, products -0", {{-0.f, 1.f}, {1.f, -0.f}}, 0.f},
+      {"x - x", {{1.5f, 3.f}, {-1.5f, 3.f}}, 0.f},
+      {"x - x with c = -0", {{1.5f, 3.f}, {-1.5f, 3.f}}, -0.f},
+      {"c + x = 0", {{1.5f, -3.f}}, 4.5f},
+  };
+  const int count = int(cases.size());
+  std::vector<float> a(std::size_t(count) * 256, 0.f), b(std::size_t(count) * 128, 0.f), c(std::size_t(count) * 128, 0.f);
+  for (int n = 0; n < count; ++n) {
+    for (std::size_t k = 0; k < cases[n].terms.size(); ++k) {
+      a[std::size_t(n) * 256 + k] = cases[n].terms[k].first;        // A[0][k]
+      b[std::size_t(n) * 128 + k * 8] = cases[n].terms[k].second;   // B[k][0]
+    }
+    c[std::size_t(n) * 128] = cases[n].c;
+  }
+  const std::vector<float> d = cuda::run_mma_probes(a, b, c, count);
+  for (int n = 0; n < count; ++n) {
+    const float got = d[std::size_t(n) * 128];
+    float col[16];
+    for (int k = 0; k < 16; ++k) col[k] = b[std::size_t(n) * 128 + k * 8];
+    const float want = mma_k16(&a[std::size_t(n) * 256], col, c[std::size_t(n) * 128]);
+    const bool same = (std::isnan(got) && std::isnan(want)) || float_to_bits(got) == float_to_bits(want);
+    std::printf("[tensor cores] %-44s hardware %-16a (0x%08x) model %-16a %s\n", cases[n].what, double(got),
+                unsigned(float_to_bits(got)), double(want), same ? "" : "DIFFERS");
+    EXPECT_TRUE(same) << cases[n].what << ": hardware " << got << ", model " << want;
+  }
+}
+
 // The forward's row top-two (quad_top2_rows, fixed numerics) in its forms: fp32 (fa2-fixed) and packed bf16x2, two keys
 // or two rows per instruction (paper-fixed, whose scores are bf16; words by prmt or straight from a cvt), and the paper
 // baseline's packed row max. Each must give the multiset's largest (and second largest)
@@ -217,21 +307,29 @@ TEST(Top2, PackedBf16FormEqualsTheFp32Form) {
 }
 
 // wgmma (steps 1 and 5 of the wgmma splits) against mma.sync (the other splits): every output bitwise equal, over
-// three input kinds — bf16 with exponents spread over 2^±20 (long alignment shifts inside an mma), short
-// mantissas at 2^0..2^7 (many exact ties in the accumulation) and uniform [−1, 1] — each with C = 0 and C ≠ 0.
+// four input kinds — bf16 with exponents spread over 2^±20 (long alignment shifts inside an mma), short
+// mantissas at 2^0..2^7 (many exact ties in the accumulation), uniform [−1, 1], and narrow values with a sprinkling
+// of specials (±inf, NaN, ±bf16 max, subnormals, ±0) — each with C = 0 and C ≠ 0.
 // The CPU twin (cuda_twin.h) models the mma.sync chain, so this equality is what lets it cover the wgmma kernels.
 TEST(WgmmaProbe, ChainsRoundAsTheMmaSyncChains) {
   ATTN_SKIP_WITHOUT_GPU();
   if (!cuda::fwd_has_wgmma()) GTEST_SKIP() << "built without sm_90a: no wgmma";
   std::size_t s_equal = 0, s_total = 0, o_equal = 0, o_total = 0;
   auto bits = [](float x) { return std::uint16_t(std::bit_cast<std::uint32_t>(round_bf16(x)) >> 16); };
-  for (int trial = 0; trial < 120; ++trial) {
+  // Specials among the edge kind's values: infinities, NaN, bf16's largest (products past fp32), subnormals, −0.
+  const float specials[] = {INFINITY, -INFINITY, NAN, 3.38953139e38f, -3.38953139e38f, std::ldexp(1.0f, -130),
+                            -std::ldexp(1.0f, -133), std::ldexp(1.0f, -70), -0.0f, 0.0f};
+  for (int trial = 0; trial < 160; ++trial) {
     const std::uint64_t seed = 0x9e3779b9ull * std::uint64_t(trial + 1);
     auto value = [&](std::uint64_t i) {
-      switch (trial % 3) {
+      switch (trial % 4) {
         case 0: return random_bf16(seed, i, 20);
         case 1: return random_bf16(seed, i, 3) * 16.0f;
-        default: return float(2.0 * uniform01(seed, i) - 1.0);
+        case 2: return float(2.0 * uniform01(seed, i) - 1.0);
+        default: {  // one value in 64 special (a 64-long dot product meets one about every other time)
+          const std::uint64_t h = mix64(seed ^ (i * 0x100000001b3ull));
+          return h % 64 == 0 ? specials[(h >> 8) % std::size(specials)] : random_bf16(seed, i, 3);
+        }
       }
     };
     std::vector<std::uint16_t> q(64 * 128), k(64 * 128), v(64 * 128), p(64 * 64);
@@ -240,7 +338,9 @@ TEST(WgmmaProbe, ChainsRoundAsTheMmaSyncChains) {
       for (std::uint16_t& e : *x) e = bits(value(n++));
     const float c0 = trial % 2 ? 0.0f : random_f32(seed, n, 4);
     const cuda::WgmmaProbeOutput out = cuda::run_wgmma_probe(q, k, v, p, c0);
-    auto same = [](float a, float b) { return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b); };
+    auto same = [](float a, float b) {  // a NaN matches any NaN
+      return (std::isnan(a) && std::isnan(b)) || std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
+    };
     for (std::size_t i = 0; i < out.s_mma.size(); ++i) s_equal += same(out.s_wgmma[i], out.s_mma[i]);
     for (std::size_t i = 0; i < out.o_mma.size(); ++i) o_equal += same(out.o_wgmma[i], out.o_mma[i]);
     s_total += out.s_mma.size(), o_total += out.o_mma.size();
