@@ -58,7 +58,7 @@ ForwardOutput twin(const Instance& in, float beta, float tol) {
           auto visible = [&](int j) { return exists(j) && in.visible(b, h, i, n0 + j); };
           // step 1: tensor-core q·k (k16 steps chained), rounded; masked keys get mask_value.
           for (int j = 0; j < tk; ++j) {
-            float x = round_float(mma_dot_padded(q.data(), &kh[std::size_t(n0 + j) * kd], d, kd), Spec::qk_fmt);
+            float x = round_float(mma_dot(q.data(), &kh[std::size_t(n0 + j) * kd], d), Spec::qk_fmt);
             if (!Spec::scale_in_exp) x = round_float(x * scale, Spec::s_fmt);
             if (p.has_bias && visible(j)) {
               const float bj = static_cast<float>(in.bias[p.score_at(b, h, i, n0 + j)]);
@@ -104,7 +104,7 @@ ForwardOutput twin(const Instance& in, float beta, float tol) {
           // step 6: acc update.
           for (int c = 0; c < kd; ++c) {
             const float* v_col = &vh_t[std::size_t(c) * n_pad + n0];
-            const float blk = mma_dot_padded(pv.data(), v_col, std::min(tk, p.n_k - n0), tk);
+            const float blk = mma_dot(pv.data(), v_col, std::min(tk, p.n_k - n0));
             acc[c] = round_float(round_float(alpha * acc[c], Spec::acc_fmt) + round_float(blk, Spec::block_out_fmt),
                                  Spec::acc_fmt);
           }
@@ -182,19 +182,19 @@ class TwinKernel final : public Kernel {
 // over the head dim zero-padded to 64 or 128 (the kernels' kd); each tile's partial of dV, dK (over 64 queries) or dQ
 // (over 64 keys) as a chain of four k16 steps over the tile's rows, zero-padded to 64 (add_partial, bwd_common.cuh).
 // Both from 0. Everything else in the backward is the CPU model's own arithmetic, which flash_bwd.cu follows.
-// The padding's k16 steps are skipped (mma_dot_padded: the same bits).
+// The padding's k16 steps are skipped: they change no bit (mma_model.h, "Padding").
 void tensor_core_dots(const float* a, const float* bt, int width, int d, float* out) {
   float bb[128];
   for (int j = 0; j < width; ++j) {
     for (int t = 0; t < d; ++t) bb[t] = bt[std::size_t(t) * width + j];
-    out[j] = mma_dot_padded(a, bb, d, d <= 64 ? 64 : 128);
+    out[j] = mma_dot(a, bb, d);
   }
 }
 void tensor_core_tile_sum(const float* w, const float* rows, int n, int width, float* out) {
   std::vector<float> b(n);
   for (int t = 0; t < width; ++t) {
     for (int r = 0; r < n; ++r) b[r] = rows[std::size_t(r) * width + t];
-    out[t] = mma_dot_padded(w, b.data(), n, (n + 63) / 64 * 64);
+    out[t] = mma_dot(w, b.data(), n);
   }
 }
 

@@ -6,7 +6,9 @@
 // Run: ctest -R cuda_twin
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
+#include <cfloat>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
@@ -204,6 +206,35 @@ TEST(MmaModel, ReproducesMeasuredFacts) {
   EXPECT_NE(exact_sum, 1.0f);
 }
 
+// Edge facts measured on the H100 (mma_probe_test's EdgeInputsAsTheModelSays, 2026-12-05; TENSOR_CORES.md), which
+// the model had wrong before: truncation at fp32's top, the sign of a zero, subnormals' alignment exponent.
+TEST(MmaModel, ReproducesMeasuredEdgeFacts) {
+  float a[16] = {}, b[16] = {};
+  // FLT_MAX + 2^103 (half an ulp) truncates to FLT_MAX; FLT_MAX + 2^104 = 2^128 is +inf.
+  a[0] = 0x1p52f, b[0] = 0x1p51f;
+  EXPECT_EQ(mma_k16(a, b, FLT_MAX), FLT_MAX);
+  b[0] = 0x1p52f;
+  EXPECT_EQ(mma_k16(a, b, FLT_MAX), INFINITY);
+  // c = −0 and sixteen −0 products: +0 (IEEE adds would give −0).
+  for (int k = 0; k < 16; ++k) a[k] = -0.0f, b[k] = 1.0f;
+  EXPECT_FALSE(std::signbit(mma_k16(a, b, -0.0f)));
+  EXPECT_FALSE(std::signbit(mma_k16_generic(a, b, -0.0f, kMeasuredMmaModel)));
+  // A negative sum below fp32's subnormals truncates to +0: −2^-160, −1.5·2^-150.
+  std::fill(a, a + 16, 0.0f), std::fill(b, b + 16, 0.0f);
+  a[0] = -0x1p-80f, b[0] = 0x1p-80f;
+  EXPECT_FALSE(std::signbit(mma_k16(a, b, 0.0f)));
+  a[0] = -0x1.8p-75f, b[0] = 0x1p-75f;
+  EXPECT_FALSE(std::signbit(mma_k16(a, b, 0.0f)));
+  // A subnormal c aligns at 2^-126: −2^-149 + 2^-160 is −2^-149 (the product is cut at 2^(−126−25)), not −0.
+  a[0] = 0x1p-80f, b[0] = 0x1p-80f;
+  EXPECT_EQ(mma_k16(a, b, -0x1p-149f), -0x1p-149f);
+  // A subnormal bf16 operand too: 2^-130 · 2^100 aligns at 2^-26, so 2^-27 · 2^-26 = 2^-53 is cut (2^-30 + 2^-53
+  // is an fp32 number, and at 2^-30's own exponent it would be kept).
+  a[0] = 0x1p-130f, b[0] = 0x1p100f, a[1] = 0x1p-27f, b[1] = 0x1p-26f;
+  EXPECT_EQ(mma_k16(a, b, 0.0f), 0x1p-30f);
+  EXPECT_EQ(mma_k16_generic(a, b, 0.0f, kMeasuredMmaModel), 0x1p-30f);
+}
+
 // Inputs for the tensor-core model's own tests: bf16 values of four kinds — 0: any finite bf16 (subnormals, sums
 // past fp32's range); 1: one binade's worth around 1, random signs (cancellation); 2: wide but moderate exponents
 // with ±0 among them; 3: mostly +0 — and running values c: ±0, ±inf, NaN, any fp32 value, or near the kind's values.
@@ -246,12 +277,13 @@ struct MmaInputs {
 
 // mma_k16 takes a shorter path for kMeasuredMmaModel (integer cuts, exponents from the bits): it must give the
 // generic model's bits on every kind of input the twin meets (MmaInputs), with products that are all -0 (p̄ = +0
-// against negative v, and c = -0: a -0 result), subnormal operands and c whose exponents set emax, and an infinite
-// p̄ or a NaN among the inputs (overflow). A path that rounds a cut term to nearest, forgets c's own exponent, takes
-// -127 for a subnormal's exponent or loses the sign of a zero sum fails here within the first few thousand cases.
+// against negative v, and c = -0), sums below fp32's subnormals (truncated to zero), subnormal operands and c whose
+// exponents set emax, and an infinite p̄ or a NaN among the inputs (overflow). A path that rounds a cut term to
+// nearest, forgets c's own exponent, takes a subnormal's exponent other than as the generic path does, or gives a zero
+// the sign of its terms fails here within the first few thousand cases.
 TEST(MmaModel, TheMeasuredPathIsTheGenericModel) {
   MmaInputs gen;
-  int differ = 0, nonzero = 0, infinite = 0, overflow = 0, negative_zero = 0;
+  int differ = 0, nonzero = 0, infinite = 0, overflow = 0, zero = 0, truncated = 0, negative_zero = 0;
   for (int i = 0; i < 300000 && differ < 5; ++i) {
     const int kind = i % 4;  // 3: a mostly +0, b negative: often every product is -0
     float a[16], b[16];
@@ -265,7 +297,10 @@ TEST(MmaModel, TheMeasuredPathIsTheGenericModel) {
         a[k] = MmaInputs::bf16_bits(static_cast<std::uint32_t>(gen.next()) & 0x807fu);
         b[k] = gen.value(1);
       }
+    if (i % 64 == 5)  // products below fp32's subnormals (about 2^-160): sums that truncate to ±0
+      for (int k = 0; k < 16; ++k) a[k] = std::ldexp(gen.value(1), -80), b[k] = std::ldexp(gen.value(1), -80);
     float c = gen.running(kind);
+    if (i % 64 == 5) c = (i & 64) ? -0.0f : 0.0f;
     if (i % 64 == 4) {  // a subnormal c beside two products below it with bits finer than its quantum
       std::fill(a + 2, a + 16, 0.0f);
       for (int k = 0; k < 2; ++k) b[k] = std::ldexp(gen.value(1), -20);
@@ -279,6 +314,8 @@ TEST(MmaModel, TheMeasuredPathIsTheGenericModel) {
     nonzero += fast != 0.0f;
     infinite += std::isinf(fast);
     overflow += inputs_finite && std::isinf(fast);
+    zero += fast == 0.0f;
+    truncated += i % 64 == 5 && fast == 0.0f;
     negative_zero += fast == 0.0f && std::signbit(fast);
     if (!MmaInputs::same(fast, slow)) {
       ++differ;
@@ -288,27 +325,29 @@ TEST(MmaModel, TheMeasuredPathIsTheGenericModel) {
   EXPECT_GT(nonzero, 150000);      // the cases exercise sums,
   EXPECT_GT(infinite, 1000);       // infinite inputs,
   EXPECT_GT(overflow, 1000);       // finite sums past fp32's range,
-  EXPECT_GT(negative_zero, 1000);  // and the sign of a sum of zeros
+  EXPECT_GT(zero, 20000);          // zero sums,
+  EXPECT_GT(truncated, 1000);      // and sums that truncate to zero;
+  EXPECT_EQ(negative_zero, 0);     // neither is ever -0 (the H100: EdgeInputsAsTheModelSays)
 }
 
-// The twin skips the k16 steps of the kernels' +0 padding to 64 or 128 (head dim, a tile's rows or keys:
-// mma_dot_padded): the same bits as the whole chain, on every kind of input, with exact zero sums (a cancelling pair,
-// all zero operands), a -0 before the padding (a sum that underflows fp32), an infinite or NaN running value reached
-// before the padding, and lengths on and off multiples of 16.
+// The twin skips the k16 steps of the kernels' +0 padding to 64 or 128 (head dim, a tile's rows or keys: mma_dot
+// over the unpadded length): the same bits as the whole chain, on every kind of input, with exact zero sums (a
+// cancelling pair, all zero operands), a sum truncated to zero before the padding (below fp32's subnormals), an
+// infinite or NaN running value reached before the padding, and lengths on and off multiples of 16.
 TEST(MmaModel, ThePaddingStepsChangeNoBit) {
   MmaInputs gen;
-  int differ = 0, zero = 0, negative_zero = 0, not_finite = 0;
+  int differ = 0, zero = 0, truncated = 0, not_finite = 0;
   for (int i = 0; i < 40000 && differ < 5; ++i) {
     const int kind = i % 4, padded = (i & 4) ? 128 : 64, n = 1 + static_cast<int>(gen.next() % padded);
     std::vector<float> a(padded, 0.0f), b(padded, 0.0f);
     for (int k = 0; k < n; ++k) a[k] = gen.value(kind), b[k] = gen.value(kind);
     if (i % 16 == 5 && n >= 2) a[1] = a[0], b[1] = -b[0], std::fill(a.begin() + 2, a.begin() + n, 0.0f);  // 0 exactly
     if (i % 64 == 9) a[gen.next() % n] = INFINITY;
-    if (i % 16 == 7)  // -2^-160 underflows fp32 to -0
+    if (i % 16 == 7)  // -2^-160 truncates to +0 (the H100)
       a[0] = 0x1p-80f, b[0] = -0x1p-80f, std::fill(a.begin() + 1, a.begin() + n, 0.0f);
-    const float unpadded = mma_dot_padded(a.data(), b.data(), n, padded), whole = mma_dot(a.data(), b.data(), padded);
+    const float unpadded = mma_dot(a.data(), b.data(), n), whole = mma_dot(a.data(), b.data(), padded);
     zero += unpadded == 0.0f;
-    negative_zero += unpadded == 0.0f && std::signbit(mma_dot(a.data(), b.data(), n));
+    truncated += i % 16 == 7 && unpadded == 0.0f;
     not_finite += !std::isfinite(unpadded);
     if (!MmaInputs::same(unpadded, whole)) {
       ++differ;
@@ -316,7 +355,7 @@ TEST(MmaModel, ThePaddingStepsChangeNoBit) {
     }
   }
   EXPECT_GT(zero, 2000);
-  EXPECT_GT(negative_zero, 100);
+  EXPECT_GT(truncated, 100);
   EXPECT_GT(not_finite, 500);
 }
 

@@ -7,8 +7,9 @@
 // 2^(emax − frac_bits) (toward zero, down, or to nearest: `cut`), the cut terms are summed exactly,
 // and the sum is rounded once to fp32 (toward zero or to nearest). mma_probe measures which parameters the
 // hardware follows (TENSOR_CORES.md); kMeasuredMmaModel holds the answer so a CPU twin of the CUDA kernels can
-// call mma_k16(...) where the CUDA kernel issues an mma. A sum past fp32's range is ±inf and stays so through
-// later k16 steps (no subnormal modelling); non-finite inputs are added as IEEE adds (not probed on the hardware).
+// call mma_k16(...) where the CUDA kernel issues an mma. Edges, as probed on an H100 (TENSOR_CORES.md, rule 7): a sum
+// of 2^128 or more is ±inf and stays so through later k16 steps; non-finite inputs add as IEEE adds; subnormals are
+// kept, and align at exponent −126; a zero result is +0.
 #pragma once
 
 #include <algorithm>
@@ -47,12 +48,22 @@ ATTN_HD double cut(double x, double quantum, MmaCut how) {
   }
 }
 ATTN_HD float to_f32(double x, bool nearest) {
-  float f = static_cast<float>(x);  // nearest-even
-  // Toward zero, except that a sum past fp32's range is ±inf, as on the H200 (an all-overflowing row's max is −inf
-  // there: gpu_matches_cpu_model on large_logits), not the largest finite value IEEE's toward-zero would give.
-  if (!nearest && std::isfinite(f) && std::fabs(static_cast<double>(f)) > std::fabs(x)) f = std::nextafter(f, 0.0f);
-  return f;
+  if (nearest) return static_cast<float>(x);  // nearest-even
+  // Toward zero, except that a sum of 2^128 or more is ±inf, as on the GPU (an all-overflowing row's max is −inf on
+  // the H200: gpu_matches_cpu_model on large_logits), not the largest finite value IEEE's toward-zero would give.
+  // Below 2^128 it truncates: FLT_MAX + 2^103 is FLT_MAX, FLT_MAX + 2^104 is +inf (the H100, EdgeInputsAsTheModelSays);
+  // rounding to nearest first had made the former +inf.
+  // A sum that truncates to zero is +0 whatever its sign (−2^-160 and −1.5·2^-150 give +0 on the H100).
+  if (std::fabs(x) >= 0x1p128) return x > 0 ? INFINITY : -INFINITY;
+  float f = static_cast<float>(x);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(x)) f = std::nextafter(f, 0.0f);  // from +inf too: FLT_MAX
+  return f == 0.0f ? 0.0f : f;
 }
+// The exponent an operand or the running value aligns at: its own, but −126 (fp32's and bf16's smallest normal
+// exponent) for a subnormal, whose exponent field reads as emin (probed on the H100, EdgeInputsAsTheModelSays: c =
+// −2^-149 plus a product 2^-160 gives −2^-149, the product cut at 2^(−126−25); a bf16 2^-130 times 2^100 sets emax
+// at −26, not −30). x finite, nonzero.
+ATTN_HD int align_exponent(float x) { return std::max(ilogb_normal(x), -126); }
 // Exact aligned sum of n terms (alignment exponents e[i]), rounded to fp32.
 ATTN_HD float aligned_sum(const double* t, const int* e, int n, const MmaModel& m) {
   int emax = -100000;
@@ -65,8 +76,8 @@ ATTN_HD float aligned_sum(const double* t, const int* e, int n, const MmaModel& 
 }
 // A k16 step with an overflowed running value or p̄ (±inf) or a NaN among its inputs, as IEEE adds: ±inf absorbs
 // finite products, inf − inf and inf·0 are NaN. (The aligned path would take ilogb(±inf) = INT_MAX as an exponent:
-// an int overflow in e(a) + e(b), then a cut by an infinite quantum — NaN or ±inf by accident.) Not probed on the
-// hardware. Returns false, leaving `out` alone, when every input is finite.
+// an int overflow in e(a) + e(b), then a cut by an infinite quantum — NaN or ±inf by accident.) As on the H100
+// (EdgeInputsAsTheModelSays). Returns false, leaving `out` alone, when every input is finite.
 ATTN_HD bool non_finite_step(const float* a, const float* b, float c, float& out) {
   bool finite = std::isfinite(c);
   for (int k = 0; k < 16; ++k) finite = finite && std::isfinite(a[k]) && std::isfinite(b[k]);
@@ -87,17 +98,15 @@ ATTN_HD float mma_k16_generic(const float* a, const float* b, float c, const Mma
     double t[17];
     int e[17];
     int n = 0;
-    if (m.c_in_align && acc != 0.0f) e[n] = std::ilogb(acc), t[n++] = acc;
+    if (m.c_in_align && acc != 0.0f) e[n] = mma_detail::align_exponent(acc), t[n++] = acc;
     for (int k = k0; k < k0 + m.group; ++k) {
       const double prod = static_cast<double>(a[k]) * static_cast<double>(b[k]);
       if (prod == 0.0) continue;
-      e[n] = m.align_exp_sum ? std::ilogb(a[k]) + std::ilogb(b[k]) : std::ilogb(prod);
+      e[n] = m.align_exp_sum ? mma_detail::align_exponent(a[k]) + mma_detail::align_exponent(b[k]) : std::ilogb(prod);
       t[n++] = prod;
     }
-    if (n == 0) {  // nothing but zeros: the signed-zero sum
-      double z = m.c_in_align ? static_cast<double>(acc) : 0.0;
-      for (int k = k0; k < k0 + m.group; ++k) z += static_cast<double>(a[k]) * static_cast<double>(b[k]);
-      acc = static_cast<float>(z);
+    if (n == 0) {  // nothing but zeros: +0, whatever their signs (an aligned sum has no −0: the H100's probes)
+      acc = m.c_in_align ? 0.0f : acc + 0.0f;
       continue;
     }
     const float s = mma_detail::aligned_sum(t, e, n, m);
@@ -121,18 +130,14 @@ ATTN_HD float mma_k16_measured(const float* a, const float* b, float c) {
   double t[17];
   int e[17];
   int n = 0, emax = -100000;
-  if (c != 0.0f) e[n] = ilogb_normal(c), t[n++] = c, emax = e[0];
-  double zeros = c;  // with nothing but zeros, c plus the zero products in order: the generic path's signed zero
+  if (c != 0.0f) e[n] = mma_detail::align_exponent(c), t[n++] = c, emax = e[0];
   for (int k = 0; k < 16; ++k) {
-    if (a[k] == 0.0f || b[k] == 0.0f) {
-      zeros += static_cast<double>(a[k]) * static_cast<double>(b[k]);
-      continue;
-    }
-    e[n] = ilogb_normal(a[k]) + ilogb_normal(b[k]);
+    if (a[k] == 0.0f || b[k] == 0.0f) continue;
+    e[n] = mma_detail::align_exponent(a[k]) + mma_detail::align_exponent(b[k]);
     emax = std::max(emax, e[n]);
     t[n++] = static_cast<double>(a[k]) * static_cast<double>(b[k]);
   }
-  if (n == 0) return static_cast<float>(zeros);
+  if (n == 0) return 0.0f;  // nothing but zeros: +0, whatever their signs (as the generic path)
   const int shift = emax - kMeasuredMmaModel.frac_bits;
   const double inv_q = exp2_int(-shift), q = exp2_int(shift);
   long long s = 0;
@@ -159,15 +164,10 @@ ATTN_HD float mma_dot(const float* a, const float* b, int d, float c0 = 0.0f, co
   return acc;
 }
 
-// mma_dot over `padded` values (a multiple of 16) of which those past n are +0 in both operands — the kernels pad
-// the head dim to 64 or 128 and a tile's rows or keys to 64 — with the padding's k16 steps skipped. Under
-// kMeasuredMmaModel a step of sixteen +0·+0 products leaves the running value's bits as they are, but for one
-// sign: a finite nonzero c (24 significant bits) is aligned to its own exponent and cut at 2^(e(c) − 25), so
-// nothing is cut; ±inf and NaN pass through as IEEE adds; a zero comes out +0 (−0 + +0), and −0 does arise before
-// the padding: a sum that underflows fp32 keeps its sign. Test: MmaModel.ThePaddingStepsChangeNoBit.
-ATTN_HD float mma_dot_padded(const float* a, const float* b, int n, int padded) {
-  const float acc = mma_dot(a, b, n);
-  return (n + 15) / 16 * 16 < padded && acc == 0.0f ? 0.0f : acc;
-}
+// Padding. The kernels pad the head dim to 64 or 128 and a tile's rows or keys to 64 with +0 in both operands; the
+// twin calls mma_dot over the unpadded length, as the padding's k16 steps change no bit under kMeasuredMmaModel: a
+// step of sixteen +0·+0 products leaves a finite nonzero c (24 significant bits, aligned to its own exponent or, a
+// subnormal, to −126, and cut at 2^(e − 25)) as it is; ±inf and NaN pass through as IEEE adds; a zero is +0 before
+// and after (the model, like the H100, never gives −0). Test: MmaModel.ThePaddingStepsChangeNoBit.
 
 }  // namespace attncheck
