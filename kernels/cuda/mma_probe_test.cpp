@@ -41,6 +41,11 @@ float random_f32(std::uint64_t seed, std::uint64_t i, int spread) {
   return ((r >> 31) & 1 ? -1.0f : 1.0f) * std::ldexp(m, e);
 }
 
+// The same bits, but any NaN matches any NaN (the hardware's NaN is 0x7fffffff, the host's may differ in sign).
+bool same_bits(float x, float y) {
+  return (std::isnan(x) && std::isnan(y)) || std::bit_cast<std::uint32_t>(x) == std::bit_cast<std::uint32_t>(y);
+}
+
 struct Probes {
   std::vector<float> a, b, c, d;
   int count = 0;
@@ -152,6 +157,81 @@ TEST(TensorCores, MeasuredModelReproducesHardware) {
   EXPECT_EQ(measured, 1.0);
 }
 
+// kMeasuredMmaModel over the range the regimes above never reach, random: (a) any finite bf16 operands and fp32 c
+// (exponent fields uniform over 0..254, subnormals and zeros included), (b) the bottom — half the a zero, the rest
+// below 2^-122 (subnormals included) against b in [2^-27, 2^-6), c subnormal: products and results among
+// fp32's subnormals; (c) underflow — a quarter of the a nonzero, at most 2^-125, against b in [2^-27, 2^-16),
+// c ±0: sums near 2^-149, many truncating to zero; (d) the top — products 2^106..2^132 with mixed signs and c from
+// 2^113 to FLT_MAX: overflow, partial sums past the range that cancel back. Every output must be the model's bits (a NaN matches any NaN); the
+// counts of subnormal, zero, infinite and NaN outputs show the sweep reached them.
+TEST(TensorCores, MeasuredModelHoldsOverTheWholeRange) {
+  ATTN_SKIP_WITHOUT_GPU();
+  constexpr int kPerRegime = 400;
+  auto bf16_of = [](std::uint64_t r, int e_lo, int e_hi) {  // a random sign and mantissa, exponent field in range
+    const std::uint32_t e = std::uint32_t(e_lo) + std::uint32_t((r >> 8) % std::uint64_t(e_hi - e_lo + 1));
+    return std::bit_cast<float>(((std::uint32_t(r) & 0x807fu) | (e << 7)) << 16);
+  };
+  auto f32_of = [](std::uint64_t r, int e_lo, int e_hi) {
+    const std::uint32_t e = std::uint32_t(e_lo) + std::uint32_t((r >> 40) % std::uint64_t(e_hi - e_lo + 1));
+    return std::bit_cast<float>((std::uint32_t(r) & 0x807fffffu) | (e << 23));
+  };
+  // Per regime: a, b and c from 64 random bits (exponent field ranges as above).
+  auto a_of = [&](int regime, std::uint64_t r) {
+    switch (regime) {
+      case 0: return bf16_of(r, 0, 254);
+      case 1: return (r >> 60) & 1 ? 0.0f : bf16_of(r, 0, 3);
+      case 2: return (r >> 60) & 3 ? 0.0f : bf16_of(r, 0, 1);
+      default: return bf16_of(r, 180, 192);
+    }
+  };
+  auto b_of = [&](int regime, std::uint64_t r) {
+    return regime == 0 ? bf16_of(r, 0, 254) : regime == 1 ? bf16_of(r, 100, 120) : regime == 2 ? bf16_of(r, 100, 110)
+                                                                                               : bf16_of(r, 180, 192);
+  };
+  auto c_of = [&](int regime, std::uint64_t r) {
+    switch (regime) {
+      case 0: return f32_of(r, 0, 254);
+      case 1: return f32_of(r, 0, 0);
+      case 2: return (r >> 62) & 1 ? -0.0f : 0.0f;
+      default: return f32_of(r, 240, 254);
+    }
+  };
+  const int count = 4 * kPerRegime;
+  std::vector<float> a(std::size_t(count) * 256), b(std::size_t(count) * 128), c(std::size_t(count) * 128);
+  for (int n = 0; n < count; ++n) {
+    const int regime = n / kPerRegime;
+    const std::uint64_t seed = 0xa5a5a5a5ull * std::uint64_t(n + 1);
+    for (int i = 0; i < 256; ++i) a[std::size_t(n) * 256 + i] = a_of(regime, mix64(seed ^ mix64(std::uint64_t(i))));
+    for (int i = 0; i < 128; ++i) {
+      b[std::size_t(n) * 128 + i] = b_of(regime, mix64(seed ^ mix64(std::uint64_t(i) + 1000)));
+      c[std::size_t(n) * 128 + i] = c_of(regime, mix64(seed ^ mix64(std::uint64_t(i) + 2000)));
+    }
+  }
+  const std::vector<float> d = cuda::run_mma_probes(a, b, c, count);
+  std::size_t equal = 0, total = 0, subnormal = 0, zero = 0, infinite = 0, nan = 0;
+  float col[16];
+  for (int n = 0; n < count; ++n)
+    for (int row = 0; row < 16; ++row)
+      for (int j = 0; j < 8; ++j) {
+        for (int k = 0; k < 16; ++k) col[k] = b[std::size_t(n) * 128 + k * 8 + j];
+        const std::size_t at = std::size_t(n) * 128 + row * 8 + j;
+        const float got = d[at], want = mma_k16(&a[std::size_t(n) * 256 + row * 16], col, c[at]);
+        const bool same = same_bits(got, want);
+        if (!same && total - equal < 5)
+          ADD_FAILURE() << "probe " << n << " (regime " << n / kPerRegime << ") row " << row << " col " << j
+                        << ": hardware " << got << ", model " << want << " (c = " << c[at] << ")";
+        equal += same, ++total;
+        subnormal += std::fpclassify(got) == FP_SUBNORMAL, zero += got == 0.0f, infinite += std::isinf(got);
+        nan += std::isnan(got);
+      }
+  std::printf("[tensor cores] whole range: %zu / %zu outputs equal to kMeasuredMmaModel (%zu subnormal, %zu zero, "
+              "%zu infinite, %zu NaN)\n", equal, total, subnormal, zero, infinite, nan);
+  EXPECT_EQ(equal, total);
+  EXPECT_GT(subnormal, 1000u);
+  EXPECT_GT(zero, 100u);
+  EXPECT_GT(infinite, 1000u);
+}
+
 // The inputs the random regimes never draw, one mma each (row 0, column 0; everything else zero): infinite and NaN
 // operands and c, finite products past fp32's range and their cancellation, c at fp32's largest value, subnormal bf16
 // operands, products and c, results that underflow, signed zeros. Each must give the bits mma_k16 (kMeasuredMmaModel)
@@ -235,7 +315,7 @@ TEST(TensorCores, EdgeInputsAsTheModelSays) {
     float col[16];
     for (int k = 0; k < 16; ++k) col[k] = b[std::size_t(n) * 128 + k * 8];
     const float want = mma_k16(&a[std::size_t(n) * 256], col, c[std::size_t(n) * 128]);
-    const bool same = (std::isnan(got) && std::isnan(want)) || float_to_bits(got) == float_to_bits(want);
+    const bool same = same_bits(got, want);
     std::printf("[tensor cores] %-44s hardware %-16a (0x%08x) model %-16a %s\n", cases[n].what, double(got),
                 unsigned(float_to_bits(got)), double(want), same ? "" : "DIFFERS");
     EXPECT_TRUE(same) << cases[n].what << ": hardware " << got << ", model " << want;
@@ -275,9 +355,7 @@ TEST(Top2, PackedBf16FormEqualsTheFp32Form) {
     }
   }
   const std::vector<float> out = cuda::run_top2_probes(scores, rows);
-  auto same = [](float a, float b) {
-    return (std::isnan(a) && std::isnan(b)) || std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
-  };
+  const auto same = same_bits;
   int wrong = 0, differ = 0;
   for (int r = 0; r < rows; ++r) {
     std::vector<float> v;
@@ -338,9 +416,7 @@ TEST(WgmmaProbe, ChainsRoundAsTheMmaSyncChains) {
       for (std::uint16_t& e : *x) e = bits(value(n++));
     const float c0 = trial % 2 ? 0.0f : random_f32(seed, n, 4);
     const cuda::WgmmaProbeOutput out = cuda::run_wgmma_probe(q, k, v, p, c0);
-    auto same = [](float a, float b) {  // a NaN matches any NaN
-      return (std::isnan(a) && std::isnan(b)) || std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
-    };
+    const auto same = same_bits;  // a NaN matches any NaN
     for (std::size_t i = 0; i < out.s_mma.size(); ++i) s_equal += same(out.s_wgmma[i], out.s_mma[i]);
     for (std::size_t i = 0; i < out.o_mma.size(); ++i) o_equal += same(out.o_wgmma[i], out.o_mma[i]);
     s_total += out.s_mma.size(), o_total += out.o_mma.size();
