@@ -207,7 +207,8 @@ TEST(MmaModel, ReproducesMeasuredFacts) {
 }
 
 // Edge facts measured on the H100 (mma_probe_test's EdgeInputsAsTheModelSays, 2026-12-05; TENSOR_CORES.md), which
-// the model had wrong before: truncation at fp32's top, the sign of a zero, subnormals' alignment exponent.
+// the model had wrong before: truncation at fp32's top, the sign of a zero, subnormals' alignment exponent, the
+// finest cut.
 TEST(MmaModel, ReproducesMeasuredEdgeFacts) {
   float a[16] = {}, b[16] = {};
   // FLT_MAX + 2^103 (half an ulp) truncates to FLT_MAX; FLT_MAX + 2^104 = 2^128 is +inf.
@@ -233,6 +234,14 @@ TEST(MmaModel, ReproducesMeasuredEdgeFacts) {
   a[0] = 0x1p-130f, b[0] = 0x1p100f, a[1] = 0x1p-27f, b[1] = 0x1p-26f;
   EXPECT_EQ(mma_k16(a, b, 0.0f), 0x1p-30f);
   EXPECT_EQ(mma_k16_generic(a, b, 0.0f, kMeasuredMmaModel), 0x1p-30f);
+  // No cut is finer than 2^-158, whatever emax (the H200, MeasuredModelHoldsOverTheWholeRange): −1.125·2^-127 ·
+  // 1.5234375·2^-25 (exact −0.2142…·2^-149) is cut to −109·2^-158 and 1.5·2^-132 · 1.6171875·2^-18 = 621·2^-158 is
+  // exact, so the sum is 512·2^-158 = 2^-149; cut at 2^(emax − 25) = 2^-169 (emax = −126 − 18) the sum would be
+  // 0.9987·2^-149, truncated to 0.
+  std::fill(a, a + 16, 0.0f), std::fill(b, b + 16, 0.0f);
+  a[0] = -0x1.2p-127f, b[0] = 0x1.86p-25f, a[1] = -0x1.8p-132f, b[1] = -0x1.9ep-18f;
+  EXPECT_EQ(mma_k16(a, b, -0.0f), 0x1p-149f);
+  EXPECT_EQ(mma_k16_generic(a, b, -0.0f, kMeasuredMmaModel), 0x1p-149f);
 }
 
 // Inputs for the tensor-core model's own tests: bf16 values of four kinds — 0: any finite bf16 (subnormals, sums
@@ -277,7 +286,8 @@ struct MmaInputs {
 
 // mma_k16 takes a shorter path for kMeasuredMmaModel (integer cuts, exponents from the bits): it must give the
 // generic model's bits on every kind of input the twin meets (MmaInputs), with products that are all -0 (p̄ = +0
-// against negative v, and c = -0), sums below fp32's subnormals (truncated to zero), subnormal operands and c whose
+// against negative v, and c = -0), sums below or among fp32's subnormals (truncated to zero; cut no finer than
+// 2^-158), subnormal operands and c whose
 // exponents set emax, and an infinite p̄ or a NaN among the inputs (overflow). A path that rounds a cut term to
 // nearest, forgets c's own exponent, takes a subnormal's exponent other than as the generic path does, or gives a zero
 // the sign of its terms fails here within the first few thousand cases.
@@ -297,10 +307,12 @@ TEST(MmaModel, TheMeasuredPathIsTheGenericModel) {
         a[k] = MmaInputs::bf16_bits(static_cast<std::uint32_t>(gen.next()) & 0x807fu);
         b[k] = gen.value(1);
       }
-    if (i % 64 == 5)  // products below fp32's subnormals (about 2^-160): sums that truncate to ±0
-      for (int k = 0; k < 16; ++k) a[k] = std::ldexp(gen.value(1), -80), b[k] = std::ldexp(gen.value(1), -80);
+    if (i % 64 == 5 || i % 64 == 6) {  // products below fp32's subnormals (about 2^-160): sums that truncate to ±0;
+      const int at = i % 64 == 5 ? -80 : -72;  // or among them (2^-150..2^-134), where the 2^-158 floor of cuts shows
+      for (int k = 0; k < 16; ++k) a[k] = std::ldexp(gen.value(1), at), b[k] = std::ldexp(gen.value(1), at);
+    }
     float c = gen.running(kind);
-    if (i % 64 == 5) c = (i & 64) ? -0.0f : 0.0f;
+    if (i % 64 == 5 || i % 64 == 6) c = (i & 64) ? -0.0f : 0.0f;
     if (i % 64 == 4) {  // a subnormal c beside two products below it with bits finer than its quantum
       std::fill(a + 2, a + 16, 0.0f);
       for (int k = 0; k < 2; ++k) b[k] = std::ldexp(gen.value(1), -20);

@@ -60,16 +60,21 @@ ATTN_HD float to_f32(double x, bool nearest) {
   return f == 0.0f ? 0.0f : f;
 }
 // The exponent an operand or the running value aligns at: its own, but −126 (fp32's and bf16's smallest normal
-// exponent) for a subnormal, whose exponent field reads as emin (probed on the H100, EdgeInputsAsTheModelSays: c =
-// −2^-149 plus a product 2^-160 gives −2^-149, the product cut at 2^(−126−25); a bf16 2^-130 times 2^100 sets emax
-// at −26, not −30). x finite, nonzero.
+// exponent) for a subnormal, whose exponent field reads as emin. Operands: a bf16 2^-130 times 2^100 sets emax at
+// −26, not −30 (H100 and H200, EdgeInputsAsTheModelSays); c: a subnormal c among products near 2^-140 (the H200,
+// MeasuredModelHoldsOverTheWholeRange: 9,872 of its 51,200 such outputs are wrong with c at its own exponent).
+// x finite, nonzero.
 ATTN_HD int align_exponent(float x) { return std::max(ilogb_normal(x), -126); }
+// The finest cut: terms are never cut below 2^-158 (9 bits under fp32's smallest subnormal), whatever emax — fitted
+// on the H200 (MeasuredModelHoldsOverTheWholeRange, sums near 2^-149: a floor at 2^-158 gives 0 of 204,800 outputs
+// wrong; none, or 2^-159, 48 to 67; 2^-157, 84).
+constexpr int kFinestCutExponent = -158;
 // Exact aligned sum of n terms (alignment exponents e[i]), rounded to fp32.
 ATTN_HD float aligned_sum(const double* t, const int* e, int n, const MmaModel& m) {
   int emax = -100000;
   for (int i = 0; i < n; ++i)
     if (t[i] != 0.0) emax = std::max(emax, e[i]);
-  const double q = std::ldexp(1.0, emax - m.frac_bits);
+  const double q = std::ldexp(1.0, std::max(emax - m.frac_bits, kFinestCutExponent));
   double s = 0.0;
   for (int i = 0; i < n; ++i) s += cut(t[i], q, m.cut);  // exact: the terms span few bits
   return to_f32(s, m.round_nearest);
@@ -117,10 +122,10 @@ ATTN_HD float mma_k16_generic(const float* a, const float* b, float c, const Mma
 
 // kMeasuredMmaModel's k16 step, the generic path's arithmetic without its choices: every product and c (when
 // nonzero) aligned to the largest exponent emax, e(a) + e(b) for a product; each cut toward zero to a multiple of
-// q = 2^(emax − 25); the exact sum rounded toward zero to fp32. Exactness, as in the generic path: the products of
-// two bf16 (or fp32) values are exact in double; a product is below 4 · 2^(e(a)+e(b)) ≤ 2^(emax+2) and c below
-// 2^(emax+1), so a term over q is below 2^27 (the scaling by 1/q is exact: emax − 25 lies in [−323, 229], within
-// double's normal range, subnormal inputs included) and its int64 conversion truncates it exactly toward zero; the
+// q = 2^max(emax − 25, −158); the exact sum rounded toward zero to fp32. Exactness, as in the generic path: the
+// products of two bf16 (or fp32) values are exact in double; a product is below 4 · 2^(e(a)+e(b)) ≤ 2^(emax+2) and c
+// below 2^(emax+1), so a term over q is below 2^27 (the scaling by 1/q is exact: log2 q lies in [−158, 229], within
+// double's normal range) and its int64 conversion truncates it exactly toward zero; the
 // 17 terms sum to below 2^32 in int64, and that sum times q is exact in double. Exponents come from the bits
 // (ilogb_normal of the value as a double: a float subnormal is a double normal), not from libm's ilogbf, an eighth
 // of the twin's time. Test: MmaModel.TheMeasuredPathIsTheGenericModel (the same bits on random, wide-exponent,
@@ -138,7 +143,7 @@ ATTN_HD float mma_k16_measured(const float* a, const float* b, float c) {
     t[n++] = static_cast<double>(a[k]) * static_cast<double>(b[k]);
   }
   if (n == 0) return 0.0f;  // nothing but zeros: +0, whatever their signs (as the generic path)
-  const int shift = emax - kMeasuredMmaModel.frac_bits;
+  const int shift = std::max(emax - kMeasuredMmaModel.frac_bits, mma_detail::kFinestCutExponent);
   const double inv_q = exp2_int(-shift), q = exp2_int(shift);
   long long s = 0;
   for (int i = 0; i < n; ++i) s += static_cast<long long>(t[i] * inv_q);  // toward zero, exact (above)

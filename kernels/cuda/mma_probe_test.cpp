@@ -1,11 +1,13 @@
 // mma_probe_test.cpp — measures how mma.sync m16n8k16 (bf16 x bf16 + fp32 -> fp32) adds up, by running single
 // mma instructions on crafted and random inputs and comparing with the parameterised model of mma_model.h.
 // Prints the agreement of every model variant (the evidence behind TENSOR_CORES.md) and checks that
-// kMeasuredMmaModel reproduces the hardware bit for bit. WgmmaProbe: the forward's wgmma matmuls (sm_90a builds)
+// kMeasuredMmaModel reproduces the hardware bit for bit, on the regimes of attention, over the whole range (random
+// subnormal, underflowing and overflowing sums) and on crafted edge cases (inf, NaN, signed zeros). WgmmaProbe: the forward's wgmma matmuls (sm_90a builds)
 // give the same bits as the mma.sync chains of the other splits. Top2: the fixed forward's row top-two, fp32 and
 // packed bf16x2 forms. Label gpu (skips without a device).
 // Run: build-e/kernels/cuda/mma_probe_test   (ATTNCHECK_PROBE_TABLE=1 prints the full sweep;
-// ATTNCHECK_PROBE_DUMP=file writes the raw probes: a, b, c, d as float arrays, 2000 probes)
+// ATTNCHECK_PROBE_DUMP=file writes the raw probes: a, b, c, d as float arrays, 2000 probes;
+// ATTNCHECK_PROBE_RANGE_DUMP=file the same for the whole-range sweep, 1600 probes)
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -208,6 +210,13 @@ TEST(TensorCores, MeasuredModelHoldsOverTheWholeRange) {
     }
   }
   const std::vector<float> d = cuda::run_mma_probes(a, b, c, count);
+  if (const char* path = std::getenv("ATTNCHECK_PROBE_RANGE_DUMP")) {  // raw a, b, c, d floats for offline fitting
+    if (FILE* f = std::fopen(path, "wb")) {
+      for (const std::vector<float>* v : std::initializer_list<const std::vector<float>*>{&a, &b, &c, &d})
+        std::fwrite(v->data(), sizeof(float), v->size(), f);
+      std::fclose(f);
+    }
+  }
   std::size_t equal = 0, total = 0, subnormal = 0, zero = 0, infinite = 0, nan = 0;
   float col[16];
   for (int n = 0; n < count; ++n)
