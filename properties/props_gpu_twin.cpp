@@ -70,7 +70,8 @@ double flip(Format fmt) { return ulp(1.0, fmt); }
 //     gap(n)·Σ|t| apart: round-to-nearest additions in any order err by γ(n−1) = (n−1)u/(1 − (n−1)u); the tensor
 //     cores, per k16 step, cut each of 17 terms (16 products and c) below 2^(E−25) with 2^E ≤ the largest term, and
 //     round the sum toward zero (< 2^-23 of it): (17·2^-25 + 2^-23) per step, ⌈n/16⌉ steps (TENSOR_CORES.md).
-//     Subnormals are probed on crafted cases only (TENSOR_CORES.md, rule 7), so the bound does not lean on them:
+//     Subnormals are modelled since session 30 (TENSOR_CORES.md, rule 7: crafted cases on an H100 and an H200, a
+//     random sweep on the H200 whose last fix is fitted, not yet rerun on a GPU), so the bound does not lean on them:
 //     whatever the tensor cores do with an input, product or result below 2^-126 moves
 //     a term by at most 2^-126 times its other factor, or 2^-126: 2^-126·(Σ(|a| + |b|) + 17·steps), plus the
 //     sequential side's gradual underflow, n·2^-149. (With the twin's sums both sides add alike: then this is slack.)

@@ -206,42 +206,49 @@ TEST(MmaModel, ReproducesMeasuredFacts) {
   EXPECT_NE(exact_sum, 1.0f);
 }
 
-// Edge facts measured on the H100 (mma_probe_test's EdgeInputsAsTheModelSays, 2026-12-05; TENSOR_CORES.md), which
-// the model had wrong before: truncation at fp32's top, the sign of a zero, subnormals' alignment exponent, the
-// finest cut.
+// Edge facts measured on the tensor cores (mma_probe_test's EdgeInputsAsTheModelSays and
+// MeasuredModelHoldsOverTheWholeRange, 2026-12-05; TENSOR_CORES.md rule 7 says which card showed which), that the
+// model had wrong before: truncation at fp32's top, the sign of a zero, subnormals' alignment exponent, the finest cut.
 TEST(MmaModel, ReproducesMeasuredEdgeFacts) {
   float a[16] = {}, b[16] = {};
-  // FLT_MAX + 2^103 (half an ulp) truncates to FLT_MAX; FLT_MAX + 2^104 = 2^128 is +inf.
+  // FLT_MAX + 2^103 (half an ulp) truncates to FLT_MAX; FLT_MAX + 2^104 = 2^128 is +inf (H100, H200).
   a[0] = 0x1p52f, b[0] = 0x1p51f;
   EXPECT_EQ(mma_k16(a, b, FLT_MAX), FLT_MAX);
   b[0] = 0x1p52f;
   EXPECT_EQ(mma_k16(a, b, FLT_MAX), INFINITY);
-  // c = −0 and sixteen −0 products: +0 (IEEE adds would give −0).
+  // c = −0 and sixteen −0 products: +0 (IEEE adds would give −0; H100, H200).
   for (int k = 0; k < 16; ++k) a[k] = -0.0f, b[k] = 1.0f;
   EXPECT_FALSE(std::signbit(mma_k16(a, b, -0.0f)));
   EXPECT_FALSE(std::signbit(mma_k16_generic(a, b, -0.0f, kMeasuredMmaModel)));
-  // A negative sum below fp32's subnormals truncates to +0: −2^-160, −1.5·2^-150.
+  // A negative sum that truncates to zero is +0: −1.5·2^-150, which the 2^-158 floor below leaves whole (H100, H200).
   std::fill(a, a + 16, 0.0f), std::fill(b, b + 16, 0.0f);
-  a[0] = -0x1p-80f, b[0] = 0x1p-80f;
-  EXPECT_FALSE(std::signbit(mma_k16(a, b, 0.0f)));
   a[0] = -0x1.8p-75f, b[0] = 0x1p-75f;
   EXPECT_FALSE(std::signbit(mma_k16(a, b, 0.0f)));
-  // A subnormal c aligns at 2^-126: −2^-149 + 2^-160 is −2^-149 (the product is cut at 2^(−126−25)), not −0.
-  a[0] = 0x1p-80f, b[0] = 0x1p-80f;
+  EXPECT_FALSE(std::signbit(mma_k16_generic(a, b, 0.0f, kMeasuredMmaModel)));
+  // A subnormal c aligns at −126 (H200, the sweep's bottom regime): −2^-149 + 2^-152 is −2^-149, the product cut at
+  // 2^(−126−25); at c's own exponent (−149, the cut then 2^-158) it would stay and the sum, −0.875·2^-149, truncate to 0.
+  a[0] = 0x1p-76f, b[0] = 0x1p-76f;
   EXPECT_EQ(mma_k16(a, b, -0x1p-149f), -0x1p-149f);
-  // A subnormal bf16 operand too: 2^-130 · 2^100 aligns at 2^-26, so 2^-27 · 2^-26 = 2^-53 is cut (2^-30 + 2^-53
-  // is an fp32 number, and at 2^-30's own exponent it would be kept).
+  EXPECT_EQ(mma_k16_generic(a, b, -0x1p-149f, kMeasuredMmaModel), -0x1p-149f);
+  // A subnormal bf16 operand too (H200): 2^-130 · 2^100 aligns at 2^-26, so 2^-27 · 2^-26 = 2^-53 is cut (2^-30 +
+  // 2^-53 is an fp32 number, and at 2^-30's own exponent it would be kept).
   a[0] = 0x1p-130f, b[0] = 0x1p100f, a[1] = 0x1p-27f, b[1] = 0x1p-26f;
   EXPECT_EQ(mma_k16(a, b, 0.0f), 0x1p-30f);
   EXPECT_EQ(mma_k16_generic(a, b, 0.0f, kMeasuredMmaModel), 0x1p-30f);
-  // No cut is finer than 2^-158, whatever emax (the H200, MeasuredModelHoldsOverTheWholeRange): −1.125·2^-127 ·
-  // 1.5234375·2^-25 (exact −0.2142…·2^-149) is cut to −109·2^-158 and 1.5·2^-132 · 1.6171875·2^-18 = 621·2^-158 is
-  // exact, so the sum is 512·2^-158 = 2^-149; cut at 2^(emax − 25) = 2^-169 (emax = −126 − 18) the sum would be
-  // 0.9987·2^-149, truncated to 0.
+  // No cut is finer than 2^-158, whatever emax (H200, fitted from the sweep), and none is coarser either; two cases
+  // pin it from both sides. (1) −1.125·2^-127 · 1.5234375·2^-25 (exact −0.2142…·2^-149) is cut to −109·2^-158 and
+  // 1.5·2^-132 · 1.6171875·2^-18 = 621·2^-158 is exact: the sum is 512·2^-158 = 2^-149; cut at 2^(emax − 25) =
+  // 2^-169 (emax = −126 − 18) or at 2^-159 it would be 0.9987·2^-149, truncated to 0.
   std::fill(a, a + 16, 0.0f), std::fill(b, b + 16, 0.0f);
   a[0] = -0x1.2p-127f, b[0] = 0x1.86p-25f, a[1] = -0x1.8p-132f, b[1] = -0x1.9ep-18f;
   EXPECT_EQ(mma_k16(a, b, -0.0f), 0x1p-149f);
   EXPECT_EQ(mma_k16_generic(a, b, -0.0f, kMeasuredMmaModel), 0x1p-149f);
+  // (2) 7·2^-80 · 73·2^-78 = 511·2^-158 and 2^-79 · 2^-79 = 2^-158 are exact at 2^-158: the sum is 2^-149; cut at
+  // 2^-157 they would be 510·2^-158 and 0, truncated to 0.
+  std::fill(a, a + 16, 0.0f), std::fill(b, b + 16, 0.0f);
+  a[0] = 0x1.cp-78f, b[0] = 0x1.24p-72f, a[1] = 0x1p-79f, b[1] = 0x1p-79f;
+  EXPECT_EQ(mma_k16(a, b, 0.0f), 0x1p-149f);
+  EXPECT_EQ(mma_k16_generic(a, b, 0.0f, kMeasuredMmaModel), 0x1p-149f);
 }
 
 // Inputs for the tensor-core model's own tests: bf16 values of four kinds — 0: any finite bf16 (subnormals, sums
@@ -287,10 +294,10 @@ struct MmaInputs {
 // mma_k16 takes a shorter path for kMeasuredMmaModel (integer cuts, exponents from the bits): it must give the
 // generic model's bits on every kind of input the twin meets (MmaInputs), with products that are all -0 (p̄ = +0
 // against negative v, and c = -0), sums below or among fp32's subnormals (truncated to zero; cut no finer than
-// 2^-158), subnormal operands and c whose
-// exponents set emax, and an infinite p̄ or a NaN among the inputs (overflow). A path that rounds a cut term to
-// nearest, forgets c's own exponent, takes a subnormal's exponent other than as the generic path does, or gives a zero
-// the sign of its terms fails here within the first few thousand cases.
+// 2^-158), subnormal operands and c whose exponents set emax, and an infinite p̄ or a NaN among the inputs
+// (overflow). A path that rounds a cut term to nearest, forgets c's own exponent, takes a subnormal's exponent other
+// than as the generic path does (first at case ~7·10^4), drops the 2^-158 floor (~1.3·10^5: it needs sums near
+// 2^-149) or gives a zero the sign of its terms fails here.
 TEST(MmaModel, TheMeasuredPathIsTheGenericModel) {
   MmaInputs gen;
   int differ = 0, nonzero = 0, infinite = 0, overflow = 0, zero = 0, truncated = 0, negative_zero = 0;
@@ -298,7 +305,7 @@ TEST(MmaModel, TheMeasuredPathIsTheGenericModel) {
     const int kind = i % 4;  // 3: a mostly +0, b negative: often every product is -0
     float a[16], b[16];
     for (int k = 0; k < 16; ++k) a[k] = gen.value(kind), b[k] = gen.value(kind);
-    if (kind == 3)  // p̄ = +0 against negative v, as in the twin's P̄V: -0 products, -0 when c is -0 too
+    if (kind == 3)  // p̄ = +0 against negative v, as in the twin's P̄V: -0 products (+0 out, c = -0 or not)
       for (float& x : b) x = -std::fabs(x);
     if (i % 64 == 1) a[gen.next() % 16] = (i & 128) ? INFINITY : -INFINITY;  // an overflowed p̄ (large_logits)
     if (i % 64 == 2) b[gen.next() % 16] = std::numeric_limits<float>::quiet_NaN();
@@ -355,8 +362,8 @@ TEST(MmaModel, ThePaddingStepsChangeNoBit) {
     for (int k = 0; k < n; ++k) a[k] = gen.value(kind), b[k] = gen.value(kind);
     if (i % 16 == 5 && n >= 2) a[1] = a[0], b[1] = -b[0], std::fill(a.begin() + 2, a.begin() + n, 0.0f);  // 0 exactly
     if (i % 64 == 9) a[gen.next() % n] = INFINITY;
-    if (i % 16 == 7)  // -2^-160 truncates to +0 (the H100)
-      a[0] = 0x1p-80f, b[0] = -0x1p-80f, std::fill(a.begin() + 1, a.begin() + n, 0.0f);
+    if (i % 16 == 7)  // -1.5·2^-150 truncates to +0 (H100, H200)
+      a[0] = 0x1.8p-75f, b[0] = -0x1p-75f, std::fill(a.begin() + 1, a.begin() + n, 0.0f);
     const float unpadded = mma_dot(a.data(), b.data(), n), whole = mma_dot(a.data(), b.data(), padded);
     zero += unpadded == 0.0f;
     truncated += i % 16 == 7 && unpadded == 0.0f;

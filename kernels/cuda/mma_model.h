@@ -4,12 +4,12 @@
 // The model (after Fasi et al. 2021 and Khattak & Mikaitis 2025 on NVIDIA tensor cores): the 16 products are
 // split into groups of `group` consecutive k; per group, the products (exact: 8-bit x 8-bit significands) and
 // the running value are aligned to the largest exponent among them, each is cut to a multiple of
-// 2^(emax − frac_bits) (toward zero, down, or to nearest: `cut`), the cut terms are summed exactly,
+// 2^max(emax − frac_bits, −158) (toward zero, down, or to nearest: `cut`), the cut terms are summed exactly,
 // and the sum is rounded once to fp32 (toward zero or to nearest). mma_probe measures which parameters the
 // hardware follows (TENSOR_CORES.md); kMeasuredMmaModel holds the answer so a CPU twin of the CUDA kernels can
-// call mma_k16(...) where the CUDA kernel issues an mma. Edges, as probed on an H100 (TENSOR_CORES.md, rule 7): a sum
-// of 2^128 or more is ±inf and stays so through later k16 steps; non-finite inputs add as IEEE adds; subnormals are
-// kept, and align at exponent −126; a zero result is +0.
+// call mma_k16(...) where the CUDA kernel issues an mma. Edges (TENSOR_CORES.md, rule 7; H100 and H200 unless said):
+// a sum of 2^128 or more is ±inf and stays so through later k16 steps; non-finite inputs add as IEEE adds;
+// subnormals are kept and align at exponent −126 (H200); no cut is finer than 2^-158 (H200); a zero result is +0.
 #pragma once
 
 #include <algorithm>
@@ -48,20 +48,21 @@ ATTN_HD double cut(double x, double quantum, MmaCut how) {
   }
 }
 ATTN_HD float to_f32(double x, bool nearest) {
-  if (nearest) return static_cast<float>(x);  // nearest-even
-  // Toward zero, except that a sum of 2^128 or more is ±inf, as on the GPU (an all-overflowing row's max is −inf on
-  // the H200: gpu_matches_cpu_model on large_logits), not the largest finite value IEEE's toward-zero would give.
-  // Below 2^128 it truncates: FLT_MAX + 2^103 is FLT_MAX, FLT_MAX + 2^104 is +inf (the H100, EdgeInputsAsTheModelSays);
-  // rounding to nearest first had made the former +inf.
-  // A sum that truncates to zero is +0 whatever its sign (−2^-160 and −1.5·2^-150 give +0 on the H100).
-  if (std::fabs(x) >= 0x1p128) return x > 0 ? INFINITY : -INFINITY;
+  // Toward zero (or nearest-even, a model the probes rejected), except that a sum of 2^128 or more is ±inf, as on the
+  // GPU (an all-overflowing row's max is −inf on the H200: gpu_matches_cpu_model on large_logits), not the largest
+  // finite value IEEE's toward-zero would give. Below 2^128 it truncates: FLT_MAX + 2^103 is FLT_MAX, FLT_MAX + 2^104
+  // is +inf (H100 and H200, EdgeInputsAsTheModelSays); rounding to nearest first had made the former +inf.
+  // A sum that becomes zero is +0 whatever its sign (−1.5·2^-150 gives +0 on the H100 and the H200).
   float f = static_cast<float>(x);
-  if (std::fabs(static_cast<double>(f)) > std::fabs(x)) f = std::nextafter(f, 0.0f);  // from +inf too: FLT_MAX
+  if (!nearest) {
+    if (std::fabs(x) >= 0x1p128) return x > 0 ? INFINITY : -INFINITY;
+    if (std::fabs(static_cast<double>(f)) > std::fabs(x)) f = std::nextafter(f, 0.0f);  // from +inf too: FLT_MAX
+  }
   return f == 0.0f ? 0.0f : f;
 }
 // The exponent an operand or the running value aligns at: its own, but −126 (fp32's and bf16's smallest normal
 // exponent) for a subnormal, whose exponent field reads as emin. Operands: a bf16 2^-130 times 2^100 sets emax at
-// −26, not −30 (H100 and H200, EdgeInputsAsTheModelSays); c: a subnormal c among products near 2^-140 (the H200,
+// −26, not −30 (the H200, EdgeInputsAsTheModelSays); c: a subnormal c among products near 2^-140 (the H200,
 // MeasuredModelHoldsOverTheWholeRange: 9,872 of its 51,200 such outputs are wrong with c at its own exponent).
 // x finite, nonzero.
 ATTN_HD int align_exponent(float x) { return std::max(ilogb_normal(x), -126); }
@@ -81,8 +82,8 @@ ATTN_HD float aligned_sum(const double* t, const int* e, int n, const MmaModel& 
 }
 // A k16 step with an overflowed running value or p̄ (±inf) or a NaN among its inputs, as IEEE adds: ±inf absorbs
 // finite products, inf − inf and inf·0 are NaN. (The aligned path would take ilogb(±inf) = INT_MAX as an exponent:
-// an int overflow in e(a) + e(b), then a cut by an infinite quantum — NaN or ±inf by accident.) As on the H100
-// (EdgeInputsAsTheModelSays). Returns false, leaving `out` alone, when every input is finite.
+// an int overflow in e(a) + e(b), then a cut by an infinite quantum — NaN or ±inf by accident.) As on the H100 and
+// the H200 (EdgeInputsAsTheModelSays). Returns false, leaving `out` alone, when every input is finite.
 ATTN_HD bool non_finite_step(const float* a, const float* b, float c, float& out) {
   bool finite = std::isfinite(c);
   for (int k = 0; k < 16; ++k) finite = finite && std::isfinite(a[k]) && std::isfinite(b[k]);
@@ -173,6 +174,6 @@ ATTN_HD float mma_dot(const float* a, const float* b, int d, float c0 = 0.0f, co
 // twin calls mma_dot over the unpadded length, as the padding's k16 steps change no bit under kMeasuredMmaModel: a
 // step of sixteen +0·+0 products leaves a finite nonzero c (24 significant bits, aligned to its own exponent or, a
 // subnormal, to −126, and cut at 2^(e − 25)) as it is; ±inf and NaN pass through as IEEE adds; a zero is +0 before
-// and after (the model, like the H100, never gives −0). Test: MmaModel.ThePaddingStepsChangeNoBit.
+// and after (the model, like the H100 and the H200, never gives −0). Test: MmaModel.ThePaddingStepsChangeNoBit.
 
 }  // namespace attncheck

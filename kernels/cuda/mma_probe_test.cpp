@@ -161,7 +161,7 @@ TEST(TensorCores, MeasuredModelReproducesHardware) {
 
 // kMeasuredMmaModel over the range the regimes above never reach, random: (a) any finite bf16 operands and fp32 c
 // (exponent fields uniform over 0..254, subnormals and zeros included), (b) the bottom — half the a zero, the rest
-// below 2^-122 (subnormals included) against b in [2^-27, 2^-6), c subnormal: products and results among
+// below 2^-123 (subnormals included) against b in [2^-27, 2^-6), c subnormal: products and results among
 // fp32's subnormals; (c) underflow — a quarter of the a nonzero, at most 2^-125, against b in [2^-27, 2^-16),
 // c ±0: sums near 2^-149, many truncating to zero; (d) the top — products 2^106..2^132 with mixed signs and c from
 // 2^113 to FLT_MAX: overflow, partial sums past the range that cancel back. Every output must be the model's bits (a NaN matches any NaN); the
@@ -423,7 +423,7 @@ TEST(WgmmaProbe, ChainsRoundAsTheMmaSyncChains) {
     std::uint64_t n = 0;
     for (auto* x : {&q, &k, &v, &p})
       for (std::uint16_t& e : *x) e = bits(value(n++));
-    const float c0 = trial % 2 ? 0.0f : random_f32(seed, n, 4);
+    const float c0 = (trial / 4) % 2 ? 0.0f : random_f32(seed, n, 4);  // each kind with C = 0 and C ≠ 0
     const cuda::WgmmaProbeOutput out = cuda::run_wgmma_probe(q, k, v, p, c0);
     const auto same = same_bits;  // a NaN matches any NaN
     for (std::size_t i = 0; i < out.s_mma.size(); ++i) s_equal += same(out.s_wgmma[i], out.s_mma[i]);
