@@ -53,6 +53,24 @@ struct Probes {
   int count = 0;
 };
 
+// Output element (row, col) of probe n as model m computes it.
+float model_output(const Probes& p, int n, int row, int col, const MmaModel& m = kMeasuredMmaModel) {
+  float b[16];
+  for (int k = 0; k < 16; ++k) b[k] = p.b[std::size_t(n) * 128 + k * 8 + col];
+  return mma_k16(&p.a[std::size_t(n) * 256 + row * 16], b, p.c[std::size_t(n) * 128 + row * 8 + col], m);
+}
+
+// With the environment variable `var` set to a file name, writes the probes' raw a, b, c, d floats there, for
+// offline fitting.
+void dump_probes(const Probes& p, const char* var) {
+  const char* path = std::getenv(var);
+  if (!path) return;
+  if (FILE* f = std::fopen(path, "wb")) {
+    for (const std::vector<float>* v : {&p.a, &p.b, &p.c, &p.d}) std::fwrite(v->data(), sizeof(float), v->size(), f);
+    std::fclose(f);
+  }
+}
+
 // Regimes: narrow exponents (typical attention), wide exponents (alignment loss), c large vs products, near
 // cancellation (c ≈ −Σ products), sparse products.
 Probes make_probes(int per_regime) {
@@ -80,16 +98,10 @@ Probes make_probes(int per_regime) {
 
 double agreement(const Probes& p, const MmaModel& m) {
   std::size_t equal = 0, total = 0;
-  float a[16], b[16];
   for (int n = 0; n < p.count; ++n)
     for (int row = 0; row < 16; ++row)
       for (int col = 0; col < 8; ++col) {
-        for (int k = 0; k < 16; ++k) {
-          a[k] = p.a[std::size_t(n) * 256 + row * 16 + k];
-          b[k] = p.b[std::size_t(n) * 128 + k * 8 + col];
-        }
-        const std::size_t at = std::size_t(n) * 128 + row * 8 + col;
-        const float want = p.d[at], got = mma_k16(a, b, p.c[at], m);
+        const float want = p.d[std::size_t(n) * 128 + row * 8 + col], got = model_output(p, n, row, col, m);
         equal += float_to_bits(want) == float_to_bits(got);
         ++total;
       }
@@ -127,12 +139,7 @@ TEST(TensorCores, MeasuredModelReproducesHardware) {
   ATTN_SKIP_WITHOUT_GPU();
   Probes p = make_probes(400);
   p.d = cuda::run_mma_probes(p.a, p.b, p.c, p.count);
-  if (const char* path = std::getenv("ATTNCHECK_PROBE_DUMP")) {  // raw a, b, c, d floats for offline fitting
-    if (FILE* f = std::fopen(path, "wb")) {
-      for (const std::vector<float>* v : {&p.a, &p.b, &p.c, &p.d}) std::fwrite(v->data(), sizeof(float), v->size(), f);
-      std::fclose(f);
-    }
-  }
+  dump_probes(p, "ATTNCHECK_PROBE_DUMP");
   // Sweep the model's parameters; print the best ones (the evidence for TENSOR_CORES.md).
   std::vector<std::tuple<double, MmaModel>> results;
   for (int group : {8, 16})
@@ -198,37 +205,30 @@ TEST(TensorCores, MeasuredModelHoldsOverTheWholeRange) {
       default: return f32_of(r, 240, 254);
     }
   };
-  const int count = 4 * kPerRegime;
-  std::vector<float> a(std::size_t(count) * 256), b(std::size_t(count) * 128), c(std::size_t(count) * 128);
-  for (int n = 0; n < count; ++n) {
+  Probes p;
+  p.count = 4 * kPerRegime;
+  p.a.resize(std::size_t(p.count) * 256), p.b.resize(std::size_t(p.count) * 128), p.c.resize(std::size_t(p.count) * 128);
+  for (int n = 0; n < p.count; ++n) {
     const int regime = n / kPerRegime;
     const std::uint64_t seed = 0xa5a5a5a5ull * std::uint64_t(n + 1);
-    for (int i = 0; i < 256; ++i) a[std::size_t(n) * 256 + i] = a_of(regime, mix64(seed ^ mix64(std::uint64_t(i))));
+    for (int i = 0; i < 256; ++i) p.a[std::size_t(n) * 256 + i] = a_of(regime, mix64(seed ^ mix64(std::uint64_t(i))));
     for (int i = 0; i < 128; ++i) {
-      b[std::size_t(n) * 128 + i] = b_of(regime, mix64(seed ^ mix64(std::uint64_t(i) + 1000)));
-      c[std::size_t(n) * 128 + i] = c_of(regime, mix64(seed ^ mix64(std::uint64_t(i) + 2000)));
+      p.b[std::size_t(n) * 128 + i] = b_of(regime, mix64(seed ^ mix64(std::uint64_t(i) + 1000)));
+      p.c[std::size_t(n) * 128 + i] = c_of(regime, mix64(seed ^ mix64(std::uint64_t(i) + 2000)));
     }
   }
-  const std::vector<float> d = cuda::run_mma_probes(a, b, c, count);
-  if (const char* path = std::getenv("ATTNCHECK_PROBE_RANGE_DUMP")) {  // raw a, b, c, d floats for offline fitting
-    if (FILE* f = std::fopen(path, "wb")) {
-      for (const std::vector<float>* v : std::initializer_list<const std::vector<float>*>{&a, &b, &c, &d})
-        std::fwrite(v->data(), sizeof(float), v->size(), f);
-      std::fclose(f);
-    }
-  }
+  p.d = cuda::run_mma_probes(p.a, p.b, p.c, p.count);
+  dump_probes(p, "ATTNCHECK_PROBE_RANGE_DUMP");
   std::size_t equal = 0, total = 0, subnormal = 0, zero = 0, infinite = 0, nan = 0;
-  float col[16];
-  for (int n = 0; n < count; ++n)
+  for (int n = 0; n < p.count; ++n)
     for (int row = 0; row < 16; ++row)
       for (int j = 0; j < 8; ++j) {
-        for (int k = 0; k < 16; ++k) col[k] = b[std::size_t(n) * 128 + k * 8 + j];
         const std::size_t at = std::size_t(n) * 128 + row * 8 + j;
-        const float got = d[at], want = mma_k16(&a[std::size_t(n) * 256 + row * 16], col, c[at]);
+        const float got = p.d[at], want = model_output(p, n, row, j);
         const bool same = same_bits(got, want);
         if (!same && total - equal < 5)
           ADD_FAILURE() << "probe " << n << " (regime " << n / kPerRegime << ") row " << row << " col " << j
-                        << ": hardware " << got << ", model " << want << " (c = " << c[at] << ")";
+                        << ": hardware " << got << ", model " << want << " (c = " << p.c[at] << ")";
         equal += same, ++total;
         subnormal += std::fpclassify(got) == FP_SUBNORMAL, zero += got == 0.0f, infinite += std::isinf(got);
         nan += std::isnan(got);
@@ -309,21 +309,20 @@ TEST(TensorCores, EdgeInputsAsTheModelSays) {
       {"x - x with c = -0", {{1.5f, 3.f}, {-1.5f, 3.f}}, -0.f},
       {"c + x = 0", {{1.5f, -3.f}}, 4.5f},
   };
-  const int count = int(cases.size());
-  std::vector<float> a(std::size_t(count) * 256, 0.f), b(std::size_t(count) * 128, 0.f), c(std::size_t(count) * 128, 0.f);
-  for (int n = 0; n < count; ++n) {
+  Probes p;
+  p.count = int(cases.size());
+  p.a.assign(std::size_t(p.count) * 256, 0.f), p.b.assign(std::size_t(p.count) * 128, 0.f);
+  p.c.assign(std::size_t(p.count) * 128, 0.f);
+  for (int n = 0; n < p.count; ++n) {
     for (std::size_t k = 0; k < cases[n].terms.size(); ++k) {
-      a[std::size_t(n) * 256 + k] = cases[n].terms[k].first;        // A[0][k]
-      b[std::size_t(n) * 128 + k * 8] = cases[n].terms[k].second;   // B[k][0]
+      p.a[std::size_t(n) * 256 + k] = cases[n].terms[k].first;        // A[0][k]
+      p.b[std::size_t(n) * 128 + k * 8] = cases[n].terms[k].second;   // B[k][0]
     }
-    c[std::size_t(n) * 128] = cases[n].c;
+    p.c[std::size_t(n) * 128] = cases[n].c;
   }
-  const std::vector<float> d = cuda::run_mma_probes(a, b, c, count);
-  for (int n = 0; n < count; ++n) {
-    const float got = d[std::size_t(n) * 128];
-    float col[16];
-    for (int k = 0; k < 16; ++k) col[k] = b[std::size_t(n) * 128 + k * 8];
-    const float want = mma_k16(&a[std::size_t(n) * 256], col, c[std::size_t(n) * 128]);
+  p.d = cuda::run_mma_probes(p.a, p.b, p.c, p.count);
+  for (int n = 0; n < p.count; ++n) {
+    const float got = p.d[std::size_t(n) * 128], want = model_output(p, n, 0, 0);
     const bool same = same_bits(got, want);
     std::printf("[tensor cores] %-44s hardware %-16a (0x%08x) model %-16a %s\n", cases[n].what, double(got),
                 unsigned(float_to_bits(got)), double(want), same ? "" : "DIFFERS");
