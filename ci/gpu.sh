@@ -169,10 +169,8 @@ for suite in ${ATTNCHECK_GPU_SUITES:-default bias}; do
     >"$out/suite-$suite.log" 2>&1
 done
 suite_reports=$(for suite in ${ATTNCHECK_GPU_SUITES:-default bias}; do echo "$out/suite-$suite.json"; done)
-# A check whose verdicts differ is run again on the CPU twin (twin:cuda:K, the GPU's sums in its order; ~15 s a
-# check on 2 cores):
-# where the twin gets the GPU's verdict, the difference is predicted (compare_verdicts.py --twin) and does not fail
-# the job. The long suite has one such check on the H200 and the H100 (cuda:fa2, accurate, tied_max 130x200 d64).
+# Each check whose verdicts differ, again on the CPU twin (twin:cuda:K; the header says why), for
+# compare_verdicts.py --twin.
 rm -f "$out"/twin-rerun-*.json
 twin_reports=()
 i=0
