@@ -223,7 +223,7 @@ TEST(TensorCores, MeasuredModelHoldsOverTheWholeRange) {
     for (int n = 0; n < p.count; ++n) {
       const int regime = n / kPerRegime;
       // Sweep 0 keeps the seeds its dump was drawn with; a later sweep mixes its number in.
-      const std::uint64_t seed = 0xa5a5a5a5ull * std::uint64_t(n + 1) ^ (sweep ? mix64(std::uint64_t(sweep)) : 0);
+      const std::uint64_t seed = (0xa5a5a5a5ull * std::uint64_t(n + 1)) ^ (sweep ? mix64(std::uint64_t(sweep)) : 0);
       for (int i = 0; i < 256; ++i) p.a[std::size_t(n) * 256 + i] = a_of(regime, mix64(seed ^ mix64(std::uint64_t(i))));
       for (int i = 0; i < 128; ++i) {
         p.b[std::size_t(n) * 128 + i] = b_of(regime, mix64(seed ^ mix64(std::uint64_t(i) + 1000)));
@@ -259,8 +259,9 @@ TEST(TensorCores, MeasuredModelHoldsOverTheWholeRange) {
 
 // The inputs the random regimes never draw, one mma each (row 0, column 0; everything else zero): infinite and NaN
 // operands and c, finite products past fp32's range and their cancellation, c at fp32's largest value, subnormal bf16
-// operands, products and c, results that underflow, signed zeros. Each must give the bits mma_k16 (kMeasuredMmaModel)
-// gives; a NaN matches any NaN. Every case prints the hardware's and the model's value.
+// operands, products and c, results that underflow, signed zeros, zeros facing large operands. Each must give the
+// bits mma_k16 (kMeasuredMmaModel) gives; a NaN matches any NaN. Every case prints the hardware's and the model's
+// value.
 TEST(TensorCores, EdgeInputsAsTheModelSays) {
   ATTN_SKIP_WITHOUT_GPU();
   const float inf = INFINITY, nan = NAN, bmax = 3.38953139e38f, fmax = 3.40282347e38f;
@@ -324,6 +325,12 @@ TEST(TensorCores, EdgeInputsAsTheModelSays) {
       {"x - x", {{1.5f, 3.f}, {-1.5f, 3.f}}, 0.f},
       {"x - x with c = -0", {{1.5f, 3.f}, {-1.5f, 3.f}}, -0.f},
       {"c + x = 0", {{1.5f, -3.f}}, 4.5f},
+      // A zero operand facing a large one sets no alignment exponent (the model skips zero products): were its
+      // exponent field read as emin (−126, as a subnormal's is), 0·2^100 would align at −26 and cut the 2^-53 term.
+      {"0 * 2^100 + 2^-27 * 2^-26", {{0.f, 0x1p100f}, {0x1p-27f, 0x1p-26f}}, 0.f},
+      {"2^100 * -0 + 2^-27 * 2^-26", {{0x1p100f, -0.f}, {0x1p-27f, 0x1p-26f}}, 0.f},
+      {"0 * bf16 max + 1 * 2^-30", {{0.f, bmax}, {1.f, 0x1p-30f}}, 0.f},
+      {"0 * 2^100 with c = 2^-60", {{0.f, 0x1p100f}}, 0x1p-60f},
   };
   Probes p;
   p.count = int(cases.size());
@@ -411,7 +418,8 @@ TEST(Top2, PackedBf16FormEqualsTheFp32Form) {
 // wgmma (steps 1 and 5 of the wgmma splits) against mma.sync (the other splits): every output bitwise equal, over
 // four input kinds — bf16 with exponents spread over 2^±20 (long alignment shifts inside an mma), short
 // mantissas at 2^0..2^7 (many exact ties in the accumulation), uniform [−1, 1], and narrow values with a sprinkling
-// of specials (±inf, NaN, ±bf16 max, subnormals, ±0) — each with C = 0 and C ≠ 0.
+// of specials (±inf, NaN, ±bf16 max, subnormals, ±0) — each with C = 0 and C ≠ 0, the last also with a special C
+// (±inf, NaN, ±fp32 max, a subnormal, −0).
 // The CPU twin (cuda_twin.h) models the mma.sync chain, so this equality is what lets it cover the wgmma kernels.
 TEST(WgmmaProbe, ChainsRoundAsTheMmaSyncChains) {
   ATTN_SKIP_WITHOUT_GPU();
@@ -438,7 +446,14 @@ TEST(WgmmaProbe, ChainsRoundAsTheMmaSyncChains) {
     std::uint64_t n = 0;
     for (auto* x : {&q, &k, &v, &p})
       for (std::uint16_t& e : *x) e = bits(value(n++));
-    const float c0 = (trial / 4) % 2 ? 0.0f : random_f32(seed, n, 4);  // each kind with C = 0 and C ≠ 0
+    // Each kind with C = 0 and C ≠ 0; half the edge kind's C ≠ 0 trials take a special C (inf, NaN, fp32's largest,
+    // a subnormal, −0: the chains' first c, which mma.sync and wgmma must treat alike).
+    const float c_specials[] = {INFINITY, -INFINITY, NAN, 3.40282347e38f, -3.40282347e38f, std::ldexp(1.0f, -140),
+                                -0.0f};
+    const bool special_c = trial % 4 == 3 && (trial / 8) % 2 == 1;
+    const float c0 = (trial / 4) % 2            ? 0.0f
+                     : special_c                ? c_specials[(trial / 16) % std::size(c_specials)]
+                                                : random_f32(seed, n, 4);
     const cuda::WgmmaProbeOutput out = cuda::run_wgmma_probe(q, k, v, p, c0);
     const auto same = same_bits;  // a NaN matches any NaN
     for (std::size_t i = 0; i < out.s_mma.size(); ++i) s_equal += same(out.s_wgmma[i], out.s_mma[i]);
