@@ -733,26 +733,32 @@ TEST(GpuMatchesCpuModel, BackwardWithTheTwinsSumsIsTighter) {
   // measured over the whole range since session 31: TENSOR_CORES.md rule 7); without a twin backward no pair does.
   // Until then an input outside [2^-21, 2^21] sent its pairs back to the full bound: with column 0 of every q and dO
   // row at 2^-25, 2^-60 or 2^-130 (a bf16 subnormal) no pair took the sums, and paper-fixed's dQ and dK 12.5% too
-  // large passed (dV failed); now all three fail, as on `normal` itself.
-  for (const double tiny : {0x1p-25, 0x1p-60, 0x1p-130}) {
-    Instance in = make_instance(default_family("normal"), 0);
-    for (std::size_t x = 0; x < in.q.size(); x += std::size_t(in.problem.head_dim)) in.q[x] = in.d_o[x] = tiny;
-    const double all = double(in.problem.batch) * in.problem.heads_q * in.problem.n_q * in.problem.n_k;
-    nlohmann::json st;
-    EXPECT_EQ(gpu_matches_one(*model_as_gpu("paper-fixed", "same", nullptr, true), in, st), "") << tiny;
-    EXPECT_EQ(st["grad_pairs"], all) << st.dump();
-    EXPECT_EQ(st["grad_pairs_same_sums"], all) << tiny << ": " << st.dump();
-    EXPECT_EQ(st["grad_differ_pct"], 0.0) << tiny;
-    st = nlohmann::json{};
-    EXPECT_EQ(gpu_matches_one(*model_as_gpu("paper-fixed", "same", nullptr, false), in, st), "") << tiny;
-    EXPECT_EQ(st["grad_pairs_same_sums"], 0.0) << st.dump();
-    for (auto [t, name] : {std::pair{Grad(&BackwardOutput::dq), "dQ"}, std::pair{Grad(&BackwardOutput::dk), "dK"},
-                           std::pair{Grad(&BackwardOutput::dv), "dV"}}) {
+  // large passed (dV failed); now all three fail, as on `normal` itself. In q alone (the score's sums) and in dO
+  // alone (dP's) as well: the count comes from the bound's own Δx and Δt2, so a gate on either side would show.
+  for (const double tiny : {0x1p-25, 0x1p-60, 0x1p-130})
+    for (const int where : {0, 1, 2}) {  // q and dO, q alone, dO alone
+      SCOPED_TRACE("tiny " + std::to_string(tiny) + " in " + (where == 0 ? "q and dO" : where == 1 ? "q" : "dO"));
+      Instance in = make_instance(default_family("normal"), 0);
+      for (std::size_t x = 0; x < in.q.size(); x += std::size_t(in.problem.head_dim)) {
+        if (where != 2) in.q[x] = tiny;
+        if (where != 1) in.d_o[x] = tiny;
+      }
+      const double all = double(in.problem.batch) * in.problem.heads_q * in.problem.n_q * in.problem.n_k;
+      nlohmann::json st;
+      EXPECT_EQ(gpu_matches_one(*model_as_gpu("paper-fixed", "same", nullptr, true), in, st), "") << tiny;
+      EXPECT_EQ(st["grad_pairs"], all) << st.dump();
+      EXPECT_EQ(st["grad_pairs_same_sums"], all) << tiny << ": " << st.dump();
+      EXPECT_EQ(st["grad_differ_pct"], 0.0) << tiny;
       st = nlohmann::json{};
-      const std::string why = gpu_matches_one(*model_as_gpu("paper-fixed", "big", scaled(t, 1.125), true), in, st);
-      EXPECT_EQ(why.rfind(std::string(name) + "(", 0), 0u) << tiny << " " << name << ": " << why;  // it fails there
+      EXPECT_EQ(gpu_matches_one(*model_as_gpu("paper-fixed", "same", nullptr, false), in, st), "") << tiny;
+      EXPECT_EQ(st["grad_pairs_same_sums"], 0.0) << st.dump();
+      for (auto [t, name] : {std::pair{Grad(&BackwardOutput::dq), "dQ"}, std::pair{Grad(&BackwardOutput::dk), "dK"},
+                             std::pair{Grad(&BackwardOutput::dv), "dV"}}) {
+        st = nlohmann::json{};
+        const std::string why = gpu_matches_one(*model_as_gpu("paper-fixed", "big", scaled(t, 1.125), true), in, st);
+        EXPECT_EQ(why.rfind(std::string(name) + "(", 0), 0u) << tiny << " " << name << ": " << why;  // it fails there
+      }
     }
-  }
 }
 
 // The backward bound on instances no generator draws (review of the backward half, 2026-11-30). A −inf bias gives

@@ -98,7 +98,7 @@ double flip(Format fmt) { return ulp(1.0, fmt); }
 //     H100 and an H200; mma_probe_test). Until session 31 it was taken only for inputs 0 or in [2^-21, 2^21], the
 //     range then probed, and very_negative_rows and large_logits compared under the bound above. A pair where the rule
 //     failed would now fail the check rather than hide in a looser bound. (Each side's distance from the exact x
-//     still bounds M_p; stats: grad_pairs_same_sums of grad_pairs.)
+//     still bounds M_p; stats: grad_pairs_same_sums of grad_pairs, the pairs whose Δx and Δt2 are 0.)
 //   - A gradient element sums its tiles' partials round(Σ_tile w·x, grad_partial_fmt) into a running
 //     round(·, grad_acc_fmt) over T tiles: Δ ≤ ΣΔw·|x| + (gap(tile) + T·(f(partial) + f(acc)))·(M + ΣΔw·|x|) +
 //     subnormal terms, M = ΣM_w·|x|; fa2 then multiplies dQ, dK by scale in fp32 (+ f(f32)); with GQA each head's
@@ -121,7 +121,7 @@ std::string check_backward_against_twin(const Kernel& k, const Kernel& twin, con
   auto steps = [](int n) { return double((n + 15) / 16); };
   auto gap = [&](int n) { return (n - 1) * u / (1 - (n - 1) * u) + steps(n) * (17 * 0x1p-25 + 0x1p-23); };
   auto tc_sub = [&](int n, double sum_ab) { return 0x1p-126 * (sum_ab + 17 * steps(n)) + n * 0x1p-149; };
-  double pairs = 0;
+  double pairs = 0, pairs_same_sums = 0;
   Tally bw;
   for (std::size_t r = 0; r < p.rows(); ++r)  // step 8: bitwise (bound 0)
     if (auto why = bw.judge([&] { return "delta" + where_row(p, r); }, gb.delta[r], tb.delta[r], 0.0, true);
@@ -172,6 +172,7 @@ std::string check_backward_against_twin(const Kernel& k, const Kernel& twin, con
           const double s_ex = scale * qk + (p.has_bias ? in.bias[p.score_at(b, h, i, j)] : 0.0);
           if ((s_ex == -HUGE_VAL && std::isfinite(L)) || (L == HUGE_VAL && std::isfinite(s_ex))) {
             m_ds[x] = d_ds[x] = std::isfinite(m_t2) ? 0.0 : NAN;  // p = 0 exactly: dS = 0·t2
+            pairs_same_sums += same_sums;  // (no sum of the pair enters: counted with those that take the twin's)
             continue;
           }
           const double g_qk = gap(d) * sqk + tc_sub(d, sqk_ab) + d * 0x1p-53 * sqk;  // (the fp64 sum's own error)
@@ -182,6 +183,7 @@ std::string check_backward_against_twin(const Kernel& k, const Kernel& twin, con
           const double x_far = ds + f(sp.s_fmt) * (std::fabs(x_exact) + ds);  // each side's x from the exact one
           const double dx = same_sums ? 0.0 : x_far;  // the two sides' x apart
           double mp = cap(std::exp(x_exact + x_far + 0x1p-23 * (std::fabs(s_ex) + ds + std::fabs(L))) * (1 + E));
+          pairs_same_sums += dx == 0 && d_t2 == 0;  // (counted from the bound's own terms)
           double dp = mp * (std::expm1(dx) * (1 + E) + E) + E_abs;
           dp += f(sp.bwd_p_fmt) * mp + sub(sp.bwd_p_fmt), mp *= 1 + f(sp.bwd_p_fmt);
           m_pt[x] = mp * (1 + f(sp.pv_in_fmt)), d_pt[x] = dp + f(sp.pv_in_fmt) * mp + sub(sp.pv_in_fmt);
@@ -234,7 +236,7 @@ std::string check_backward_against_twin(const Kernel& k, const Kernel& twin, con
   if (why.empty()) why = compare("dK", gb.dk, tb.dk, bound_dk, mag_dk, true);
   if (why.empty()) why = compare("dV", gb.dv, tb.dv, bound_dv, mag_dv, true);
   bw.report(stats, "grad_");
-  stats["grad_pairs"] = pairs, stats["grad_pairs_same_sums"] = same_sums ? pairs : 0.0;
+  stats["grad_pairs"] = pairs, stats["grad_pairs_same_sums"] = pairs_same_sums;
   return why;
 }
 
@@ -243,30 +245,42 @@ std::string check_backward_against_twin(const Kernel& k, const Kernel& twin, con
 // exp2f/expf within 2 ulps, logf within 1: CUDA Programming Guide; libm within 1). So every output is bitwise
 // equal unless one of those results moved a later rounding, and then:
 //   - E, E_abs and f(F) as defined above (the exp gap, one rounding's flip); bf16's subnormal step is 2^-133.
-//   - Per key tile, the running output acc takes p̄ (rounded to pv_in_fmt), the block output (block_out_fmt), α
-//     (an exp, rounded to rescale_fmt) and two roundings to acc_fmt; the row sum l takes p̄ (p_fmt), the block sum
-//     (block_sum_fmt), α and two roundings to rowsum_fmt. A flip moves a value by f·|value|; p̄ and the block
-//     terms are at most the tile's share of Σ p̄·|v| (≤ l·Vmax, Vmax = max |v| over the row's visible keys), the
-//     α and acc terms at most all of it. Over T tiles and n_k keys, relative to l·Vmax and to l:
-//       rel_acc = (E + f(pv_in) + f(block_out)) + T·(E + f(rescale) + 2·f(acc)) + n_k·(sub(pv_in) + E_abs)/l,
-//       rel_l   = (E + f(p) + f(block_sum)) + T·(E + f(rescale) + 2·f(rowsum)) + (n_k·E_abs + abs_l)/l (below).
+//   - Per key tile, the running output acc takes p̄ (rounded to p_fmt, then to pv_in_fmt), the block output (a chain
+//     of ⌈tile_k/16⌉ = K16 k16 mmas, then block_out_fmt), α (an exp, rounded to rescale_fmt) and two roundings to
+//     acc_fmt; the row sum l takes p̄ (p_fmt), the block sum (tile_k − 1 fp32 adds, each thread in key order, then
+//     the quad; then block_sum_fmt), α and two roundings to rowsum_fmt. A rounding to nearest moves by at most one
+//     step more than its input moved (a flip): f·|value| above 2^-126, sub(F) below it (absolute: see the next
+//     point). One k16 mma of inputs that moved moves by at most 17 quanta (16 products and c each cut to a multiple
+//     of 2^max(E−25, −158), 2^E ≤ its largest term) and one fp32 step of its result (truncation): relative to the
+//     sum of its terms' magnitudes, 17·2^-25 + 2^-23 (TENSOR_CORES.md). p̄ and the block terms are at most the
+//     tile's share of Σ p̄·|v| (≤ l·Vmax, Vmax = max |v| over the row's visible keys), the α and acc terms at most
+//     all of it; p̄ ≤ 1 (the max, shifted or not, is at least every score). Over T tiles and n_k keys, relative to
+//     l·Vmax and to l:
+//       rel_acc = (E + f(p) + f(pv_in) + K16·(17·2^-25 + 2^-23) + f(block_out)) + T·(E + f(rescale) + 2·f(acc))
+//                 + (n_k·(E_abs + sub(p) + sub(pv_in)) + T·n_k·(E_abs + sub(rescale)))/l,
+//       rel_l   = (E + f(p) + (tile_k − 1)·2^-23 + f(block_sum)) + T·(E + f(rescale) + 2·f(rowsum))
+//                 + (n_k·(E_abs + sub(p)) + T·n_k·(E_abs + sub(rescale)) + abs_l)/l.
+//     The /l terms are the absolute steps of p̄ (≤ Vmax or 1 per key) and of α where it falls below 2^-126 (a max
+//     that jumps by ~87 or more: α's move, E_abs + sub(rescale), times acc or l before the tile, at most n_k·Vmax
+//     or n_k since each earlier p̄ ≤ 1).
 //     l is bounded below by the largest key's p̄ = e^(r − m): m = r (l ≥ 1) unless the fix shifts it to β·r
 //     (r > 0) or 0 (r < 0), so l ≥ e^(−(β−1)·r) or e^r, with r the row's largest exact score widened by 2^-6 for
 //     its rounding. Rows where that bound falls below 2^-100 (the fix's shift of a very negative or very large
 //     row max: every p̄ near or below fp32's subnormals) are outside the twin's model: there the GPU's sum may
 //     underflow to 0 (O = 0, LSE = +inf, FA2's empty sum) or 1/l overflow where the host's does not, so only
 //     values finite on both sides are compared, against a bound that is then vacuous in practice.
-//   - Below 2^-126 a rounding's step is absolute, sub(F), not f(F) of the value, and the terms above, relative to
-//     l·Vmax, miss it where v is tiny (sink: p̄ ~ 5e-37 times v ~ 1e-9, where the H200 gave a block output of
-//     2^-149 and the twin 0 in the first fuzz campaign). Per tile, in acc's units: each k16 mma of step 5 ends in a
-//     rounding to fp32 (its c is the chain's last result: ⌈tile_k/16⌉ of them, 2^-149 each), then block_out and two
-//     of acc: abs_acc = T·(⌈tile_k/16⌉·2^-149 + sub(block_out) + 2·sub(acc)), reaching O as abs_acc/l. (Until
-//     session 31 the reason given was that the twin's model had no subnormals; it has them now, TENSOR_CORES.md
-//     rule 7, but the exp gap still moves p̄ and with it these last steps. The sub(block_out) and sub(acc) terms are
-//     new.) In l: n_k·sub(p) + T·(sub(block_sum) + 2·sub(rowsum)), relative to l as the terms above.
+//   - Below 2^-126 a step is absolute, which the relative terms miss where v is tiny (sink: p̄ ~ 5e-37 times
+//     v ~ 1e-9, where the H200 gave a block output of 2^-149 and the twin 0 in the first fuzz campaign). Per tile, in
+//     acc's units: each k16 mma's 17 cuts at 2^-158 and its result's step 2^-149, then block_out and two of acc:
+//     abs_acc = T·(K16·(2^-149 + 17·2^-158) + sub(block_out) + 2·sub(acc)), reaching O as abs_acc/l; in l's:
+//     abs_l = T·((tile_k − 1)·2^-149 + sub(block_sum) + 2·sub(rowsum)). (Until session 31 only T·K16·2^-149 was
+//     allowed, for the reason that the twin's model had no subnormals; it has them now, TENSOR_CORES.md rule 7,
+//     but the exp gap still moves p̄ and with it these steps. The review of session 31 added the relative part of
+//     the mma chain and of the block sum's adds, f(p) in acc, and α's and the other absolute steps.)
 //   - O = acc / l (fa2: acc·(1/l), two roundings): |ΔO| ≤ (rel_acc + rel_l + 2·f(out_div))·Vmax, times
-//     (1 + rel)(1 + f(pv_in)) for the second-order terms and the rounded weights, plus abs_acc/l·(1 + rel_o),
-//     plus one ulp of the output format at the larger of the two values (the last rounding may flip too).
+//     (1 + rel)(1 + f(pv_in)) for the second-order terms and the rounded weights, plus abs_acc/l·(1 + rel_o) and
+//     the two roundings' absolute steps 2·sub(out_div), plus one ulp of the output format at the larger of the two
+//     values (the last rounding may flip too).
 //   - LSE = m + log l with the same m (the max and the fix's decision read the same score bits): |Δ log l| ≤
 //     rel_l/(1 − rel_l), plus the two logs' 2·2^-23 and a flip of log_l_fmt relative to |log l| ≤ |LSE| + |m|,
 //     |m| ≤ β·max|s| over visible keys, plus a flip of lse_fmt at the larger LSE.
@@ -284,15 +298,20 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
   const Problem& p = in.problem;
   const double E = kExpGap, E_abs = kExpGapAbs, T = std::ceil(double(p.n_k) / sp.tile_k);
   const auto f = flip;
-  const double acc_0 = (E + f(sp.pv_in_fmt) + f(sp.block_out_fmt)) + T * (E + f(sp.rescale_fmt) + 2 * f(sp.acc_fmt));
-  const double l_0 = (E + f(sp.p_fmt) + f(sp.block_sum_fmt)) + T * (E + f(sp.rescale_fmt) + 2 * f(sp.rowsum_fmt));
+  const auto sub = [](Format fmt) { return ulp(0.0, fmt); };
+  const double k16 = std::ceil(sp.tile_k / 16.0), mma_flip = 17 * 0x1p-25 + 0x1p-23;  // per k16 mma (above)
+  const double acc_0 = (E + f(sp.p_fmt) + f(sp.pv_in_fmt) + k16 * mma_flip + f(sp.block_out_fmt)) +
+                       T * (E + f(sp.rescale_fmt) + 2 * f(sp.acc_fmt));
+  const double l_0 = (E + f(sp.p_fmt) + (sp.tile_k - 1) * 0x1p-23 + f(sp.block_sum_fmt)) +
+                     T * (E + f(sp.rescale_fmt) + 2 * f(sp.rowsum_fmt));
+  // The absolute steps (above), each to be divided by l: of acc relative to Vmax, of l; then in acc's and l's units.
+  const double alpha_abs = T * p.n_k * (E_abs + sub(sp.rescale_fmt));
+  const double acc_abs_v = p.n_k * (E_abs + sub(sp.p_fmt) + sub(sp.pv_in_fmt)) + alpha_abs;
+  const double abs_acc = T * (k16 * (0x1p-149 + 17 * 0x1p-158) + sub(sp.block_out_fmt) + 2 * sub(sp.acc_fmt));
+  const double abs_l = T * ((sp.tile_k - 1) * 0x1p-149 + sub(sp.block_sum_fmt) + 2 * sub(sp.rowsum_fmt));
+  const double l_abs = p.n_k * (E_abs + sub(sp.p_fmt)) + alpha_abs + abs_l;
   const bool shifts = sp.max_policy.kind != MaxPolicy::kStandard;
   const double beta = shifts ? std::max(1.0, sp.max_policy.beta) : 1.0;
-  // The absolute steps below 2^-126 (above): of acc, per row in acc's units; of l, relative to l once times 1/l.
-  const auto sub = [](Format fmt) { return ulp(0.0, fmt); };
-  const double abs_acc =
-      T * (std::ceil(sp.tile_k / 16.0) * 0x1p-149 + sub(sp.block_out_fmt) + 2 * sub(sp.acc_fmt));
-  const double abs_l = p.n_k * sub(sp.p_fmt) + T * (sub(sp.block_sum_fmt) + 2 * sub(sp.rowsum_fmt));
   Tally fw;
   std::vector<double> v_max(p.head_dim);
   for (int b = 0; b < p.batch; ++b)
@@ -313,13 +332,12 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
         const double log_l_low = !shifts || r == -HUGE_VAL ? 0.0 : r_far > 0 ? -(beta - 1) * r_far : r_far;
         const bool modelled = log_l_low >= -100 * std::log(2.0);
         const double inv_l = std::exp(-log_l_low);  // 1 / (lower bound of l)
-        const double rel_acc = acc_0 + p.n_k * (sub(sp.pv_in_fmt) + E_abs) * inv_l;
-        const double rel_l = l_0 + (p.n_k * E_abs + abs_l) * inv_l;
+        const double rel_acc = acc_0 + acc_abs_v * inv_l, rel_l = l_0 + l_abs * inv_l;
         const double rel_o0 = rel_acc + rel_l + 2 * f(sp.out_div_fmt);
         const double rel_o = rel_o0 * (1 + rel_o0) * (1 + f(sp.pv_in_fmt));
         for (int c = 0; c < p.head_dim; ++c) {
           const std::size_t x = p.q_at(b, h, i, c);
-          const double bound = rel_o * v_max[c] + abs_acc * inv_l * (1 + rel_o) +
+          const double bound = rel_o * v_max[c] + abs_acc * inv_l * (1 + rel_o) + 2 * sub(sp.out_div_fmt) +
                                ulp(std::max(std::fabs(g.o[x]), std::fabs(t.o[x])), sp.out_fmt);
           auto what = [&] { return std::string("O").append(where(p, x)); };  // (not "O" + …: GCC bug 105329)
           const std::string why = fw.judge(what, g.o[x], t.o[x], bound, modelled);

@@ -3,9 +3,9 @@
 // of sequential fp32, the per-thread and quad order of the row sums, fa2's tile skipping, and zero-padding of
 // the head dim to 64/128. Backward (flash_bwd.cu): the CPU model's backward with the kernel's tensor-core sums.
 // What it cannot copy bit for bit: the GPU's exp2f/expf/logf (MUFU approximations, up to 2 fp32 ulps) — the
-// host's libm stands in. The tensor cores' results below 2^-126 are modelled since session 30 (TENSOR_CORES.md,
-// rule 7; the H200 had given 2^-149 where the model gave 0), but gpu_matches_cpu_model keeps its bound's margin for
-// them (props_gpu_twin.cpp) until the whole-range sweep has passed on a GPU with the final model.
+// host's libm stands in. The tensor cores' edges (subnormals, overflow, inf/NaN, signed zeros) are modelled since
+// session 30 (TENSOR_CORES.md, rule 7; held out on an H100 in session 31), and gpu_matches_cpu_model takes the twin's
+// sums for the GPU's over the whole range (props_gpu_twin.cpp).
 // cuda_kernels_test reports its bitwise agreement with the GPU (ForwardAgreesWithItsCpuTwin,
 // BackwardAgreesWithItsCpuTwin). For the CPU model (kernels/cpu/) the reusable part is mma_model.h: mma_dot for
 // step 1, a chain of mma_k16 over 16-key slices for step 5.
@@ -26,7 +26,7 @@ NumericsSpec variant_spec(Variant v, float beta, float tol);
 ForwardOutput twin_forward(Variant v, const Instance& in, float beta = 2.0f, float tol = 1e-3f);
 // flash_bwd.cu on the CPU: the CPU model's backward (model_backward, whose steps and orders the kernel follows) with
 // the kernel's tensor-core sums (mma_model.h) in place of its sequential fp32 ones; from the given O and LSE. What it
-// cannot copy bit for bit: the GPU's exp2f/expf (tensor-core results below 2^-126: as the forward, above).
+// cannot copy bit for bit: the GPU's exp2f/expf.
 BackwardOutput twin_backward(Variant v, const Instance& in, const ForwardOutput& fwd, float beta = 2.0f,
                              float tol = 1e-3f);
 
