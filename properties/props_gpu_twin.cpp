@@ -304,7 +304,8 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
                        T * (E + f(sp.rescale_fmt) + 2 * f(sp.acc_fmt));
   const double l_0 = (E + f(sp.p_fmt) + (sp.tile_k - 1) * 0x1p-23 + f(sp.block_sum_fmt)) +
                      T * (E + f(sp.rescale_fmt) + 2 * f(sp.rowsum_fmt));
-  // The absolute steps (above), each to be divided by l: of acc relative to Vmax, of l; then in acc's and l's units.
+  // The absolute steps (above), each over l: p̄'s and α's in acc (times Vmax, as rel_acc is) and in l; then the
+  // mma chain's, block_out's and acc's in acc's own units (abs_acc), and the block sum's and l's (abs_l, in l_abs).
   const double alpha_abs = T * p.n_k * (E_abs + sub(sp.rescale_fmt));
   const double acc_abs_v = p.n_k * (E_abs + sub(sp.p_fmt) + sub(sp.pv_in_fmt)) + alpha_abs;
   const double abs_acc = T * (k16 * (0x1p-149 + 17 * 0x1p-158) + sub(sp.block_out_fmt) + 2 * sub(sp.acc_fmt));
