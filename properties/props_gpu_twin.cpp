@@ -251,36 +251,40 @@ std::string check_backward_against_twin(const Kernel& k, const Kernel& twin, con
 //     the quad; then block_sum_fmt), α and two roundings to rowsum_fmt. A rounding to nearest moves by at most one
 //     step more than its input moved (a flip): f·|value| above 2^-126, sub(F) below it (absolute: see the next
 //     point). One k16 mma of inputs that moved moves by at most 17 quanta (16 products and c each cut to a multiple
-//     of 2^max(E−25, −158), 2^E ≤ its largest term) and one fp32 step of its result (truncation): relative to the
-//     sum of its terms' magnitudes, 17·2^-25 + 2^-23 (TENSOR_CORES.md). p̄ and the block terms are at most the
-//     tile's share of Σ p̄·|v| (≤ l·Vmax, Vmax = max |v| over the row's visible keys), the α and acc terms at most
-//     all of it; p̄ ≤ 1 (the max, shifted or not, is at least every score). Over T tiles and n_k keys, relative to
-//     l·Vmax and to l:
+//     of 2^max(E−25, −158), 2^E ≤ its largest term, or 2^E = 2^-126 where a subnormal operand or c aligns there)
+//     and one fp32 step of its result (truncation): relative to the sum of its terms' magnitudes, 17·2^-25 + 2^-23
+//     (TENSOR_CORES.md); the quanta of an alignment at −126, below. p̄ and the block terms are at most the tile's
+//     share of Σ p̄·|v| (≤ l·Vmax, Vmax = max |v| over the row's visible keys), the α and acc terms at most all of
+//     it. p̄ ≤ e^φ: the max, shifted or not, is at least every score, so φ = 0, but for fa2's folded argument
+//     fma(s, c, −fl(m·c)) (c = scale·log2e), which may exceed the exact one by half an ulp of m·c: φ = ½ulp(m·c)·ln 2
+//     in natural units, |m·c| ≤ |r|·log2e (r below). Over T tiles and n_k keys, relative to l·Vmax and to l:
 //       rel_acc = (E + f(p) + f(pv_in) + K16·(17·2^-25 + 2^-23) + f(block_out)) + T·(E + f(rescale) + 2·f(acc))
-//                 + (n_k·(E_abs + sub(p) + sub(pv_in)) + T·n_k·(E_abs + sub(rescale)))/l,
+//                 + (n_k·(E_abs + sub(p) + sub(pv_in)) + T·n_k·(E_abs + sub(rescale))·e^φ)/l,
 //       rel_l   = (E + f(p) + (tile_k − 1)·2^-23 + f(block_sum)) + T·(E + f(rescale) + 2·f(rowsum))
-//                 + (n_k·(E_abs + sub(p)) + T·n_k·(E_abs + sub(rescale)) + abs_l)/l.
+//                 + (n_k·(E_abs + sub(p)) + T·n_k·(E_abs + sub(rescale))·e^φ + abs_l)/l.
 //     The /l terms are the absolute steps of p̄ (≤ Vmax or 1 per key) and of α where it falls below 2^-126 (a max
-//     that jumps by ~87 or more: α's move, E_abs + sub(rescale), times acc or l before the tile, at most n_k·Vmax
-//     or n_k since each earlier p̄ ≤ 1).
+//     that jumps by ~87 or more: α's move, E_abs + sub(rescale), times acc or l before the tile, at most
+//     n_k·e^φ·Vmax or n_k·e^φ).
 //     l is bounded below by the largest key's p̄ = e^(r − m): m = r (l ≥ 1) unless the fix shifts it to β·r
 //     (r > 0) or 0 (r < 0), so l ≥ e^(−(β−1)·r) or e^r, with r the row's largest exact score widened by 2^-6 for
-//     its rounding. Rows where that bound falls below 2^-100 (the fix's shift of a very negative or very large
-//     row max: every p̄ near or below fp32's subnormals) are outside the twin's model: there the GPU's sum may
+//     its rounding; times e^-φ for fa2's folded argument. Rows where that bound falls below 2^-100 (the fix's shift
+//     of a very negative or very large row max, or fa2's fold from |r| ~ 1.5e9: every p̄ near or below fp32's
+//     subnormals) are outside the twin's model: there the GPU's sum may
 //     underflow to 0 (O = 0, LSE = +inf, FA2's empty sum) or 1/l overflow where the host's does not, so only
 //     values finite on both sides are compared, against a bound that is then vacuous in practice.
 //   - Below 2^-126 a step is absolute, which the relative terms miss where v is tiny (sink: p̄ ~ 5e-37 times
 //     v ~ 1e-9, where the H200 gave a block output of 2^-149 and the twin 0 in the first fuzz campaign). Per tile, in
-//     acc's units: each k16 mma's 17 cuts at 2^-158 and its result's step 2^-149, then block_out and two of acc:
-//     abs_acc = T·(K16·(2^-149 + 17·2^-158) + sub(block_out) + 2·sub(acc)), reaching O as abs_acc/l; in l's:
+//     acc's units: each k16 mma's 16 product cuts, at most 2^-151 each (an alignment at −126; c, on fp32's grid,
+//     cuts exactly) and its result's step 2^-149, then block_out and two of acc:
+//     abs_acc = T·(K16·(2^-149 + 16·2^-151) + sub(block_out) + 2·sub(acc)), reaching O as abs_acc/l; in l's:
 //     abs_l = T·((tile_k − 1)·2^-149 + sub(block_sum) + 2·sub(rowsum)). (Until session 31 only T·K16·2^-149 was
 //     allowed, for the reason that the twin's model had no subnormals; it has them now, TENSOR_CORES.md rule 7,
 //     but the exp gap still moves p̄ and with it these steps. The review of session 31 added the relative part of
 //     the mma chain and of the block sum's adds, f(p) in acc, and α's and the other absolute steps.)
 //   - O = acc / l (fa2: acc·(1/l), two roundings): |ΔO| ≤ (rel_acc + rel_l + 2·f(out_div))·Vmax, times
 //     (1 + rel)(1 + f(pv_in)) for the second-order terms and the rounded weights, plus abs_acc/l·(1 + rel_o) and
-//     the two roundings' absolute steps 2·sub(out_div), plus one ulp of the output format at the larger of the two
-//     values (the last rounding may flip too).
+//     the two roundings' absolute steps 2·sub(out_div) (fa2's first is a step of 1/l ≥ 1/n_k, so slack), plus one
+//     ulp of the output format at the larger of the two values (the last rounding may flip too).
 //   - LSE = m + log l with the same m (the max and the fix's decision read the same score bits): |Δ log l| ≤
 //     rel_l/(1 − rel_l), plus the two logs' 2·2^-23 and a flip of log_l_fmt relative to |log l| ≤ |LSE| + |m|,
 //     |m| ≤ β·max|s| over visible keys, plus a flip of lse_fmt at the larger LSE.
@@ -307,10 +311,10 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
   // The absolute steps (above), each over l: p̄'s and α's in acc (times Vmax, as rel_acc is) and in l; then the
   // mma chain's, block_out's and acc's in acc's own units (abs_acc), and the block sum's and l's (abs_l, in l_abs).
   const double alpha_abs = T * p.n_k * (E_abs + sub(sp.rescale_fmt));
-  const double acc_abs_v = p.n_k * (E_abs + sub(sp.p_fmt) + sub(sp.pv_in_fmt)) + alpha_abs;
-  const double abs_acc = T * (k16 * (0x1p-149 + 17 * 0x1p-158) + sub(sp.block_out_fmt) + 2 * sub(sp.acc_fmt));
+  const double acc_abs_v = p.n_k * (E_abs + sub(sp.p_fmt) + sub(sp.pv_in_fmt));
+  const double abs_acc = T * (k16 * (0x1p-149 + 16 * 0x1p-151) + sub(sp.block_out_fmt) + 2 * sub(sp.acc_fmt));
   const double abs_l = T * ((sp.tile_k - 1) * 0x1p-149 + sub(sp.block_sum_fmt) + 2 * sub(sp.rowsum_fmt));
-  const double l_abs = p.n_k * (E_abs + sub(sp.p_fmt)) + alpha_abs + abs_l;
+  const double l_abs = p.n_k * (E_abs + sub(sp.p_fmt)) + abs_l;
   const bool shifts = sp.max_policy.kind != MaxPolicy::kStandard;
   const double beta = shifts ? std::max(1.0, sp.max_policy.beta) : 1.0;
   Tally fw;
@@ -330,10 +334,16 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
             v_max[c] = std::max(v_max[c], std::fabs(in.v[p.kv_at(b, h / p.group(), j, c)]));
         }
         const double r_far = r + std::copysign(0x1p-6 * std::fabs(r), r);  // the rounded r, farthest from 0
-        const double log_l_low = !shifts || r == -HUGE_VAL ? 0.0 : r_far > 0 ? -(beta - 1) * r_far : r_far;
+        // fa2's fold (above): half an ulp of m·c, |m·c| ≤ |r_far|·log2e (with room for c's rounding), in nats.
+        const double phi = sp.scale_in_exp && r != -HUGE_VAL
+                               ? 0.5 * ulp(std::fabs(r_far) * 1.4426950408889634 * (1 + 0x1p-20), Format::kF32) *
+                                     std::log(2.0)
+                               : 0.0;
+        const double log_l_low = (!shifts || r == -HUGE_VAL ? 0.0 : r_far > 0 ? -(beta - 1) * r_far : r_far) - phi;
         const bool modelled = log_l_low >= -100 * std::log(2.0);
         const double inv_l = std::exp(-log_l_low);  // 1 / (lower bound of l)
-        const double rel_acc = acc_0 + acc_abs_v * inv_l, rel_l = l_0 + l_abs * inv_l;
+        const double rel_acc = acc_0 + (acc_abs_v + alpha_abs * std::exp(phi)) * inv_l;
+        const double rel_l = l_0 + (l_abs + alpha_abs * std::exp(phi)) * inv_l;
         const double rel_o0 = rel_acc + rel_l + 2 * f(sp.out_div_fmt);
         const double rel_o = rel_o0 * (1 + rel_o0) * (1 + f(sp.pv_in_fmt));
         for (int c = 0; c < p.head_dim; ++c) {
