@@ -52,9 +52,11 @@ struct Tally {
 // Both passes' exp gap: the GPU's exp2f/expf (MUFU-based, within 2 ulps: CUDA Programming Guide) and the host's
 // libm (within 1) are at most E = 3·2^-23 apart, relative; below 2^-126 (fp32 subnormals) the ulps are absolute,
 // E_abs = 3·2^-149. f(F) = ulp(1, F): the most (relative) one rounding to format F can move when its input moved by
-// less than an ulp of F (it flips to the neighbour).
+// less than an ulp of F (it flips to the neighbour); sub(F) = ulp(0, F): F's subnormal step, the most (absolute) it
+// can move below F's smallest normal value.
 constexpr double kExpGap = 3 * 0x1p-23, kExpGapAbs = 3 * 0x1p-149;
 double flip(Format fmt) { return ulp(1.0, fmt); }
+double sub(Format fmt) { return ulp(0.0, fmt); }
 
 // The backward, run from the GPU's own forward outputs (O, LSE) on both sides so that the pass is compared alone,
 // against the twin's backward where the twin has one (the CUDA kernels' twin: the CPU model's steps with the
@@ -116,7 +118,6 @@ std::string check_backward_against_twin(const Kernel& k, const Kernel& twin, con
   const int d = p.head_dim, n_q = p.n_q, n_k = p.n_k, group = p.group();
   const double u = 0x1p-24, E = kExpGap, E_abs = kExpGapAbs, scale = p.scale, top = 0x1p127;
   const auto f = flip;
-  auto sub = [](Format fmt) { return ulp(0.0, fmt); };
   auto cap = [top](double m) { return m < top ? m : HUGE_VAL; };  // NaN too: vacuous
   auto steps = [](int n) { return double((n + 15) / 16); };
   auto gap = [&](int n) { return (n - 1) * u / (1 - (n - 1) * u) + steps(n) * (17 * 0x1p-25 + 0x1p-23); };
@@ -302,7 +303,6 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
   const Problem& p = in.problem;
   const double E = kExpGap, E_abs = kExpGapAbs, T = std::ceil(double(p.n_k) / sp.tile_k);
   const auto f = flip;
-  const auto sub = [](Format fmt) { return ulp(0.0, fmt); };
   const double k16 = std::ceil(sp.tile_k / 16.0), mma_flip = 17 * 0x1p-25 + 0x1p-23;  // per k16 mma (above)
   const double acc_0 = (E + f(sp.p_fmt) + f(sp.pv_in_fmt) + k16 * mma_flip + f(sp.block_out_fmt)) +
                        T * (E + f(sp.rescale_fmt) + 2 * f(sp.acc_fmt));
@@ -342,8 +342,8 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
         const double log_l_low = (!shifts || r == -HUGE_VAL ? 0.0 : r_far > 0 ? -(beta - 1) * r_far : r_far) - phi;
         const bool modelled = log_l_low >= -100 * std::log(2.0);
         const double inv_l = std::exp(-log_l_low);  // 1 / (lower bound of l)
-        const double rel_acc = acc_0 + (acc_abs_v + alpha_abs * std::exp(phi)) * inv_l;
-        const double rel_l = l_0 + (l_abs + alpha_abs * std::exp(phi)) * inv_l;
+        const double alpha_row = alpha_abs * std::exp(phi);  // α's steps times acc or l before the tile (above)
+        const double rel_acc = acc_0 + (acc_abs_v + alpha_row) * inv_l, rel_l = l_0 + (l_abs + alpha_row) * inv_l;
         const double rel_o0 = rel_acc + rel_l + 2 * f(sp.out_div_fmt);
         const double rel_o = rel_o0 * (1 + rel_o0) * (1 + f(sp.pv_in_fmt));
         for (int c = 0; c < p.head_dim; ++c) {

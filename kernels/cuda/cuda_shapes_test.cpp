@@ -9,10 +9,10 @@
 //
 // Per instance, gpu_matches_one (properties/props_gpu_twin.cpp, the property gpu_matches_cpu_model): δ bitwise, every
 // other output bitwise equal to the twin's or within the bound derived there from the one thing the twin cannot copy
-// (the GPU's exp2f/expf/logf; and tensor-core results below 2^-126, modelled now but still given a margin). Per variant over the sweep, the bitwise rates of O
-// and of dQ, dK, dV against the twin: >= 99.9%, the contract of ForwardAgreesWithItsCpuTwin and
-// BackwardAgreesWithItsCpuTwin (cuda_kernels_test.cpp). And forward_many (one launch per shape) gives each instance
-// forward's bits.
+// (the GPU's exp2f/expf/logf; the tensor cores' sums are the twin's over the whole range). Per variant over the
+// sweep, the bitwise rates of O and of dQ, dK, dV against the twin: >= 99.9%, the contract of
+// ForwardAgreesWithItsCpuTwin and BackwardAgreesWithItsCpuTwin (cuda_kernels_test.cpp). And forward_many (one launch
+// per shape) gives each instance forward's bits.
 // Label gpu: skips without a device. Run: build-gpu/kernels/cuda/cuda_kernels_test --gtest_filter='*CudaShapes*'
 #include <gtest/gtest.h>
 

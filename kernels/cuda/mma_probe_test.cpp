@@ -429,6 +429,9 @@ TEST(WgmmaProbe, ChainsRoundAsTheMmaSyncChains) {
   // Specials among the edge kind's values: infinities, NaN, bf16's largest (products past fp32), subnormals, −0.
   const float specials[] = {INFINITY, -INFINITY, NAN, 3.38953139e38f, -3.38953139e38f, std::ldexp(1.0f, -130),
                             -std::ldexp(1.0f, -133), std::ldexp(1.0f, -70), -0.0f, 0.0f};
+  // And as the chains' first c, which mma.sync and wgmma must treat alike: inf, NaN, fp32's largest, a subnormal, −0.
+  const float c_specials[] = {INFINITY, -INFINITY, NAN, 3.40282347e38f, -3.40282347e38f, std::ldexp(1.0f, -140),
+                              -0.0f};
   for (int trial = 0; trial < 160; ++trial) {
     const std::uint64_t seed = 0x9e3779b9ull * std::uint64_t(trial + 1);
     auto value = [&](std::uint64_t i) {
@@ -446,14 +449,11 @@ TEST(WgmmaProbe, ChainsRoundAsTheMmaSyncChains) {
     std::uint64_t n = 0;
     for (auto* x : {&q, &k, &v, &p})
       for (std::uint16_t& e : *x) e = bits(value(n++));
-    // Each kind with C = 0 and C ≠ 0; half the edge kind's C ≠ 0 trials take a special C (inf, NaN, fp32's largest,
-    // a subnormal, −0: the chains' first c, which mma.sync and wgmma must treat alike).
-    const float c_specials[] = {INFINITY, -INFINITY, NAN, 3.40282347e38f, -3.40282347e38f, std::ldexp(1.0f, -140),
-                                -0.0f};
+    // Each kind with C = 0 and C ≠ 0; half the edge kind's C ≠ 0 trials take a special C.
     const bool special_c = trial % 4 == 3 && (trial / 8) % 2 == 1;
-    const float c0 = (trial / 4) % 2            ? 0.0f
-                     : special_c                ? c_specials[(trial / 16) % std::size(c_specials)]
-                                                : random_f32(seed, n, 4);
+    const float c0 = (trial / 4) % 2 ? 0.0f
+                     : special_c     ? c_specials[(trial / 16) % std::size(c_specials)]
+                                     : random_f32(seed, n, 4);
     const cuda::WgmmaProbeOutput out = cuda::run_wgmma_probe(q, k, v, p, c0);
     const auto same = same_bits;  // a NaN matches any NaN
     for (std::size_t i = 0; i < out.s_mma.size(); ++i) s_equal += same(out.s_wgmma[i], out.s_mma[i]);
