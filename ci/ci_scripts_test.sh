@@ -10,6 +10,9 @@
 #   gpu.sh on a stand-in GPU build (stub programs: an attncheck that lists cuda:fa2 and writes no report) whose
 #     out folder holds an earlier run's reports of equal verdicts: the comparison must fail, not pass on them;
 #   gpu.sh with stand-ins whose suite differs from the model where the twin rerun predicts it (step PASS) or not (FAIL);
+#   gpu.sh's racecheck over every test (ATTNCHECK_GPU_RACECHECK_FULL=1), with a stand-in compute-sanitizer and test
+#     program that matches --gtest_filter as gtest does: every listed test runs in exactly one part, and a test the
+#     parts leave out fails the step (the edge-shape sweep's tests were left out until session 32);
 #   twin_verdicts.sh with a WORKDIR touches nothing there but its own files;
 #   bench_table.py: rows whose fixed variants did not run are kept; a log without rows exits 1, saying so.
 # Run: ctest -R ci_scripts   or   bash ci/ci_scripts_test.sh build
@@ -234,6 +237,68 @@ STUB
       fail "gpu.sh where the twin gets the model's verdict: want the verdict step FAIL, not predicted"
   fi
 done
+
+# gpu.sh's racecheck over every test: a stand-in test program lists tests in gtest's format and, given
+# --gtest_filter, runs (logs) the tests the filter selects, matched as gtest matches (POS[:POS...][-NEG[:NEG...]],
+# globs); a stand-in compute-sanitizer runs it. Every listed test must run exactly once over the parts.
+fake="$tmp/fake-race-build"
+rm -rf "$fake" "$tmp/gpu-race"
+mkdir -p "$fake/harness" "$fake/kernels/cuda" "$tmp/sanbin"
+printf '#!/bin/sh\ncase $1 in list) echo "  cuda:fa2" ;; *) exit 2 ;; esac\n' >"$fake/harness/attncheck"
+printf '#!/bin/sh\necho "[  PASSED  ] 1 test."\n' >"$fake/kernels/cuda/mma_probe_test"
+cat >"$fake/kernels/cuda/cuda_kernels_test" <<'STUB'
+#!/bin/bash
+tests=(Variants/CudaKernel.SameInputSameBits/fa2 Variants/CudaKernel.ForwardAgreesWithItsCpuModel/fa2
+       Variants/CudaKernel.ForwardManyEqualsForward/fa2 Variants/CudaKernel.BackwardAgreesWithItsCpuModel/fa2
+       CudaPoison.DetectsUntouchedAndGuardWrites CudaLaunch.LongBatchBackwardSlices
+       Splits/CudaFwdTiling.GivesTheDefaultSplitsBits/0 Splits/CudaFwdTiling.GivesTheDefaultSplitsBits/1
+       Variants/CudaShapes.MatchTheirCpuTwin/fa2 Variants/CudaShapes.ForwardManyEqualsForward/fa2)
+if [ "${1:-}" = --gtest_list_tests ]; then
+  suite=
+  for t in "${tests[@]}"; do
+    s=${t%.*}. name=${t##*.}
+    [ "$s" != "$suite" ] && echo "$s" && suite=$s
+    echo "  $name  # GetParam() = x"
+  done
+  exit 0
+fi
+filter='*'
+case ${1:-} in --gtest_filter=*) filter=${1#--gtest_filter=} ;; esac
+pos=${filter%%-*} neg=
+[[ $filter == *-* ]] && neg=${filter#*-}
+IFS=: read -ra P <<<"$pos"
+IFS=: read -ra N <<<"$neg"
+n=0
+for t in "${tests[@]}"; do
+  hit=0
+  for p in "${P[@]}"; do [[ $t == $p ]] && hit=1; done
+  for p in "${N[@]}"; do [[ $t == $p ]] && hit=0; done
+  [ $hit = 1 ] && { n=$((n + 1)); echo "$t" >>"$(dirname "$0")/ran.log"; }
+done
+echo "[  PASSED  ] $n test$([ $n = 1 ] || echo s)."
+STUB
+# compute-sanitizer --tool racecheck --error-exitcode 3 PROGRAM ARGS...
+printf '#!/bin/bash\n[ "${1:-}" = --version ] && { echo stand-in; exit 0; }\nshift 4\n"$@"\nrc=$?\necho "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"\nexit $rc\n' \
+  >"$tmp/sanbin/compute-sanitizer"
+chmod +x "$fake/harness/attncheck" "$fake"/kernels/cuda/* "$tmp/sanbin/compute-sanitizer"
+rc=0
+PATH="$tmp/sanbin:$PATH" ATTNCHECK_GPU_SKIP_BUILD=1 ATTNCHECK_GPU_BUILD="$fake" ATTNCHECK_GPU_OUT="$tmp/gpu-race" \
+  ATTNCHECK_GPU_SANITIZER_TOOLS=racecheck ATTNCHECK_GPU_RACECHECK_FULL=1 ATTNCHECK_GPU_NO_BENCH=1 \
+  ATTNCHECK_GPU_NO_SUITES=1 timeout 120 bash "$ci/gpu.sh" >"$tmp/out" 2>"$tmp/err" || rc=$?
+# The tests step ran the program once without a filter (all 10); the parts must add each test once more.
+twice=$(sort "$fake/kernels/cuda/ran.log" | uniq -c | awk '$1 != 2' | wc -l)
+{ [ $rc = 0 ] && [ "$twice" = 0 ] && grep -q 'racecheck, every test in .* parts side by side: PASS' "$tmp/gpu-race/gpu_report.md" &&
+  grep -q '10 of 10 tests passed or skipped' "$tmp/gpu-race/gpu_report.md"; } ||
+  fail "gpu.sh racecheck over every test: want each of the 10 tests in one part, PASS (tests not run once: $twice)"
+# A part's own exclusion that no other part takes up (here, by the racecheck filter) leaves a test out: FAIL.
+rm -f "$fake/kernels/cuda/ran.log"
+rc=0
+PATH="$tmp/sanbin:$PATH" ATTNCHECK_GPU_SKIP_BUILD=1 ATTNCHECK_GPU_BUILD="$fake" ATTNCHECK_GPU_OUT="$tmp/gpu-race" \
+  ATTNCHECK_GPU_SANITIZER_TOOLS=racecheck ATTNCHECK_GPU_RACECHECK_FULL=1 ATTNCHECK_GPU_NO_BENCH=1 \
+  ATTNCHECK_GPU_NO_SUITES=1 ATTNCHECK_GPU_RACECHECK_FILTER='CudaPoison.*:CudaLaunch.*-CudaLaunch.*' \
+  timeout 120 bash "$ci/gpu.sh" >"$tmp/out" 2>"$tmp/err" || rc=$?
+{ [ $rc = 1 ] && grep -q 'FAIL: the parts ran 9 of the 10 tests' "$tmp/gpu-race/gpu_report.md"; } ||
+  fail "gpu.sh racecheck whose parts leave a test out: want status 1 and the count in the report"
 
 # twin_verdicts.sh with a WORKDIR (ctest's, in the build tree) replaces its own files there and nothing else: it
 # removed WORKDIR/corpus, so a WORKDIR of the repository root lost the tracked corpus/.
