@@ -220,6 +220,15 @@ TEST(PluginCli, AnUnknownPluginKernelNamesTheLoadedOnes) {
   EXPECT_NE(none.output.find("they come from a library: pass --plugin LIB"), std::string::npos) << none.output;
 }
 
+// A defect name the example does not know, from the environment, is a usage error at load (exit 2), as the same
+// name in its init option is; it was read per call only, so every check became a kernel fault saved as a finding.
+TEST(PluginCli, AnUnknownDefectInTheEnvironmentIsAUsageError) {
+  const CliRun r = attncheck("ATTNCHECK_EXAMPLE_DEFECT=bogus", "check " + kExample);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("ATTNCHECK_EXAMPLE_DEFECT='bogus': unknown defect"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("FAIL"), std::string::npos) << r.output;
+}
+
 TEST(PluginCli, ANonPluginLibraryIsAUsageError) {
   const CliRun r = attncheck("", "check --plugin " + shell_word(ATTNCHECK_NO_ENTRY_PLUGIN) + " -k plugin:x --suite quick");
   EXPECT_EQ(r.exit_code, 2) << r.output;

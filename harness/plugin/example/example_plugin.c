@@ -18,7 +18,8 @@
  *   truncate_p    rounds p̄ = bf16(p) toward zero instead of to nearest (a biased rounding: small per element,
  *                 but every weight of P·V shrinks while the row sum does not, so O leans toward zero).
  * Switch one on with the init option `defect=NAME` (attncheck --plugin libattncheck_example_plugin.so:defect=NAME)
- * or the environment variable ATTNCHECK_EXAMPLE_DEFECT=NAME (read at every call; the init option wins).
+ * or the environment variable ATTNCHECK_EXAMPLE_DEFECT=NAME (read at every call, an unknown name refused at init;
+ * the init option wins).
  * `tile_k=N` (init option) sets the key tile, default 4: small so the defect shows on small, readable cases.
  *
  * Build (CMake target attncheck_example_plugin, or by hand):
@@ -110,6 +111,13 @@ static int example_init(const char* options, char* msg, size_t msg_size) {
       snprintf(msg, msg_size, "unknown option '%s' (keys: defect, tile_k)", item);
       return ATTNCHECK_ERR_INVALID;
     }
+  }
+  /* The environment's defect is read per call, but a name it cannot be is refused here, once: per call it made every
+     check a kernel fault, saved as findings, and the run read as "a property failed" (exit 1, not 2). */
+  if (g_defect == DEFECT_FROM_ENV && parse_defect(getenv("ATTNCHECK_EXAMPLE_DEFECT")) == -2) {
+    snprintf(msg, msg_size, "ATTNCHECK_EXAMPLE_DEFECT='%s': unknown defect (none, skip_rescale, truncate_p)",
+             getenv("ATTNCHECK_EXAMPLE_DEFECT"));
+    return ATTNCHECK_ERR_INVALID;
   }
   return ATTNCHECK_OK;
 }
