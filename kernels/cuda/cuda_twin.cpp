@@ -56,15 +56,20 @@ ForwardOutput twin(const Instance& in, float beta, float tol) {
         for (int n0 = 0; n0 < n_end; n0 += tk) {
           auto exists = [&](int j) { return n0 + j < p.n_k; };
           auto visible = [&](int j) { return exists(j) && in.visible(b, h, i, n0 + j); };
-          // step 1: tensor-core q·k (k16 steps chained), rounded; masked keys get mask_value.
+          // step 1: tensor-core q·k (k16 steps chained), rounded; masked keys get mask_value (their dot products,
+          // which nothing reads, are not formed: keys past n_k, as the tile's zero padding, and masked ones).
           for (int j = 0; j < tk; ++j) {
+            if (!visible(j)) {
+              s[j] = exists(j) ? Spec::mask_value : -kInf;
+              continue;
+            }
             float x = round_float(mma_dot(q.data(), &kh[std::size_t(n0 + j) * kd], d), Spec::qk_fmt);
             if (!Spec::scale_in_exp) x = round_float(x * scale, Spec::s_fmt);
-            if (p.has_bias && visible(j)) {
+            if (p.has_bias) {
               const float bj = static_cast<float>(in.bias[p.score_at(b, h, i, n0 + j)]);
               x = round_float(x + (Spec::scale_in_exp ? bj / scale : bj), Spec::s_fmt);
             }
-            s[j] = visible(j) ? x : (exists(j) ? Spec::mask_value : -kInf);
+            s[j] = x;
           }
           // step 2: max (NaN scores do not enter it, as with the kernel's fmaxf), the fixed policy, m_new;
           // step 6 (first half): α.
@@ -101,8 +106,9 @@ ForwardOutput twin(const Instance& in, float beta, float tol) {
           float block_sum = round_float((part[0] + part[1]) + (part[2] + part[3]), Spec::block_sum_fmt);
           if (block_sum < Spec::block_sum_min) block_sum = round_float(Spec::block_sum_min, Spec::block_sum_fmt);
           // step 5: block output per column: 16-key slices chained through the tensor cores from 0;
-          // step 6: acc update.
-          for (int c = 0; c < kd; ++c) {
+          // step 6: acc update. Only the d real columns: the head dim's zero padding to kd gives zero block outputs, so
+          // acc stays 0 there, and nothing reads it.
+          for (int c = 0; c < d; ++c) {
             const float* v_col = &vh_t[std::size_t(c) * n_pad + n0];
             const float blk = mma_dot(pv.data(), v_col, std::min(tk, p.n_k - n0));
             acc[c] = round_float(round_float(alpha * acc[c], Spec::acc_fmt) + round_float(blk, Spec::block_out_fmt),

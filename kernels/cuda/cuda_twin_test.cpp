@@ -297,10 +297,11 @@ struct MmaInputs {
 // 2^-158), subnormal operands and c whose exponents set emax, and an infinite p̄ or a NaN among the inputs
 // (overflow). A path that rounds a cut term to nearest, forgets c's own exponent, takes a subnormal's exponent other
 // than as the generic path does (first at case ~7·10^4), drops the 2^-158 floor (~1.3·10^5: it needs sums near
-// 2^-149) or gives a zero the sign of its terms fails here.
+// 2^-149) or gives a zero the sign of its terms fails here. On a host with AVX2 the eight-lane form (session 32,
+// what mma_k16 takes there) is held to the scalar path's bits on the same cases.
 TEST(MmaModel, TheMeasuredPathIsTheGenericModel) {
   MmaInputs gen;
-  int differ = 0, nonzero = 0, infinite = 0, overflow = 0, zero = 0, truncated = 0, negative_zero = 0;
+  int differ = 0, nonzero = 0, infinite = 0, overflow = 0, zero = 0, truncated = 0, negative_zero = 0, avx2_steps = 0;
   for (int i = 0; i < 300000 && differ < 5; ++i) {
     const int kind = i % 4;  // 3: a mostly +0, b negative: often every product is -0
     float a[16], b[16];
@@ -330,6 +331,18 @@ TEST(MmaModel, TheMeasuredPathIsTheGenericModel) {
     // mma_k16_measured itself: through mma_k16's dispatch, a dispatch that lost the fast path would test nothing
     const float fast = mma_k16_measured(a, b, c), slow = mma_k16_generic(a, b, c, kMeasuredMmaModel);
     EXPECT_TRUE(MmaInputs::same(mma_k16(a, b, c), fast)) << "mma_k16 dispatches to the measured path";
+#if defined(ATTNCHECK_MMA_AVX2)
+    // The AVX2 form (what mma_k16 takes on such hosts) against the scalar one, called directly: it takes every finite
+    // step and leaves the non-finite ones to the scalar path's IEEE step.
+    if (mma_detail::host_has_avx2()) {
+      float lanes = -1.0f;
+      const bool took = mma_detail::k16_measured_avx2(a, b, c, lanes);
+      EXPECT_EQ(took, inputs_finite) << "case " << i;
+      avx2_steps += took;
+      if (took && !MmaInputs::same(lanes, fast) && ++differ <= 5)
+        ADD_FAILURE() << "case " << i << ": AVX2 path " << lanes << ", scalar path " << fast << " (c = " << c << ")";
+    }
+#endif
     nonzero += fast != 0.0f;
     infinite += std::isinf(fast);
     overflow += inputs_finite && std::isinf(fast);
@@ -347,6 +360,9 @@ TEST(MmaModel, TheMeasuredPathIsTheGenericModel) {
   EXPECT_GT(zero, 20000);          // zero sums,
   EXPECT_GT(truncated, 1000);      // and sums that truncate to zero;
   EXPECT_EQ(negative_zero, 0);     // neither is ever -0 (the H100: EdgeInputsAsTheModelSays)
+#if defined(ATTNCHECK_MMA_AVX2)
+  if (mma_detail::host_has_avx2()) EXPECT_GT(avx2_steps, 250000);  // the AVX2 form took the finite steps
+#endif
 }
 
 // The twin skips the k16 steps of the kernels' +0 padding to 64 or 128 (head dim, a tile's rows or keys: mma_dot

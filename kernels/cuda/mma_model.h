@@ -14,6 +14,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDACC__)
+#include <immintrin.h>
+#endif
 
 #include "kernels/formats.h"
 
@@ -127,39 +131,115 @@ ATTN_HD float mma_k16_generic(const float* a, const float* b, float c, const Mma
 // products of two bf16 (or fp32) values are exact in double; a product is below 4 · 2^(e(a)+e(b)) ≤ 2^(emax+2) and c
 // below 2^(emax+1), so a term over q is below 2^27 (the scaling by 1/q is exact: log2 q lies in [−158, 229], within
 // double's normal range) and its int64 conversion truncates it exactly toward zero; the
-// 17 terms sum to below 2^32 in int64, and that sum times q is exact in double. Exponents come from the bits
-// (ilogb_normal of the value as a double: a float subnormal is a double normal), not from libm's ilogbf, an eighth
-// of the twin's time. Test: MmaModel.TheMeasuredPathIsTheGenericModel (the same bits on random, wide-exponent,
-// cancelling, subnormal, signed-zero, overflowing and infinite inputs).
+// 17 terms sum to below 2^32 in int64, and that sum times q is exact in double. A zero product (either operand ±0)
+// is 0 after scaling and only stays out of emax. Exponents come from the float bits: the field F gives
+// align_exponent = max(F, 1) − 127 (a subnormal's field 0 reads as −126), F = 255 is ±inf or NaN (the IEEE step).
+// One pass with no branch per product (session 32: the earlier form's skips and per-term exponent calls made a step
+// ~70 ns, two thirds of the twin's time; flash_model_bench run_mma_k16). Test: MmaModel.TheMeasuredPathIsTheGenericModel
+// (the same bits on random, wide-exponent, cancelling, subnormal, signed-zero, overflowing and infinite inputs).
 ATTN_HD float mma_k16_measured(const float* a, const float* b, float c) {
-  if (float ieee; mma_detail::non_finite_step(a, b, c, ieee)) return ieee;
-  double t[17];
-  int e[17];
-  int n = 0, emax = -100000;
-  if (c != 0.0f) e[n] = mma_detail::align_exponent(c), t[n++] = c, emax = e[0];
+  constexpr int kNone = -100000;  // below any exponent: a zero product or c
+  int emax = kNone;
+  bool special = false;
+  double t[16];
   for (int k = 0; k < 16; ++k) {
-    if (a[k] == 0.0f || b[k] == 0.0f) continue;
-    e[n] = mma_detail::align_exponent(a[k]) + mma_detail::align_exponent(b[k]);
-    emax = std::max(emax, e[n]);
-    t[n++] = static_cast<double>(a[k]) * static_cast<double>(b[k]);
+    const std::uint32_t x = float_to_bits(a[k]), y = float_to_bits(b[k]);
+    const int fx = static_cast<int>((x >> 23) & 0xffu), fy = static_cast<int>((y >> 23) & 0xffu);
+    special = special | (fx == 0xff) | (fy == 0xff);
+    const bool zero = ((x << 1) == 0u) | ((y << 1) == 0u);
+    const int e = std::max(fx, 1) + std::max(fy, 1) - 254;
+    emax = std::max(emax, zero ? kNone : e);
+    t[k] = static_cast<double>(a[k]) * static_cast<double>(b[k]);
   }
-  if (n == 0) return 0.0f;  // nothing but zeros: +0, whatever their signs (as the generic path)
+  const std::uint32_t cu = float_to_bits(c);
+  const int fc = static_cast<int>((cu >> 23) & 0xffu);
+  if (special || fc == 0xff) {
+    float ieee = 0.0f;
+    mma_detail::non_finite_step(a, b, c, ieee);
+    return ieee;
+  }
+  if ((cu << 1) != 0u) emax = std::max(emax, std::max(fc, 1) - 127);
+  if (emax == kNone) return 0.0f;  // nothing but zeros: +0, whatever their signs (as the generic path)
   const int shift = std::max(emax - kMeasuredMmaModel.frac_bits, mma_detail::kFinestCutExponent);
   const double inv_q = exp2_int(-shift), q = exp2_int(shift);
-  long long s = 0;
-  for (int i = 0; i < n; ++i) s += static_cast<long long>(t[i] * inv_q);  // toward zero, exact (above)
+  long long s = static_cast<long long>(static_cast<double>(c) * inv_q);  // toward zero, exact (above)
+  for (int k = 0; k < 16; ++k) s += static_cast<long long>(t[k] * inv_q);
   return mma_detail::to_f32(static_cast<double>(s) * q, kMeasuredMmaModel.round_nearest);
 }
 
+// On x86-64 hosts with AVX2 (checked once, at run time: the binaries stay baseline x86-64), the same step with eight
+// lanes: the exponent fields, zero flags and emax of the 16 products in two 8 × int32 registers, the products in four
+// 4 × double registers, each term over q truncated toward zero by cvttpd2dq (a term over q is below 2^27, above, so
+// within int32) and summed back in double (integers below 2^32: exact). The same bits as mma_k16_measured; returns
+// false, leaving `out` alone, when an input is ±inf or NaN (the caller takes mma_k16_measured's IEEE step). Test:
+// MmaModel.TheMeasuredPathIsTheGenericModel (both paths against the generic model). Speed: flash_model_bench
+// run_mma_k16 and run_twin_*.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDACC__)
+#define ATTNCHECK_MMA_AVX2 1
+namespace mma_detail {
+[[gnu::target("avx2")]] inline bool k16_measured_avx2(const float* a, const float* b, float c, float& out) {
+  const __m256i field_mask = _mm256_set1_epi32(0xff), one = _mm256_set1_epi32(1), zero = _mm256_setzero_si256();
+  __m256i e[2], special = zero;
+  for (int h = 0; h < 2; ++h) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + 8 * h));
+    const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 8 * h));
+    const __m256i fx = _mm256_and_si256(_mm256_srli_epi32(x, 23), field_mask);
+    const __m256i fy = _mm256_and_si256(_mm256_srli_epi32(y, 23), field_mask);
+    special = _mm256_or_si256(special, _mm256_or_si256(_mm256_cmpeq_epi32(fx, field_mask), _mm256_cmpeq_epi32(fy, field_mask)));
+    const __m256i is_zero = _mm256_or_si256(_mm256_cmpeq_epi32(_mm256_slli_epi32(x, 1), zero),
+                                            _mm256_cmpeq_epi32(_mm256_slli_epi32(y, 1), zero));
+    const __m256i sum = _mm256_sub_epi32(_mm256_add_epi32(_mm256_max_epi32(fx, one), _mm256_max_epi32(fy, one)),
+                                         _mm256_set1_epi32(254));
+    e[h] = _mm256_blendv_epi8(sum, _mm256_set1_epi32(-100000), is_zero);
+  }
+  const std::uint32_t cu = float_to_bits(c);
+  const int fc = static_cast<int>((cu >> 23) & 0xffu);
+  if (!_mm256_testz_si256(special, special) || fc == 0xff) return false;
+  __m256i m = _mm256_max_epi32(e[0], e[1]);
+  __m128i m4 = _mm_max_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+  m4 = _mm_max_epi32(m4, _mm_shuffle_epi32(m4, 0x4e));
+  m4 = _mm_max_epi32(m4, _mm_shuffle_epi32(m4, 0xb1));
+  int emax = _mm_cvtsi128_si32(m4);
+  if ((cu << 1) != 0u) emax = std::max(emax, std::max(fc, 1) - 127);
+  if (emax == -100000) {  // nothing but zeros: +0
+    out = 0.0f;
+    return true;
+  }
+  const int shift = std::max(emax - kMeasuredMmaModel.frac_bits, kFinestCutExponent);
+  const __m256d inv_q = _mm256_set1_pd(exp2_int(-shift));
+  __m256d s = _mm256_setzero_pd();
+  for (int g = 0; g < 4; ++g) {
+    const __m256d t = _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(a + 4 * g)), _mm256_cvtps_pd(_mm_loadu_ps(b + 4 * g)));
+    s = _mm256_add_pd(s, _mm256_cvtepi32_pd(_mm256_cvttpd_epi32(_mm256_mul_pd(t, inv_q))));  // exact (above)
+  }
+  const __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+  const double total = _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2))) +
+                       static_cast<double>(static_cast<long long>(static_cast<double>(c) * exp2_int(-shift)));
+  out = to_f32(total * exp2_int(shift), kMeasuredMmaModel.round_nearest);
+  return true;
+}
+inline bool host_has_avx2() {
+  static const bool yes = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));  // init: safe before main too
+  return yes;
+}
+}  // namespace mma_detail
+#endif
+
 ATTN_HD float mma_k16(const float* a, const float* b, float c, const MmaModel& m = kMeasuredMmaModel) {
-  return m == kMeasuredMmaModel ? mma_k16_measured(a, b, c) : mma_k16_generic(a, b, c, m);
+  if (!(m == kMeasuredMmaModel)) return mma_k16_generic(a, b, c, m);
+#if defined(ATTNCHECK_MMA_AVX2)
+  if (float out; mma_detail::host_has_avx2() && mma_detail::k16_measured_avx2(a, b, c, out)) return out;
+#endif
+  return mma_k16_measured(a, b, c);
 }
 
 // A dot product of length d (a multiple of 16 after zero padding) as the CUDA kernels compute it: k16 steps in
 // increasing k, each step's result feeding the next as c, starting from c0.
 ATTN_HD float mma_dot(const float* a, const float* b, int d, float c0 = 0.0f, const MmaModel& m = kMeasuredMmaModel) {
   float acc = c0;
-  for (int k0 = 0; k0 < d; k0 += 16) {
+  int k0 = 0;
+  for (; k0 + 16 <= d; k0 += 16) acc = mma_k16(a + k0, b + k0, acc, m);
+  if (k0 < d) {  // the last, partial step: zero-padded
     float aa[16], bb[16];
     for (int k = 0; k < 16; ++k) {
       aa[k] = k0 + k < d ? a[k0 + k] : 0.0f;
