@@ -176,6 +176,16 @@ TEST_F(Cli, HelpAndUsageErrors) {
     EXPECT_NE(r.err.find("attncheck: error: "), std::string::npos) << bad << ": " << r.err;
   }
   EXPECT_NE(run("check -k no-such-kernel").err.find("unknown kernel"), std::string::npos);
+  // A command's usage error points at that command's help, where its options are (a README audit, session 32: it
+  // said "see attncheck --help", whose page lists the commands only); the help names what an option takes.
+  EXPECT_NE(run("check --bogus").err.find("(see attncheck check --help)"), std::string::npos);
+  EXPECT_NE(run("fuzz -t 1 -t 2").err.find("(see attncheck fuzz --help)"), std::string::npos);
+  EXPECT_NE(run("replay").err.find("(see attncheck replay --help)"), std::string::npos);
+  EXPECT_NE(run("--bogus").err.find("(see attncheck --help)"), std::string::npos);
+  for (const auto& [cmd, shown] : {std::pair<const char*, const char*>{"fuzz", "-t,--time SECONDS"},
+                                   {"fuzz", "--seed N"}, {"check", "--seed N "}, {"check", "-k,--kernel KERNEL"},
+                                   {"replay", "files FILE|DIR"}, {"replay", "closing count"}})
+    EXPECT_NE(run(std::string(cmd) + " --help").out.find(shown), std::string::npos) << cmd << ": " << shown;
   // Options that name nothing sensible are refused before any check runs (UX review, session 11).
   const std::string f = file("a-file", "x");
   const std::string saved_case = file("saved-case.json", good_case().dump(1));

@@ -470,30 +470,37 @@ void add_check(CLI::App& app, Runner& run) {
   CLI::App* sub = app.add_subcommand("check", "Run a property suite on kernels; save, print and summarise failures");
   sub->add_option("-k,--kernel", opt->kernels,
                   "Kernel to check (repeatable; default: fa2 fa2-fixed paper paper-fixed oracle stochastic, any "
-                  "cuda:* kernel and every plugin:* kernel of --plugin). Parameters: -k 'paper-fixed[beta=4,tol=0.002]'");
+                  "cuda:* kernel and every plugin:* kernel of --plugin). Parameters: -k 'paper-fixed[beta=4,tol=0.002]'")
+      ->type_name("KERNEL");
   sub->add_option("--suite", opt->suite, "Suite: default, bias, gpu (GPU kernels against their CPU twins), long (lengths past "
-                  "several 64- and 128-wide key tiles, d 64 and 128) or quick")->capture_default_str();
-  sub->add_option("--family", opt->families, "Only families of this generator (repeatable)");
-  sub->add_option("--property", opt->properties, "Only this property (repeatable)");
+                  "several 64- and 128-wide key tiles, d 64 and 128) or quick")->capture_default_str()->type_name("SUITE");
+  sub->add_option("--family", opt->families, "Only families of this generator (repeatable)")->type_name("GENERATOR");
+  sub->add_option("--property", opt->properties, "Only this property (repeatable)")->type_name("PROPERTY");
   sub->add_option("--instances", opt->instances, "Instances per check (bias: T, the sample size; default 64)")
+      ->type_name("N")
       ->check(number_in(1, 1 << 30));
   sub->add_option("--seconds", opt->seconds,
                   "Time budget per check in seconds (0 = none); shrinking a failure has its own, 20 s by default "
                   "(ATTNCHECK_SHRINK_SECONDS)")
+      ->type_name("SECONDS")
       ->check(number_in(0.0, 1e7));
   auto* seed = sub->add_option("--seed", opt->seed_text,
-                               "Mixed into every family's seed, 0 to 2^64-1 (default: the suite's own seeds)");
+                               "Mixed into every family's seed, 0 to 2^64-1 (default: the suite's own seeds)")
+                  ->type_name("N");
   auto* json = sub->add_option("--json", opt->json_path,
                                "Write a JSON report to FILE ('-' or /dev/stdout: standard output, and the terminal "
-                               "report goes to standard error)");
-  auto* junit = sub->add_option("--junit", opt->junit_path, "Write a JUnit XML report to FILE ('-': as for --json)");
-  sub->add_option("--findings", opt->findings, "Directory for failing cases")->capture_default_str();
+                               "report goes to standard error)")
+                  ->type_name("FILE");
+  auto* junit = sub->add_option("--junit", opt->junit_path, "Write a JUnit XML report to FILE ('-': as for --json)")
+                   ->type_name("FILE");
+  sub->add_option("--findings", opt->findings, "Directory for failing cases")->capture_default_str()->type_name("DIR");
   sub->add_flag("--no-shrink", opt->no_shrink, "Report failures unshrunk (faster)");
   sub->add_flag("-q,--quiet", opt->quiet, "No progress line");
   sub->add_option("-j,--jobs", opt->jobs,
                   "Checks run at once (default: the CPUs this process may use, within a cgroup's quota). Outcomes, "
                   "output and reports do not depend on it unless a time budget binds (--seconds; a shrink reaching its "
                   "20 s on a busier machine); CUDA checks run one at a time, a plugin's checks alone")
+      ->type_name("N")
       ->check(number_in(1, 1024));
   add_plugin_option(*sub);  // --plugin PATH (harness/plugin/plugin_cli.h)
   sub->footer(

@@ -237,18 +237,21 @@ int run_replay(const ReplayOptions& opt) {
 void add_replay(CLI::App& app, Runner& run) {
   auto opt = std::make_shared<ReplayOptions>();
   CLI::App* sub = app.add_subcommand("replay", "Re-run saved cases (corpus/findings, corpus/regression) and compare verdicts");
-  sub->add_option("files", opt->files, "Case files (JSON, corpus/README.md), or directories of them")->required();
+  sub->add_option("files", opt->files, "Case files (JSON, corpus/README.md), or directories of them")->required()->type_name("FILE|DIR");
   sub->footer(
       "Exit status: 0 every replayed verdict is the expected one (a finding that still fails: 0), 1 a verdict\n"
       "differs (e.g. a fixed kernel now passes its finding: update the case), 2 a file could not be replayed.");
-  sub->add_flag("-q,--quiet", opt->quiet, "Only the verdict lines (and the one-line reason of a verdict that differs)");
+  sub->add_flag("-q,--quiet", opt->quiet,
+                "Only the verdict lines, the one-line reason of a verdict that differs, the cases' notes and (for "
+                "more than one case) the closing count");
   sub->add_flag("--update-stats", opt->update_stats,
                 "Where the verdict is the expected one but the saved stats fail on other tensors (the statistic "
                 "changed), write this run's statistic into the file's `stats`; no other field changes");
   sub->add_option("-k,--kernel", opt->kernel,
                   "Replay every case on this kernel instead of its own (e.g. a cuda:fa2-fixed finding on its CPU twin "
                   "twin:cuda:fa2-fixed or its model fa2-fixed, where there is no GPU), against the file's expected "
-                  "verdict; a statistic failing on other tensors than the file's differs too; the case's tiles apply");
+                  "verdict; a statistic failing on other tensors than the file's differs too; the case's tiles apply")
+      ->type_name("KERNEL");
   add_plugin_option(*sub);  // cases found on plugin kernels need their library loaded again
   sub->callback([&run, opt] { run = [opt] { return run_replay(*opt); }; });
 }

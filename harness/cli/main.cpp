@@ -52,7 +52,10 @@ int run_main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    std::cerr << "attncheck: error: " << attncheck::printable(e.what()) << " (see attncheck --help)\n";
+    // A command's own options are in its help, not the top level's (which lists the commands only).
+    const std::string help = argc > 1 && argv[1][0] != '-' ? std::string("attncheck ") + argv[1] + " --help"
+                                                           : std::string("attncheck --help");
+    std::cerr << "attncheck: error: " << attncheck::printable(e.what()) << " (see " << help << ")\n";
     return cli::kExitUsage;
   }
   try {
