@@ -2,7 +2,7 @@
 # twin_verdicts.sh ATTNCHECK — the CPU twins of the CUDA kernels (twin:cuda:K: each GPU kernel's sums in its order,
 # kernels/cuda/cuda_twin.h) get their CPU models' verdicts on the default and bias suites. On a GPU host ci/gpu.sh
 # compares cuda:K with K (compare_verdicts.py); this predicts that comparison without a GPU, so a model change that
-# the GPU's numerics would not follow shows in CI. ctest twin_verdicts (builds with CUDA; ~23 s of checks, 2 cores).
+# the GPU's numerics would not follow shows in CI. ctest twin_verdicts (builds with CUDA; ~18 s of checks, 2 cores).
 #   twin_verdicts.sh ATTNCHECK [WORKDIR]   WORKDIR: kept, this script's files in it replaced (ctest gives one in the
 #                                          build tree, so a run killed by its timeout leaves nothing in /tmp); default
 #                                          a temporary folder, removed
