@@ -11,8 +11,8 @@
 #     out folder holds an earlier run's reports of equal verdicts: the comparison must fail, not pass on them;
 #   gpu.sh with stand-ins whose suite differs from the model where the twin rerun predicts it (step PASS) or not (FAIL);
 #   gpu.sh's racecheck over every test (ATTNCHECK_GPU_RACECHECK_FULL=1), with a stand-in compute-sanitizer and test
-#     program that matches --gtest_filter as gtest does: every listed test runs in exactly one part, and a test the
-#     parts leave out fails the step (the edge-shape sweep's tests were left out until session 32);
+#     program that matches --gtest_filter as gtest does: every listed test runs in exactly one part, and a test that
+#     never runs or runs twice fails the step, named (the edge-shape sweep's tests were left out until session 32);
 #   twin_verdicts.sh with a WORKDIR touches nothing there but its own files;
 #   bench_table.py: rows whose fixed variants did not run are kept; a log without rows exits 1, saying so.
 # Run: ctest -R ci_scripts   or   bash ci/ci_scripts_test.sh build
@@ -273,7 +273,9 @@ for t in "${tests[@]}"; do
   hit=0
   for p in "${P[@]}"; do [[ $t == $p ]] && hit=1; done
   for p in "${N[@]}"; do [[ $t == $p ]] && hit=0; done
-  [ $hit = 1 ] && { n=$((n + 1)); echo "$t" >>"$(dirname "$0")/ran.log"; }
+  [ "$t" = "${STANDIN_ALWAYS:-}" ] && hit=1  # a part that runs a test its filter does not select
+  [ "$t" = "${STANDIN_NEVER:-}" ] && hit=0   # a test that never runs (or never says it ran)
+  [ $hit = 1 ] && { n=$((n + 1)); echo "$t" >>"$(dirname "$0")/ran.log"; echo "[       OK ] $t (0 ms)"; }
 done
 echo "[  PASSED  ] $n test$([ $n = 1 ] || echo s)."
 STUB
@@ -288,17 +290,26 @@ PATH="$tmp/sanbin:$PATH" ATTNCHECK_GPU_SKIP_BUILD=1 ATTNCHECK_GPU_BUILD="$fake" 
 # The tests step ran the program once without a filter (all 10); the parts must add each test once more.
 twice=$(sort "$fake/kernels/cuda/ran.log" | uniq -c | awk '$1 != 2' | wc -l)
 { [ $rc = 0 ] && [ "$twice" = 0 ] && grep -q 'racecheck, every test in .* parts side by side: PASS' "$tmp/gpu-race/gpu_report.md" &&
-  grep -q '10 of 10 tests passed or skipped' "$tmp/gpu-race/gpu_report.md"; } ||
+  grep -q '10 test runs for the 10 tests listed' "$tmp/gpu-race/gpu_report.md"; } ||
   fail "gpu.sh racecheck over every test: want each of the 10 tests in one part, PASS (tests not run once: $twice)"
-# A part's own exclusion that no other part takes up (here, by the racecheck filter) leaves a test out: FAIL.
-rm -f "$fake/kernels/cuda/ran.log"
-rc=0
-PATH="$tmp/sanbin:$PATH" ATTNCHECK_GPU_SKIP_BUILD=1 ATTNCHECK_GPU_BUILD="$fake" ATTNCHECK_GPU_OUT="$tmp/gpu-race" \
-  ATTNCHECK_GPU_SANITIZER_TOOLS=racecheck ATTNCHECK_GPU_RACECHECK_FULL=1 ATTNCHECK_GPU_NO_BENCH=1 \
-  ATTNCHECK_GPU_NO_SUITES=1 ATTNCHECK_GPU_RACECHECK_FILTER='CudaPoison.*:CudaLaunch.*-CudaLaunch.*' \
-  timeout 120 bash "$ci/gpu.sh" >"$tmp/out" 2>"$tmp/err" || rc=$?
-{ [ $rc = 1 ] && grep -q 'FAIL: the parts ran 9 of the 10 tests' "$tmp/gpu-race/gpu_report.md"; } ||
-  fail "gpu.sh racecheck whose parts leave a test out: want status 1 and the count in the report"
+# A test that never runs, or one run in a part besides its own (a count alone let the one stand in for the other), or
+# both at once: FAIL, naming them. The filters do not apply to the full run: a racecheck filter changes nothing.
+for kind in never twice both; do
+  rm -f "$fake/kernels/cuda/ran.log"
+  never= always=
+  case $kind in never) never=CudaLaunch.LongBatchBackwardSlices ;; twice) always=CudaPoison.DetectsUntouchedAndGuardWrites ;;
+    both) never=CudaLaunch.LongBatchBackwardSlices always=CudaPoison.DetectsUntouchedAndGuardWrites ;; esac
+  rc=0
+  STANDIN_NEVER=$never STANDIN_ALWAYS=$always PATH="$tmp/sanbin:$PATH" ATTNCHECK_GPU_SKIP_BUILD=1 \
+    ATTNCHECK_GPU_BUILD="$fake" ATTNCHECK_GPU_OUT="$tmp/gpu-race" ATTNCHECK_GPU_SANITIZER_TOOLS=racecheck \
+    ATTNCHECK_GPU_RACECHECK_FULL=1 ATTNCHECK_GPU_NO_BENCH=1 ATTNCHECK_GPU_NO_SUITES=1 \
+    ATTNCHECK_GPU_RACECHECK_FILTER='CudaPoison.*' timeout 120 bash "$ci/gpu.sh" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  r="$tmp/gpu-race/gpu_report.md"
+  { [ $rc = 1 ] && grep -q 'side by side: FAIL (not every test ran exactly once)' "$r" &&
+    { [ -z "$never" ] || grep -q "never ran: $never" "$r"; } &&
+    { [ -z "$always" ] || grep -q "ran more than once: $always" "$r"; }; } ||
+    fail "gpu.sh racecheck where a test ran $kind: want status 1, FAIL and the test named ($(grep -A3 racecheck "$r" | tr '\n' ' '))"
+done
 
 # twin_verdicts.sh with a WORKDIR (ctest's, in the build tree) replaces its own files there and nothing else: it
 # removed WORKDIR/corpus, so a WORKDIR of the repository root lost the tracked corpus/.
