@@ -470,10 +470,13 @@ void add_check(CLI::App& app, Runner& run) {
   CLI::App* sub = app.add_subcommand("check", "Run a property suite on kernels; save, print and summarise failures");
   sub->add_option("-k,--kernel", opt->kernels,
                   "Kernel to check (repeatable; default: fa2 fa2-fixed paper paper-fixed oracle stochastic, any "
-                  "cuda:* kernel and every plugin:* kernel of --plugin). Parameters: -k 'paper-fixed[beta=4,tol=0.002]'")
+                  "cuda:* kernel and every plugin:* kernel of --plugin). "
+                  "Parameters: -k 'paper-fixed[beta=4,tol=0.002]'")
       ->type_name("KERNEL");
   sub->add_option("--suite", opt->suite, "Suite: default, bias, gpu (GPU kernels against their CPU twins), long (lengths past "
-                  "several 64- and 128-wide key tiles, d 64 and 128) or quick")->capture_default_str()->type_name("SUITE");
+                  "several 64- and 128-wide key tiles, d 64 and 128) or quick")
+      ->capture_default_str()
+      ->type_name("SUITE");
   sub->add_option("--family", opt->families, "Only families of this generator (repeatable)")->type_name("GENERATOR");
   sub->add_option("--property", opt->properties, "Only this property (repeatable)")->type_name("PROPERTY");
   sub->add_option("--instances", opt->instances, "Instances per check (bias: T, the sample size; default 64)")

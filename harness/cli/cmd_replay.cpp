@@ -237,7 +237,9 @@ int run_replay(const ReplayOptions& opt) {
 void add_replay(CLI::App& app, Runner& run) {
   auto opt = std::make_shared<ReplayOptions>();
   CLI::App* sub = app.add_subcommand("replay", "Re-run saved cases (corpus/findings, corpus/regression) and compare verdicts");
-  sub->add_option("files", opt->files, "Case files (JSON, corpus/README.md), or directories of them")->required()->type_name("FILE|DIR");
+  sub->add_option("files", opt->files, "Case files (JSON, corpus/README.md), or directories of them")
+      ->required()
+      ->type_name("FILE|DIR");
   sub->footer(
       "Exit status: 0 every replayed verdict is the expected one (a finding that still fails: 0), 1 a verdict\n"
       "differs (e.g. a fixed kernel now passes its finding: update the case), 2 a file could not be replayed.");

@@ -696,7 +696,10 @@ void add_fuzz(CLI::App& app, Runner& run) {
   auto opt = std::make_shared<FuzzOptions>();
   CLI::App* sub = app.add_subcommand("fuzz", "Fuzz one kernel with the libFuzzer target, then minimise every finding");
   sub->add_option("-k,--kernel", opt->kernel, "Kernel under test")->capture_default_str()->type_name("KERNEL");
-  sub->add_option("-t,--time", opt->seconds, "Campaign length in whole seconds (1 to 30 days)")->capture_default_str()->type_name("SECONDS")->check(number_in(1.0, 2592000.0));
+  sub->add_option("-t,--time", opt->seconds, "Campaign length in whole seconds (1 to 30 days)")
+      ->capture_default_str()
+      ->type_name("SECONDS")
+      ->check(number_in(1.0, 2592000.0));
   sub->add_option("-j,--workers", opt->workers, "Parallel libFuzzer workers (-fork=N), 1 to 256")
       ->capture_default_str()
       ->check(CLI::Validator(  // `-jobs=2` reads as -j "obs=2": say what was meant
@@ -706,11 +709,20 @@ void add_fuzz(CLI::App& app, Runner& run) {
           ""))
       ->type_name("N")
       ->check(number_in(1, 256));
-  auto* corpus = sub->add_option("--corpus", opt->corpus, "Working corpus directory (default build-fuzz/corpus/<kernel>)")->type_name("DIR");
-  sub->add_option("--findings", opt->findings, "Where minimised findings and the summary go")->capture_default_str()->type_name("DIR");
-  auto* seeds = sub->add_option("--seeds", opt->seeds, "Read-only seed corpus")->capture_default_str()->type_name("DIR");
+  auto* corpus =
+      sub->add_option("--corpus", opt->corpus, "Working corpus directory (default build-fuzz/corpus/<kernel>)")
+          ->type_name("DIR");
+  sub->add_option("--findings", opt->findings, "Where minimised findings and the summary go")
+      ->capture_default_str()
+      ->type_name("DIR");
+  auto* seeds = sub->add_option("--seeds", opt->seeds, "Read-only seed corpus")
+                    ->capture_default_str()
+                    ->type_name("DIR");
   sub->add_option("--fuzzer", opt->fuzzer, "The libFuzzer build of attncheck_fuzz_kernel")->type_name("PATH");
-  sub->add_option("--seed", opt->seed, "libFuzzer -seed, 1 to 2^32-1")->capture_default_str()->type_name("N")->check(number_in<std::uint64_t>(1, 4294967295u));
+  sub->add_option("--seed", opt->seed, "libFuzzer -seed, 1 to 2^32-1")
+      ->capture_default_str()
+      ->type_name("N")
+      ->check(number_in<std::uint64_t>(1, 4294967295u));
   sub->add_option("--bias-t", opt->bias_t, "Bias property batch size per input, 24 to 100000 (below 24 its z test's level is not what it says)")
       ->capture_default_str()
       ->type_name("T")

@@ -134,9 +134,13 @@ ATTN_HD float mma_k16_generic(const float* a, const float* b, float c, const Mma
 // 17 terms sum to below 2^32 in int64, and that sum times q is exact in double. A zero product (either operand ±0)
 // is 0 after scaling and only stays out of emax. Exponents come from the float bits: the field F gives
 // align_exponent = max(F, 1) − 127 (a subnormal's field 0 reads as −126), F = 255 is ±inf or NaN (the IEEE step).
+// Zero is read from the bits too, so a host running with denormals-are-zero (MXCSR DAZ, e.g. code built with
+// -ffast-math in the process) would see subnormal products here that the generic path's product test drops: attncheck
+// never sets DAZ (a review, session 32).
 // One pass with no branch per product (session 32: the earlier form's skips and per-term exponent calls made a step
-// ~70 ns, two thirds of the twin's time; flash_model_bench run_mma_k16). Test: MmaModel.TheMeasuredPathIsTheGenericModel
-// (the same bits on random, wide-exponent, cancelling, subnormal, signed-zero, overflowing and infinite inputs).
+// ~70 ns, two thirds of the twin's time; flash_model_bench run_mma_k16). Test:
+// MmaModel.TheMeasuredPathIsTheGenericModel (the same bits on random, wide-exponent, cancelling, subnormal,
+// signed-zero, overflowing and infinite inputs).
 ATTN_HD float mma_k16_measured(const float* a, const float* b, float c) {
   constexpr int kNone = -100000;  // below any exponent: a zero product or c
   int emax = kNone;
@@ -185,7 +189,8 @@ namespace mma_detail {
     const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 8 * h));
     const __m256i fx = _mm256_and_si256(_mm256_srli_epi32(x, 23), field_mask);
     const __m256i fy = _mm256_and_si256(_mm256_srli_epi32(y, 23), field_mask);
-    special = _mm256_or_si256(special, _mm256_or_si256(_mm256_cmpeq_epi32(fx, field_mask), _mm256_cmpeq_epi32(fy, field_mask)));
+    const __m256i inf_or_nan = _mm256_or_si256(_mm256_cmpeq_epi32(fx, field_mask), _mm256_cmpeq_epi32(fy, field_mask));
+    special = _mm256_or_si256(special, inf_or_nan);
     const __m256i is_zero = _mm256_or_si256(_mm256_cmpeq_epi32(_mm256_slli_epi32(x, 1), zero),
                                             _mm256_cmpeq_epi32(_mm256_slli_epi32(y, 1), zero));
     const __m256i sum = _mm256_sub_epi32(_mm256_add_epi32(_mm256_max_epi32(fx, one), _mm256_max_epi32(fy, one)),
