@@ -361,7 +361,9 @@ TEST(MmaModel, TheMeasuredPathIsTheGenericModel) {
   EXPECT_GT(truncated, 1000);      // and sums that truncate to zero;
   EXPECT_EQ(negative_zero, 0);     // neither is ever -0 (the H100: EdgeInputsAsTheModelSays)
 #if defined(ATTNCHECK_MMA_AVX2)
-  if (mma_detail::host_has_avx2()) EXPECT_GT(avx2_steps, 250000);  // the AVX2 form took the finite steps
+  if (mma_detail::host_has_avx2()) {
+    EXPECT_GT(avx2_steps, 250000);  // the AVX2 form took the finite steps
+  }
 #endif
 }
 
