@@ -182,6 +182,17 @@ TEST_F(Cli, HelpAndUsageErrors) {
   EXPECT_NE(run("fuzz -t 1 -t 2").err.find("(see attncheck fuzz --help)"), std::string::npos);
   EXPECT_NE(run("replay").err.find("(see attncheck replay --help)"), std::string::npos);
   EXPECT_NE(run("--bogus").err.find("(see attncheck --help)"), std::string::npos);
+  // CLI11's wording for the commonest slips, said plainly; `help` with two words and `replay ""` refused.
+  for (const auto& [args, said] : {std::pair<const char*, const char*>{"replay", "no case file or folder to replay"},
+                                   {"fuzz -t 1 -t 2", "--time is given 2 times: give it once"},
+                                   {"check --kernel", "--kernel needs a value"},
+                                   {"check --instances", "--instances needs a value"},
+                                   {"help list fuzz", "help takes one command at most"},
+                                   {"replay ''", "an empty path among the files to replay"}}) {
+    const CmdResult r = run(args);
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_NE(r.err.find(said), std::string::npos) << args << ": " << r.err;
+  }
   for (const auto& [cmd, shown] : {std::pair<const char*, const char*>{"fuzz", "-t,--time SECONDS"},
                                    {"fuzz", "--seed N"}, {"check", "--seed N "}, {"check", "-k,--kernel KERNEL"},
                                    {"replay", "files FILE|DIR"}, {"replay", "closing count"}})

@@ -138,6 +138,8 @@ int run_replay(const ReplayOptions& opt) {
     throw Error("--update-stats with --kernel: the file's stats are its own kernel's; replay that kernel to update them");
   // Its canonical name, once: an unknown name is said before any file, not per file.
   const std::string replay_on = opt.kernel.empty() ? "" : default_registry().get(opt.kernel).name();
+  for (const std::string& f : opt.files)  // `replay ""` (an unset shell variable) said "error: : cannot read"
+    if (f.empty()) throw Error("an empty path among the files to replay (case files or folders of them)");
   int bad = 0, differ = 0, skipped = 0;
   const std::vector<Named> files = case_files(opt.files);
   for (const auto& [path, error] : files) {
