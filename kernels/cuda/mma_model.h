@@ -74,9 +74,10 @@ ATTN_HD int align_exponent(float x) { return std::max(ilogb_normal(x), -126); }
 // on the H200 (MeasuredModelHoldsOverTheWholeRange, sums near 2^-149: a floor at 2^-158 gives 0 of 204,800 outputs
 // wrong; none, or 2^-159, 48 to 67; 2^-157, 84).
 constexpr int kFinestCutExponent = -158;
+constexpr int kNoExponent = -100000;  // below any exponent: what a sum of nothing but zeros aligns at
 // Exact aligned sum of n terms (alignment exponents e[i]), rounded to fp32.
 ATTN_HD float aligned_sum(const double* t, const int* e, int n, const MmaModel& m) {
-  int emax = -100000;
+  int emax = kNoExponent;
   for (int i = 0; i < n; ++i)
     if (t[i] != 0.0) emax = std::max(emax, e[i]);
   const double q = std::ldexp(1.0, std::max(emax - m.frac_bits, kFinestCutExponent));
@@ -96,6 +97,22 @@ ATTN_HD bool non_finite_step(const float* a, const float* b, float c, float& out
   for (int k = 0; k < 16; ++k) z += static_cast<double>(a[k]) * static_cast<double>(b[k]);
   out = static_cast<float>(z);
   return true;
+}
+// kMeasuredMmaModel's fast forms (mma_k16_measured, k16_measured_avx2) read exponents from the float bits: the field
+// F gives align_exponent = max(F, 1) − 127 (a subnormal's field 0 reads as −126), F = 255 is ±inf or NaN.
+ATTN_HD int exponent_field(std::uint32_t bits) { return static_cast<int>((bits >> 23) & 0xffu); }
+// The products' emax joined by c's alignment exponent where c is nonzero (±0 aligns nowhere).
+ATTN_HD int measured_emax_with_c(int products_emax, std::uint32_t c_bits) {
+  if ((c_bits << 1) == 0u) return products_emax;
+  return std::max(products_emax, std::max(exponent_field(c_bits), 1) - 127);
+}
+// The exponent of q, the quantum every term is cut to: 2^(emax − 25), never finer than 2^-158.
+ATTN_HD int measured_shift(int emax) { return std::max(emax - kMeasuredMmaModel.frac_bits, kFinestCutExponent); }
+// The step's result from the products' terms over q = 2^shift, each truncated toward zero and summed (an integer
+// below 2^32, exact in double): c's term joins them, and the sum times q is rounded toward zero to fp32.
+ATTN_HD float measured_result(double products_over_q, float c, int shift) {
+  const double c_over_q = static_cast<double>(static_cast<long long>(static_cast<double>(c) * exp2_int(-shift)));
+  return to_f32((products_over_q + c_over_q) * exp2_int(shift), kMeasuredMmaModel.round_nearest);
 }
 }  // namespace mma_detail
 
@@ -142,33 +159,32 @@ ATTN_HD float mma_k16_generic(const float* a, const float* b, float c, const Mma
 // MmaModel.TheMeasuredPathIsTheGenericModel (the same bits on random, wide-exponent, cancelling, subnormal,
 // signed-zero, overflowing and infinite inputs).
 ATTN_HD float mma_k16_measured(const float* a, const float* b, float c) {
-  constexpr int kNone = -100000;  // below any exponent: a zero product or c
-  int emax = kNone;
+  using mma_detail::exponent_field;
+  int emax = mma_detail::kNoExponent;
   bool special = false;
   double t[16];
   for (int k = 0; k < 16; ++k) {
     const std::uint32_t x = float_to_bits(a[k]), y = float_to_bits(b[k]);
-    const int fx = static_cast<int>((x >> 23) & 0xffu), fy = static_cast<int>((y >> 23) & 0xffu);
+    const int fx = exponent_field(x), fy = exponent_field(y);
     special = special | (fx == 0xff) | (fy == 0xff);
     const bool zero = ((x << 1) == 0u) | ((y << 1) == 0u);
     const int e = std::max(fx, 1) + std::max(fy, 1) - 254;
-    emax = std::max(emax, zero ? kNone : e);
+    emax = std::max(emax, zero ? mma_detail::kNoExponent : e);
     t[k] = static_cast<double>(a[k]) * static_cast<double>(b[k]);
   }
   const std::uint32_t cu = float_to_bits(c);
-  const int fc = static_cast<int>((cu >> 23) & 0xffu);
-  if (special || fc == 0xff) {
+  if (special || exponent_field(cu) == 0xff) {
     float ieee = 0.0f;
     mma_detail::non_finite_step(a, b, c, ieee);
     return ieee;
   }
-  if ((cu << 1) != 0u) emax = std::max(emax, std::max(fc, 1) - 127);
-  if (emax == kNone) return 0.0f;  // nothing but zeros: +0, whatever their signs (as the generic path)
-  const int shift = std::max(emax - kMeasuredMmaModel.frac_bits, mma_detail::kFinestCutExponent);
-  const double inv_q = exp2_int(-shift), q = exp2_int(shift);
-  long long s = static_cast<long long>(static_cast<double>(c) * inv_q);  // toward zero, exact (above)
-  for (int k = 0; k < 16; ++k) s += static_cast<long long>(t[k] * inv_q);
-  return mma_detail::to_f32(static_cast<double>(s) * q, kMeasuredMmaModel.round_nearest);
+  emax = mma_detail::measured_emax_with_c(emax, cu);
+  if (emax == mma_detail::kNoExponent) return 0.0f;  // nothing but zeros: +0, whatever their signs (as generic)
+  const int shift = mma_detail::measured_shift(emax);
+  const double inv_q = exp2_int(-shift);
+  long long s = 0;
+  for (int k = 0; k < 16; ++k) s += static_cast<long long>(t[k] * inv_q);  // toward zero, exact (above)
+  return mma_detail::measured_result(static_cast<double>(s), c, shift);
 }
 
 // On x86-64 hosts with AVX2 (checked once, at run time: the binaries stay baseline x86-64), the same step with eight
@@ -195,22 +211,20 @@ namespace mma_detail {
                                             _mm256_cmpeq_epi32(_mm256_slli_epi32(y, 1), zero));
     const __m256i sum = _mm256_sub_epi32(_mm256_add_epi32(_mm256_max_epi32(fx, one), _mm256_max_epi32(fy, one)),
                                          _mm256_set1_epi32(254));
-    e[h] = _mm256_blendv_epi8(sum, _mm256_set1_epi32(-100000), is_zero);
+    e[h] = _mm256_blendv_epi8(sum, _mm256_set1_epi32(kNoExponent), is_zero);
   }
   const std::uint32_t cu = float_to_bits(c);
-  const int fc = static_cast<int>((cu >> 23) & 0xffu);
-  if (!_mm256_testz_si256(special, special) || fc == 0xff) return false;
+  if (!_mm256_testz_si256(special, special) || exponent_field(cu) == 0xff) return false;
   __m256i m = _mm256_max_epi32(e[0], e[1]);
   __m128i m4 = _mm_max_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
   m4 = _mm_max_epi32(m4, _mm_shuffle_epi32(m4, 0x4e));
   m4 = _mm_max_epi32(m4, _mm_shuffle_epi32(m4, 0xb1));
-  int emax = _mm_cvtsi128_si32(m4);
-  if ((cu << 1) != 0u) emax = std::max(emax, std::max(fc, 1) - 127);
-  if (emax == -100000) {  // nothing but zeros: +0
+  const int emax = measured_emax_with_c(_mm_cvtsi128_si32(m4), cu);
+  if (emax == kNoExponent) {  // nothing but zeros: +0
     out = 0.0f;
     return true;
   }
-  const int shift = std::max(emax - kMeasuredMmaModel.frac_bits, kFinestCutExponent);
+  const int shift = measured_shift(emax);
   const __m256d inv_q = _mm256_set1_pd(exp2_int(-shift));
   __m256d s = _mm256_setzero_pd();
   for (int g = 0; g < 4; ++g) {
@@ -218,9 +232,7 @@ namespace mma_detail {
     s = _mm256_add_pd(s, _mm256_cvtepi32_pd(_mm256_cvttpd_epi32(_mm256_mul_pd(t, inv_q))));  // exact (above)
   }
   const __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
-  const double total = _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2))) +
-                       static_cast<double>(static_cast<long long>(static_cast<double>(c) * exp2_int(-shift)));
-  out = to_f32(total * exp2_int(shift), kMeasuredMmaModel.round_nearest);
+  out = measured_result(_mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2))), c, shift);
   return true;
 }
 inline bool host_has_avx2() {
