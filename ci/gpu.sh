@@ -113,16 +113,17 @@ if [ "${ATTNCHECK_GPU_NO_SANITIZER:-0}" != 1 ]; then
   # part for each test the others leave out: until session 32 the edge-shape sweep's 8 of 57 tests never ran under
   # racecheck while the report said "every test"); the step fails unless every listed test ran exactly once.
   all=${ATTNCHECK_GPU_SANITIZER_FILTER:-'*'}
-  race=${ATTNCHECK_GPU_RACECHECK_FILTER:-${ATTNCHECK_GPU_SANITIZER_FILTER:-'Variants/CudaKernel.SameInputSameBits/*:Variants/CudaKernel.ForwardManyEqualsForward/*:CudaFixedPolicy.*:CudaPoison.*'}}
+  subset='Variants/CudaKernel.SameInputSameBits/*:Variants/CudaKernel.ForwardManyEqualsForward/*:CudaFixedPolicy.*:CudaPoison.*'
+  race=${ATTNCHECK_GPU_RACECHECK_FILTER:-${ATTNCHECK_GPU_SANITIZER_FILTER:-$subset}}
   for tool in ${ATTNCHECK_GPU_SANITIZER_TOOLS:-memcheck racecheck synccheck initcheck}; do
     if [ "$tool" = racecheck ] && [ "${ATTNCHECK_GPU_RACECHECK_FULL:-0}" = 1 ]; then
       # Every test: the filters above do not apply. The fixed parts, then each work split and each test no fixed
       # part names (by their positive patterns, as gtest matches them) as a part of its own: the edge-shape sweep's
       # tests (CudaShapes) take long under racecheck. gtest does not run DISABLED_ tests.
-      subset='Variants/CudaKernel.SameInputSameBits/*:Variants/CudaKernel.ForwardManyEqualsForward/*:CudaFixedPolicy.*:CudaPoison.*'
       parts=("$subset" 'Variants/CudaKernel.Forward*-Variants/CudaKernel.ForwardManyEqualsForward/*' 'Variants/CudaKernel.Backward*' 'CudaLaunch.*:CudaRegistry.*')
       listed=$("$bin/cuda_kernels_test" --gtest_list_tests | awk '/^[^ ]/ {suite = $1} /^  / {print suite $1}' | grep -v 'DISABLED_')
-      IFS=: read -ra named <<<"$subset:Variants/CudaKernel.Forward*:Variants/CudaKernel.Backward*:CudaLaunch.*:CudaRegistry.*"
+      named=()  # the fixed parts' positive patterns
+      for part in "${parts[@]}"; do IFS=: read -ra positive <<<"${part%%-*}"; named+=("${positive[@]}"); done
       while read -r t; do
         own=1
         for pat in "${named[@]}"; do [[ $t == $pat ]] && own=0; done  # (pat unquoted: a glob, as gtest's)
