@@ -44,7 +44,8 @@ int run_main(int argc, char** argv) {
   cli::add_check(app, run);
   cli::add_replay(app, run);
   cli::add_fuzz(app, run);
-  if (argc > 1 && argv[1][0] != '-') {  // the first word names the command: say so when it names none
+  const bool names_command = argc > 1 && argv[1][0] != '-';
+  if (names_command) {  // the first word names the command: say so when it names none
     const std::string word = argv[1];
     if (word == "help") {  // `attncheck help` is `attncheck --help`, `attncheck help check` is `attncheck check --help`
       if (argc > 3) {  // `help list fuzz` showed list's help and dropped the rest
@@ -70,8 +71,7 @@ int run_main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
     // A command's own options are in its help, not the top level's (which lists the commands only).
-    const std::string help = argc > 1 && argv[1][0] != '-' ? std::string("attncheck ") + argv[1] + " --help"
-                                                           : std::string("attncheck --help");
+    const std::string help = names_command ? std::string("attncheck ") + argv[1] + " --help" : "attncheck --help";
     std::cerr << "attncheck: error: " << attncheck::printable(plain_parse_error(e.what())) << " (see " << help << ")\n";
     return cli::kExitUsage;
   }

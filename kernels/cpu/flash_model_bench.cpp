@@ -18,19 +18,23 @@
 namespace attncheck {
 namespace {
 
+// One head of n queries and n keys, head dim d: the benchmark's arguments (n, d).
+Instance square_instance(const benchmark::State& state, bool causal = false) {
+  const int n = static_cast<int>(state.range(0)), d = static_cast<int>(state.range(1));
+  return test::random_instance(test::make_problem(1, 1, 1, n, n, d, causal), 7);
+}
+
 void run_forward(benchmark::State& state, const char* spec_name, bool causal, int tile) {
   NumericsSpec spec = builtin_spec(spec_name);
   spec.tile_q = spec.tile_k = tile;
-  const int n = static_cast<int>(state.range(0)), d = static_cast<int>(state.range(1));
-  const Instance in = test::random_instance(test::make_problem(1, 1, 1, n, n, d, causal), 7);
+  const Instance in = square_instance(state, causal);
   for (auto _ : state) benchmark::DoNotOptimize(model_forward(spec, in));
   state.SetItemsProcessed(state.iterations());
 }
 
 void run_backward(benchmark::State& state, const char* spec_name) {
   const NumericsSpec spec = builtin_spec(spec_name);
-  const int n = static_cast<int>(state.range(0)), d = static_cast<int>(state.range(1));
-  const Instance in = test::random_instance(test::make_problem(1, 1, 1, n, n, d, false), 7);
+  const Instance in = square_instance(state);
   const ForwardOutput fwd = model_forward(spec, in);
   for (auto _ : state) benchmark::DoNotOptimize(model_backward(spec, in, fwd));
   state.SetItemsProcessed(state.iterations());
@@ -51,15 +55,13 @@ BENCHMARK_CAPTURE(run_backward, paper, "paper")->Args({32, 32})->Args({150, 64})
 
 #if defined(ATTNCHECK_HAVE_CUDA)
 void run_twin_forward(benchmark::State& state, cuda::Variant v) {
-  const int n = static_cast<int>(state.range(0)), d = static_cast<int>(state.range(1));
-  const Instance in = test::random_instance(test::make_problem(1, 1, 1, n, n, d, false), 7);
+  const Instance in = square_instance(state);
   for (auto _ : state) benchmark::DoNotOptimize(cuda::twin_forward(v, in));
   state.SetItemsProcessed(state.iterations());
 }
 
 void run_twin_backward(benchmark::State& state, cuda::Variant v) {
-  const int n = static_cast<int>(state.range(0)), d = static_cast<int>(state.range(1));
-  const Instance in = test::random_instance(test::make_problem(1, 1, 1, n, n, d, false), 7);
+  const Instance in = square_instance(state);
   const ForwardOutput fwd = cuda::twin_forward(v, in);
   for (auto _ : state) benchmark::DoNotOptimize(cuda::twin_backward(v, in, fwd));
   state.SetItemsProcessed(state.iterations());

@@ -114,9 +114,10 @@ static int example_init(const char* options, char* msg, size_t msg_size) {
   }
   /* The environment's defect is read per call, but a name it cannot be is refused here, once: per call it made every
      check a kernel fault, saved as findings, and the run read as "a property failed" (exit 1, not 2). */
-  if (g_defect == DEFECT_FROM_ENV && parse_defect(getenv("ATTNCHECK_EXAMPLE_DEFECT")) == -2) {
+  const char* env_defect = getenv("ATTNCHECK_EXAMPLE_DEFECT");
+  if (g_defect == DEFECT_FROM_ENV && parse_defect(env_defect) == -2) {
     snprintf(msg, msg_size, "ATTNCHECK_EXAMPLE_DEFECT='%s': unknown defect (none, skip_rescale, truncate_p)",
-             getenv("ATTNCHECK_EXAMPLE_DEFECT"));
+             env_defect);
     return ATTNCHECK_ERR_INVALID;
   }
   return ATTNCHECK_OK;
