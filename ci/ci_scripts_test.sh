@@ -283,10 +283,13 @@ STUB
 printf '#!/bin/bash\n[ "${1:-}" = --version ] && { echo stand-in; exit 0; }\nshift 4\n"$@"\nrc=$?\necho "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"\nexit $rc\n' \
   >"$tmp/sanbin/compute-sanitizer"
 chmod +x "$fake/harness/attncheck" "$fake"/kernels/cuda/* "$tmp/sanbin/compute-sanitizer"
-rc=0
-PATH="$tmp/sanbin:$PATH" ATTNCHECK_GPU_SKIP_BUILD=1 ATTNCHECK_GPU_BUILD="$fake" ATTNCHECK_GPU_OUT="$tmp/gpu-race" \
-  ATTNCHECK_GPU_SANITIZER_TOOLS=racecheck ATTNCHECK_GPU_RACECHECK_FULL=1 ATTNCHECK_GPU_NO_BENCH=1 \
-  ATTNCHECK_GPU_NO_SUITES=1 timeout 120 bash "$ci/gpu.sh" >"$tmp/out" 2>"$tmp/err" || rc=$?
+race_run() {  # race_run [NAME=VALUE ...]: gpu.sh's racecheck over every test on the stand-ins; status in $rc
+  rc=0
+  env "$@" PATH="$tmp/sanbin:$PATH" ATTNCHECK_GPU_SKIP_BUILD=1 ATTNCHECK_GPU_BUILD="$fake" \
+    ATTNCHECK_GPU_OUT="$tmp/gpu-race" ATTNCHECK_GPU_SANITIZER_TOOLS=racecheck ATTNCHECK_GPU_RACECHECK_FULL=1 \
+    ATTNCHECK_GPU_NO_BENCH=1 ATTNCHECK_GPU_NO_SUITES=1 timeout 120 bash "$ci/gpu.sh" >"$tmp/out" 2>"$tmp/err" || rc=$?
+}
+race_run
 # The tests step ran the program once without a filter (all 10); the parts must add each test once more.
 twice=$(sort "$fake/kernels/cuda/ran.log" | uniq -c | awk '$1 != 2' | wc -l)
 { [ $rc = 0 ] && [ "$twice" = 0 ] && grep -q 'racecheck, every test in .* parts side by side: PASS' "$tmp/gpu-race/gpu_report.md" &&
@@ -299,11 +302,7 @@ for kind in never twice both; do
   never= always=
   case $kind in never) never=CudaLaunch.LongBatchBackwardSlices ;; twice) always=CudaPoison.DetectsUntouchedAndGuardWrites ;;
     both) never=CudaLaunch.LongBatchBackwardSlices always=CudaPoison.DetectsUntouchedAndGuardWrites ;; esac
-  rc=0
-  STANDIN_NEVER=$never STANDIN_ALWAYS=$always PATH="$tmp/sanbin:$PATH" ATTNCHECK_GPU_SKIP_BUILD=1 \
-    ATTNCHECK_GPU_BUILD="$fake" ATTNCHECK_GPU_OUT="$tmp/gpu-race" ATTNCHECK_GPU_SANITIZER_TOOLS=racecheck \
-    ATTNCHECK_GPU_RACECHECK_FULL=1 ATTNCHECK_GPU_NO_BENCH=1 ATTNCHECK_GPU_NO_SUITES=1 \
-    ATTNCHECK_GPU_RACECHECK_FILTER='CudaPoison.*' timeout 120 bash "$ci/gpu.sh" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  race_run STANDIN_NEVER="$never" STANDIN_ALWAYS="$always" ATTNCHECK_GPU_RACECHECK_FILTER='CudaPoison.*'
   r="$tmp/gpu-race/gpu_report.md"
   { [ $rc = 1 ] && grep -q 'side by side: FAIL (not every test ran exactly once)' "$r" &&
     { [ -z "$never" ] || grep -q "never ran: $never" "$r"; } &&
