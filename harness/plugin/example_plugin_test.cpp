@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <vector>
 
 #include "harness/plugin/plugin_loader.h"
 #include "harness/plugin/test_instances.h"
@@ -146,6 +147,28 @@ TEST(ExamplePlugin, TruncatePMovesTheResultsByLessThanItsBound) {
     EXPECT_LE(std::abs(good.o[i] - bad.o[i]), 0x1p-7 * max_v + ulp(good.o[i], Format::kBF16)) << i;
   }
   EXPECT_GT(differ, good.o.size() / 10);  // the defect is live: it moves a good share of the outputs
+}
+
+// init's options are per load, all or nothing: a second load in one process starts from the defaults (it kept the
+// first load's defect), and a failed init leaves the plugin as it was (it kept the options read before the bad one).
+// The library's globals are shared by every load in the process, so each step reads the last good init's options.
+TEST(ExamplePlugin, EachInitStartsFromTheDefaultsAndAFailedOneChangesNothing) {
+  const Instance in = random_instance(make_problem(1, 2, 2, 17, 33, 16), 7);
+  const auto load = [](Registry& r, const char* options) -> const Kernel& {
+    PluginOptions o;
+    o.init_options = options;
+    load_plugin(ATTNCHECK_EXAMPLE_PLUGIN, r, o);
+    return r.get("plugin:example");
+  };
+  Registry plain, truncating, again, truncating_again, failing, restore;
+  const std::vector<double> good = load(plain, "").forward(in).o;
+  const std::vector<double> bad = load(truncating, "defect=truncate_p").forward(in).o;
+  ASSERT_NE(good, bad);  // the defect is live on this instance
+  EXPECT_EQ(load(again, "").forward(in).o, good) << "the second load kept the first load's defect";
+  const Kernel& truncate = load(truncating_again, "defect=truncate_p");
+  EXPECT_THROW(load(failing, "defect=none,tile_k=0"), Error);
+  EXPECT_EQ(truncate.forward(in).o, bad) << "the failed init changed the defect";
+  load(restore, "");  // the defaults again, for the tests after this one
 }
 
 // Set after the plugin is loaded: per call (an unknown name already in the environment at load fails the load, exit 2:

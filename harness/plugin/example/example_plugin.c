@@ -78,7 +78,10 @@ static int parse_defect(const char* s) {
 }
 
 static int example_init(const char* options, char* msg, size_t msg_size) {
-  /* options: comma-separated key=value, keys defect and tile_k */
+  /* options: comma-separated key=value, keys defect and tile_k. Each init starts from the defaults and changes the
+     globals only when every option is good: a second load in one process (a test, a host) kept the first one's
+     options, and a failed init kept the options it had read before the bad one. */
+  int defect = DEFECT_FROM_ENV, tile_k = 4;
   char buf[256];
   if (strlen(options) >= sizeof buf) {
     snprintf(msg, msg_size, "options too long");
@@ -99,14 +102,14 @@ static int example_init(const char* options, char* msg, size_t msg_size) {
         snprintf(msg, msg_size, "unknown defect '%s' (none, skip_rescale, truncate_p)", value);
         return ATTNCHECK_ERR_INVALID;
       }
-      g_defect = d;
+      defect = d;
     } else if (strcmp(item, "tile_k") == 0) {
       const int t = atoi(value);
       if (t < 1 || t > 4096) {
         snprintf(msg, msg_size, "tile_k=%s: use 1..4096", value);
         return ATTNCHECK_ERR_INVALID;
       }
-      g_tile_k = t;
+      tile_k = t;
     } else {
       snprintf(msg, msg_size, "unknown option '%s' (keys: defect, tile_k)", item);
       return ATTNCHECK_ERR_INVALID;
@@ -115,11 +118,13 @@ static int example_init(const char* options, char* msg, size_t msg_size) {
   /* The environment's defect is read per call, but a name it cannot be is refused here, once: per call it made every
      check a kernel fault, saved as findings, and the run read as "a property failed" (exit 1, not 2). */
   const char* env_defect = getenv("ATTNCHECK_EXAMPLE_DEFECT");
-  if (g_defect == DEFECT_FROM_ENV && parse_defect(env_defect) == -2) {
+  if (defect == DEFECT_FROM_ENV && parse_defect(env_defect) == -2) {
     snprintf(msg, msg_size, "ATTNCHECK_EXAMPLE_DEFECT='%s': unknown defect (none, skip_rescale, truncate_p)",
              env_defect);
     return ATTNCHECK_ERR_INVALID;
   }
+  g_defect = defect;
+  g_tile_k = tile_k;
   return ATTNCHECK_OK;
 }
 
