@@ -144,6 +144,22 @@ class Cli : public ::testing::Test {
 
 TEST_F(Cli, HelpAndUsageErrors) {
   EXPECT_EQ(run("--help").status, 0);
+  // --version: the commit (git describe; "unknown" only outside a git checkout) and the formats this build speaks.
+  const CmdResult version = run("--version");
+  EXPECT_EQ(version.status, 0) << version.err;
+  EXPECT_TRUE(std::regex_search(version.out, std::regex(R"(^attncheck \S+ \(case files version \d+, JSON report )"
+                                                        R"(version \d+, plugin ABI \d+\.\d+\)\n$)")))
+      << version.out;
+  // The commit is the source tree's (what git says now; "-dirty" left out: the tree may have changed since the build).
+  const std::string described = (dir_ / "described").string();
+  std::string commit = "unknown";
+  if (std::system(("git -C " + shell_word(ATTNCHECK_SOURCE_DIR) + " describe --always --abbrev=12 >" + described +
+                   " 2>/dev/null").c_str()) == 0)
+    commit = slurp(described).substr(0, slurp(described).find('\n'));
+  EXPECT_TRUE(version.out.rfind("attncheck " + commit + " (", 0) == 0 ||
+              version.out.rfind("attncheck " + commit + "-dirty (", 0) == 0)
+      << version.out << "git describe: " << commit;
+  EXPECT_NE(run("check --version").status, 0);  // the version is the program's, not a command's
   const CmdResult help = run("check --help");
   EXPECT_EQ(help.status, 0);
   EXPECT_EQ(help.out.find("passed through"), std::string::npos) << help.out;  // attncheck has no RapidCheck
@@ -188,7 +204,18 @@ TEST_F(Cli, HelpAndUsageErrors) {
                                    {"check --kernel", "--kernel needs a value"},
                                    {"check --instances", "--instances needs a value"},
                                    {"help list fuzz", "help takes one command at most"},
-                                   {"replay ''", "an empty path among the files to replay"}}) {
+                                   {"replay ''", "an empty path among the files to replay"},
+                                   // session 33: CLI11 said "A subcommand is required", "The following arguments
+                                   // were not expected: abc --time" (last first) and "what: x not in {a,b}"
+                                   {"", "no command given (commands: list, check, replay, fuzz)"},
+                                   {"check --time 5", "unknown option --time (see"},
+                                   {"check foo bar", "unexpected arguments 'foo', 'bar'"},
+                                   {"check --kernal fa2", "unknown option --kernal (did you mean --kernel?) (see"},
+                                   {"check -x --kernal", "unknown option -x; unknown option --kernal (did"},
+                                   {"check --instance=3", "unknown option --instance=3 (did you mean --instances?)"},
+                                   {"fuzz --propety finite", "(did you mean --property?) (see attncheck fuzz --help)"},
+                                   {"check --se 1", "unknown option --se (see"},  // --seconds and --seed: no guess
+                                   {"list extra", "'extra' is not one of kernels, properties, generators, suites"}}) {
     const CmdResult r = run(args);
     EXPECT_EQ(r.status, 2) << args;
     EXPECT_NE(r.err.find(said), std::string::npos) << args << ": " << r.err;
@@ -211,7 +238,7 @@ TEST_F(Cli, HelpAndUsageErrors) {
            {"check --instances 1-2", "'1-2' is not an integer"},
            {"check --instances 0x20", "'0x20' is not an integer"},  // hex and " 24" were taken
            {"check --instances ' 24'", "' 24' is not an integer"},
-           {"list ''", "not in {kernels,properties"},
+           {"list ''", "'' is not one of kernels, properties"},
            {"check -k paper --json - --junit /dev/stdout", "--json and --junit both name standard output"},
            {"check -k paper --junit " + saved_case, "a saved case (attncheck-case)"},  // it replaced the case
            {"check --seconds 2e7", "--seconds: 2e7 is outside 0 to 10000000"},
@@ -867,6 +894,10 @@ TEST_F(Cli, SmallCheckRunWritesReports) {
   const json j = json::parse(slurp(dir_ / "r.json"));
   EXPECT_EQ(j["format"], "attncheck-run");
   EXPECT_EQ(j["run"]["kernels"], json({"oracle"}));
+  // The report names the attncheck that wrote it, as --version does (the commit it was built from).
+  const std::string version = run("--version").out;
+  ASSERT_TRUE(j["run"]["attncheck"].is_string()) << j["run"].dump();
+  EXPECT_EQ(version.rfind("attncheck " + j["run"]["attncheck"].get<std::string>() + " (", 0), 0u) << version;
   EXPECT_GE(j["outcomes"].size(), 1u);
   for (const auto& o : j["outcomes"]) EXPECT_EQ(o["property"], prop);
   EXPECT_NE(slurp(dir_ / "r.xml").find("<testsuite name=\"oracle\""), std::string::npos);

@@ -1,6 +1,7 @@
 // report_json.cpp — the versioned JSON report of a check run (run_report.h), plus shared report helpers.
 // Layout: {"format":"attncheck-run","version":1,
-//          "run":{"kernels":[...],"suite":"default","seed":N|"0x<16 hex>"|null (seed_to_json),"budget":{...},
+//          "run":{"attncheck":"<commit>"|null (set_tool_version),"kernels":[...],"suite":"default",
+//                 "seed":N|"0x<16 hex>"|null (seed_to_json),"budget":{...},
 //                 "jobs":n (the workers that ran the checks),"started_at":"...","wall_seconds":x},
 //          "summary":{"pass":n,"fail":n,"skip":n,"degenerate":n},
 //          "outcomes":[{"kernel","property","family","family_label","family_description","family_checked",
@@ -50,7 +51,13 @@ std::string& replay_program() {
   static std::string program = "attncheck";
   return program;
 }
+std::string& tool_version() {
+  static std::string version;
+  return version;
+}
 }  // namespace
+
+void set_tool_version(const std::string& version) { tool_version() = version; }
 
 void set_replay_program(const std::string& argv0) {
   replay_program() = argv0.find('/') != std::string::npos ? shell_word(argv0) : std::string("attncheck");
@@ -120,7 +127,8 @@ json run_to_json(const RunReport& r) {
   return {{"format", kRunReportTag},
           {"version", kRunReportVersion},
           {"run",
-           {{"kernels", r.kernels},
+           {{"attncheck", tool_version().empty() ? json(nullptr) : json(tool_version())},
+            {"kernels", r.kernels},
             {"suite", r.suite},
             {"seed", r.seed_given ? seed_to_json(r.seed) : json(nullptr)},
             {"budget",

@@ -66,6 +66,9 @@ std::string replay_command(const std::string& finding_path, const std::string& e
 // The program as it was invoked (main's argv[0]) when that is a path (build/harness/attncheck): the printed line
 // then runs as pasted from the same directory; a bare name (found on PATH) stays "attncheck".
 void set_replay_program(const std::string& argv0);
+// What attncheck this is (`attncheck --version`: the commit it was built from), written as the JSON report's
+// run.attncheck; null in the report until it is set (a test program that is not the attncheck executable).
+void set_tool_version(const std::string& version);
 // The statistic that best summarises an outcome in one short cell ("z=9.1", "err/bound=3.2", ...), or "".
 std::string key_number(const Outcome& o);
 

@@ -1,29 +1,100 @@
 // main.cpp — the attncheck executable: `attncheck list | check | replay | fuzz` (see commands.h).
 // Every attncheck::Error, CLI11 parse error or unexpected exception becomes one line on stderr and exit 2;
 // nothing escapes as a crash or a stack trace. Run: ./build/harness/attncheck --help
+#include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <cstdio>
 #include <exception>
 #include <iostream>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "attncheck_version.h"  // ATTNCHECK_VERSION, generated at build time (cli/version.cmake)
 #include "harness/cli/commands.h"
+#include "harness/corpus.h"
+#include "harness/plugin/attncheck_plugin.h"
 #include "harness/problem.h"
 #include "harness/run_report.h"
 
 namespace {
 
+// Edit distance (insertions, deletions, substitutions), for "did you mean".
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The long option of `command` a mistyped --word most likely meant: the one it begins (--inst), else the nearest
+// within 2 edits (--kernal, --sed); "" when none is or two are equally near.
+std::string nearest_option(const CLI::App* command, const std::string& word) {
+  if (command == nullptr || word.rfind("--", 0) != 0 || word.size() < 4) return "";
+  const std::size_t equals = word.find('=');
+  const std::string typed = word.substr(2, equals == std::string::npos ? std::string::npos : equals - 2);
+  std::string best;
+  std::size_t best_distance = 3, ties = 0;
+  for (const CLI::Option* o : command->get_options()) {
+    for (const std::string& name : o->get_lnames()) {
+      const std::size_t d = name.rfind(typed, 0) == 0 ? 0 : edit_distance(typed, name);
+      if (d < best_distance) best = name, best_distance = d, ties = 0;
+      else if (d == best_distance) ++ties;
+    }
+  }
+  return ties == 0 ? best.empty() ? "" : "--" + best : "";
+}
+
 // CLI11's wording for the commonest slips, said plainly (a README audit, session 32: "files is required",
-// "--time: At Most 1 required but received 2", "--kernel: 1 required KERNEL missing"); anything else as CLI11 says it.
-std::string plain_parse_error(const std::string& what) {
+// "--time: At Most 1 required but received 2", "--kernel: 1 required KERNEL missing"; session 33: "A subcommand is
+// required", "The following arguments were not expected: abc --time", "what: x not in {kernels,...}"); anything
+// else as CLI11 says it. `command` is the command named, for "did you mean" (nullptr at the top level).
+std::string plain_parse_error(const std::string& what, const CLI::App* command) {
   static const std::regex missing_value(R"(^(-[-\w]+): 1 required .* missing$)");
   static const std::regex given_twice(R"(^(-[-\w]+): At Most 1 required but received (\d+)$)");
+  static const std::regex not_expected(R"(^The following arguments? (?:was|were) not expected: (.*)$)");
+  static const std::regex not_in_set(R"(^\w+: (.*) not in \{(.*)\}$)");
   std::smatch m;
   if (std::regex_match(what, m, missing_value)) return m[1].str() + " needs a value";
   if (std::regex_match(what, m, given_twice)) return m[1].str() + " is given " + m[2].str() + " times: give it once";
   if (what == "files is required") return "no case file or folder to replay";
+  if (what == "A subcommand is required") return "no command given (commands: list, check, replay, fuzz)";
+  if (std::regex_match(what, m, not_in_set)) {
+    std::string choices = m[2].str();
+    for (std::size_t at = choices.find(','); at != std::string::npos; at = choices.find(',', at + 2))
+      choices.replace(at, 1, ", ");
+    return "'" + m[1].str() + "' is not one of " + choices;
+  }
+  if (std::regex_match(what, m, not_expected)) {
+    // CLI11 lists the leftovers space-separated and last first; an unknown option's value comes along ("abc --time").
+    std::istringstream words(m[1].str());
+    std::vector<std::string> options, arguments;
+    for (std::string w; words >> w;) {
+      const bool option = w.size() > 1 && w[0] == '-' && !std::isdigit(static_cast<unsigned char>(w[1])) && w[1] != '.';
+      std::vector<std::string>& into = option ? options : arguments;
+      into.insert(into.begin(), w);
+    }
+    std::string said;
+    for (const std::string& o : options) {
+      const std::string near = nearest_option(command, o);
+      said += (said.empty() ? "" : "; ") + std::string("unknown option ") + o;
+      if (!near.empty()) said += " (did you mean " + near + "?)";
+    }
+    if (!said.empty()) return said;  // the words beside an unknown option are most likely its value
+    said = std::string("unexpected argument") + (arguments.size() > 1 ? "s" : "");
+    for (std::size_t i = 0; i < arguments.size(); ++i) said += (i ? ", '" : " '") + arguments[i] + "'";
+    return said;
+  }
   return what;
 }
 
@@ -33,9 +104,16 @@ int run_main(int argc, char** argv) {
   // on, saves and writes everything, and exits 2 for the standard output it could not write (below).
   std::signal(SIGPIPE, SIG_IGN);
   if (argc > 0) attncheck::set_replay_program(argv[0]);  // printed replay lines name the program as invoked
+  attncheck::set_tool_version(ATTNCHECK_VERSION);
   namespace cli = attncheck::cli;
   CLI::App app{"attncheck: property-based numerical tests for flash-attention kernels"};
   app.require_subcommand(1, 1);
+  // What a bug report or a saved report needs to name: the commit, and the formats this build reads and writes.
+  app.set_version_flag("--version", std::string("attncheck ") + ATTNCHECK_VERSION + " (case files version " +
+                                        std::to_string(attncheck::kCorpusVersion) + ", JSON report version " +
+                                        std::to_string(attncheck::kRunReportVersion) + ", plugin ABI " +
+                                        std::to_string(ATTNCHECK_PLUGIN_ABI_VERSION_MAJOR) + "." +
+                                        std::to_string(ATTNCHECK_PLUGIN_ABI_VERSION_MINOR) + ")");
   app.footer(
       "Exit status: 0 all pass, 1 a property failed (or a replayed verdict differs), 2 usage or input error.\n"
       "Subcommand help: attncheck <command> --help, or attncheck help <command>.");
@@ -72,7 +150,9 @@ int run_main(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
     // A command's own options are in its help, not the top level's (which lists the commands only).
     const std::string help = names_command ? std::string("attncheck ") + argv[1] + " --help" : "attncheck --help";
-    std::cerr << "attncheck: error: " << attncheck::printable(plain_parse_error(e.what())) << " (see " << help << ")\n";
+    const CLI::App* command = names_command ? app.get_subcommand(argv[1]) : nullptr;
+    std::cerr << "attncheck: error: " << attncheck::printable(plain_parse_error(e.what(), command)) << " (see " << help
+              << ")\n";
     return cli::kExitUsage;
   }
   try {
