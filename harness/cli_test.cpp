@@ -435,6 +435,28 @@ TEST_F(Cli, ReplayNotesMovedStatsAndUpdatesThem) {
   EXPECT_EQ(o.status, 0) << o.out << o.err;
 }
 
+// A bias whose sign turned is another failure, not the saved one (a UX review, session 33: a plugin finding replayed
+// without the setting that made it failed with the opposite bias, and replay said "ok", exit 0). The file's O mean is
+// turned by hand; the kernel's is unchanged, so the replay's O fails with the other sign.
+TEST_F(Cli, ReplayTellsATurnedBiasFromTheSavedOne) {
+  const fs::path reg = fs::path(ATTNCHECK_SOURCE_DIR) / "corpus" / "regression" / "paper-unbiased-tied_max-c0b57938.json";
+  json c = json::parse(slurp(reg));
+  ASSERT_TRUE(c["stats"]["tensors"]["O"]["fails"].get<bool>());
+  const double mean = c["stats"]["tensors"]["O"]["mean_ulp"].get<double>();
+  ASSERT_GT(mean, 0);
+  c["stats"]["tensors"]["O"]["mean_ulp"] = -mean;
+  const CmdResult r = run("replay -q " + file("turned.json", c.dump(1)));
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("DIFFER"), std::string::npos) << r.out;
+  char said[160];  // the replay's mean is the kernel's, unchanged: the file's as it was written
+  std::snprintf(said, sizeof said, "the bias has turned (O: the file's %+.4f ulp, this replay's %+.4f): another failure",
+                -mean, mean);
+  EXPECT_NE(r.out.find(said), std::string::npos) << said << "\n" << r.out;
+  const CmdResult u = run("replay -q --update-stats " + file("turned.json", c.dump(1)));
+  EXPECT_EQ(u.out.find("stats updated"), std::string::npos) << "a turned bias is not a moved statistic: " << u.out;
+  EXPECT_EQ(run("replay -q " + reg.string()).status, 0);  // the saved direction: ok
+}
+
 // A directory replays its cases; fuzz summaries, run reports and a killed save's temporaries beside them are passed
 // over by name (a `check --json` report kept with the findings made the replay exit 2); an empty one is an error.
 TEST_F(Cli, ReplayTakesDirectoriesAndPassesOverFuzzSummaries) {

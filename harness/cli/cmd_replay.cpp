@@ -11,6 +11,7 @@
 // baseline's finding on its fixed variant.
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -132,6 +133,31 @@ std::string moved_tensors(const nlohmann::json& saved, const nlohmann::json& now
          (is.empty() ? std::string("no tensor") : is) + " (the statistic moved since the case was written)";
 }
 
+// Same verdict, but a tensor the file's statistic fails on fails now with the other sign: the bias turned (a fix that
+// overshoots, a replay without the setting that made the finding: its direction is the finding). "O: the file's
+// −0.2306 ulp, this replay's +0.2304" for each such tensor, or "". A verdict that differs, not a moved statistic.
+std::string turned_tensors(const nlohmann::json& saved, const nlohmann::json& now) {
+  const auto mean_of_failing = [](const nlohmann::json& stats, const std::string& name, double& mean) {
+    if (!stats.is_object() || !stats.contains("tensors") || !stats["tensors"].is_object()) return false;
+    const auto t = stats["tensors"].find(name);
+    if (t == stats["tensors"].end() || !t->is_object() || !t->contains("fails") || !(*t)["fails"].is_boolean() ||
+        !(*t)["fails"].get<bool>() || !t->contains("mean_ulp") || !(*t)["mean_ulp"].is_number())
+      return false;  // informative, maybe hand-edited: anything but a failing tensor with a mean is not compared
+    mean = (*t)["mean_ulp"].get<double>();
+    return true;
+  };
+  std::string out;
+  if (!saved.is_object() || !saved.contains("tensors") || !saved["tensors"].is_object()) return out;
+  for (const auto& [name, ignored] : saved["tensors"].items()) {
+    double was = 0, is = 0;
+    if (!mean_of_failing(saved, name, was) || !mean_of_failing(now, name, is) || (was > 0) == (is > 0)) continue;
+    char line[160];
+    std::snprintf(line, sizeof line, "%s: the file's %+.4f ulp, this replay's %+.4f", name.c_str(), was, is);
+    out += (out.empty() ? "" : "; ") + std::string(line);
+  }
+  return out;
+}
+
 int run_replay(const ReplayOptions& opt) {
   // The stats are the case's kernel's: another kernel's would overwrite them with what the case did not find.
   if (!opt.kernel.empty() && opt.update_stats)
@@ -184,7 +210,9 @@ int run_replay(const ReplayOptions& opt) {
         throw Error(path + ": " + e.what() + hint);
       }
       bool same = o.status == c.expected;
-      std::string moved = same ? moved_tensors(c.stats, o.stats) : "", other_failure;
+      const std::string turned = same ? turned_tensors(c.stats, o.stats) : "";
+      std::string moved = same && turned.empty() ? moved_tensors(c.stats, o.stats) : "", other_failure;
+      if (!turned.empty()) other_failure = "the bias has turned (" + turned + "): another failure", same = false;
       // On another kernel the file's stats are the case's kernel's: a statistic failing on other tensors is another
       // failure, not a moved statistic (nothing to update). Per-instance properties keep no such record: verdict only.
       if (other_kernel && !moved.empty()) {
@@ -244,7 +272,8 @@ void add_replay(CLI::App& app, Runner& run) {
       ->type_name("FILE|DIR");
   sub->footer(
       "Exit status: 0 every replayed verdict is the expected one (a finding that still fails: 0), 1 a verdict\n"
-      "differs (e.g. a fixed kernel now passes its finding: update the case), 2 a file could not be replayed.");
+      "differs (e.g. a fixed kernel now passes its finding: update the case; or a bias finding fails with the\n"
+      "opposite sign on a tensor), 2 a file could not be replayed.");
   sub->add_flag("-q,--quiet", opt->quiet,
                 "Only the verdict lines, the one-line reason of a verdict that differs, the cases' notes and (for "
                 "more than one case) the closing count");
