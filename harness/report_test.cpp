@@ -354,7 +354,7 @@ TEST(ReportInterrupted, TheTableMarksIncompleteCells) {
   RunReport r = interrupted_report();
   std::string t = summary_table(r);
   EXPECT_NE(t.find("INTERRUPTED by SIGINT: 3 of 6 checks not run"), std::string::npos) << t;
-  EXPECT_NE(t.find("FAIL 1/1"), std::string::npos) << t;  // paper's finite: failed once, once not run
+  EXPECT_NE(t.find("FAIL 1/1 (1 not run)"), std::string::npos) << t;  // paper's finite: failed once, once not run
   EXPECT_NE(t.find("pass"), std::string::npos) << t;      // paper's accurate: its one check ran, a complete cell
   EXPECT_NE(t.find("not run"), std::string::npos) << t;   // oracle's cells: none ran
   r.not_run.push_back(r.not_run.front());  // one more accurate check of paper's, not run
@@ -374,7 +374,39 @@ TEST(SummaryTable, OneRowPerKernelWithKeyNumbers) {
   EXPECT_NE(t.find("5 checks: 1 pass, 2 FAIL, 1 skip, 1 degenerate"), std::string::npos) << t;
   std::size_t rows = 0;
   for (std::size_t p = t.find('\n'); p != std::string::npos; p = t.find('\n', p + 1)) ++rows;
-  EXPECT_EQ(rows, 2u + 2u + 1u);  // header, rule, two kernels, totals
+  EXPECT_EQ(rows, 2u + 2u + 1u + 2u);  // header, rule, two kernels, totals, the skip's reason under its title
+  // Why a check skipped is said below the table (a "skip" cell said nothing): the check, its kernels, the reason.
+  const std::string family = sample_report().entries.back().outcome.family.generator;
+  EXPECT_NE(t.find("skipped (1):\n  accurate on " + family + " (oracle): no backward pass\n"), std::string::npos) << t;
+}
+
+// Reasons are grouped, a kernel's own prefix taken off, the checks (a property's families: at most 4) and kernels
+// (at most 6) listed, at most 8 reasons; a run with no skip has no such lines.
+TEST(SummaryTable, SaysWhyChecksSkippedOneLinePerReason) {
+  RunReport r;
+  r.kernels = {"k0", "k1", "k2", "k3", "k4", "k5", "k6"};
+  const auto skip = [&r](const std::string& kernel, const std::string& property, const std::string& label,
+                         const std::string& why) {
+    RunEntry e;
+    e.outcome.kernel = kernel;
+    e.outcome.property = property;
+    e.outcome.status = Status::kSkip;
+    e.outcome.message = why;
+    e.label = label;
+    r.entries.push_back(e);
+  };
+  EXPECT_EQ(summary_table(r).find("skipped"), std::string::npos);
+  for (const std::string& k : r.kernels) skip(k, "finite", "normal", k + ": declines head_dim 16");
+  for (const char* f : {"a", "b", "c", "d", "e"}) skip("k0", "unbiased", f, "needs T >= 24");
+  for (int i = 0; i < 9; ++i) skip("k1", "masked_row", "m", "reason " + std::to_string(i));
+  const std::string t = summary_table(r);
+  EXPECT_NE(t.find("skipped (21):\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("  finite on normal (k0, k1, k2, k3, k4, k5, and 1 more): declines head_dim 16\n"),
+            std::string::npos) << t;
+  EXPECT_NE(t.find("  unbiased on a, b, c, d, and 1 more (k0): needs T >= 24\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("  masked_row on m (k1): reason 5\n"), std::string::npos) << t;
+  EXPECT_EQ(t.find("reason 6"), std::string::npos) << t;
+  EXPECT_NE(t.find("  and 3 more reasons (the JSON report has every check's)\n"), std::string::npos) << t;
 }
 
 TEST(BiasTable, OneRowPerSuiteEntryOneColumnPerKernel) {

@@ -1,7 +1,8 @@
 // summary_table.cpp — the terminal summary of a check run: one row per kernel, one column per property.
 // A cell aggregates every family of that property: FAIL k/n (k of the n families checked failed, with the first
 // failure's key number), else pass if any passed, else degen / skip; "-" when the suite has no such pair. An
-// interrupted run's cell short of checks reads "k/n run" (k of its n checks ran, none failed) or "not run".
+// interrupted run's cell short of checks reads "k/n run" (k of its n checks ran, none failed), "not run", or
+// "FAIL k/n (m not run)". Below the table: why checks skipped, a line per reason.
 // bias_table: the `unbiased` and `unbiased_at_ties` properties family by family (rows) and kernel by kernel
 // (columns), because a kernel can pass one tie family and fail another (paper-fixed: tied_max passes, max_zero
 // fails), and that is the point of the property. Plain ASCII, fixed width. Tested by report_test.cpp.
@@ -108,6 +109,55 @@ std::string bias_table(const RunReport& r) {
   return s.str();
 }
 
+// Why checks skipped, one line per reason (a "skip" cell said nothing, and a run with some skips printed no reason:
+// only one where every check skipped did; a UX review, session 33): the checks it skipped, their kernels, the
+// reason. At most kMaxReasons lines; the JSON and JUnit reports have every check's.
+std::string skip_reasons(const RunReport& r) {
+  constexpr std::size_t kMaxReasons = 8;
+  struct Reason {
+    std::vector<std::pair<std::string, std::vector<std::string>>> checks;  // property, its families' labels
+    std::vector<std::string> kernels;
+  };
+  std::vector<std::pair<std::string, Reason>> reasons;  // in the order first met
+  const auto add = [](std::vector<std::string>& to, const std::string& x) {
+    if (std::find(to.begin(), to.end(), x) == to.end()) to.push_back(x);
+  };
+  int skipped = 0;
+  for (const RunEntry& e : r.entries) {
+    if (e.outcome.status != Status::kSkip) continue;
+    ++skipped;
+    const std::string& k = e.outcome.kernel;
+    // A kernel's own reason names it ("plugin:x: declines ..."): the kernels are listed apart.
+    const std::string why = e.outcome.message.rfind(k + ": ", 0) == 0 ? e.outcome.message.substr(k.size() + 2)
+                                                                       : e.outcome.message;
+    auto it = std::find_if(reasons.begin(), reasons.end(), [&](const auto& x) { return x.first == why; });
+    if (it == reasons.end()) it = reasons.insert(reasons.end(), {why, Reason{}});
+    auto& checks = it->second.checks;
+    auto p = std::find_if(checks.begin(), checks.end(), [&](const auto& c) { return c.first == e.outcome.property; });
+    if (p == checks.end()) p = checks.insert(checks.end(), {e.outcome.property, {}});
+    add(p->second, e.label.empty() ? e.outcome.family.generator : e.label);
+    add(it->second.kernels, k);
+  }
+  if (skipped == 0) return "";
+  const auto join = [](const std::vector<std::string>& v, std::size_t most) {
+    std::string out;
+    for (std::size_t i = 0; i < v.size() && i < most; ++i) out += (i ? ", " : "") + v[i];
+    if (v.size() > most) out += ", and " + std::to_string(v.size() - most) + " more";
+    return out;
+  };
+  std::ostringstream s;
+  s << "skipped (" << skipped << "):\n";
+  for (std::size_t i = 0; i < reasons.size() && i < kMaxReasons; ++i) {
+    std::vector<std::string> checks;  // "unbiased on normal, tied_max"
+    for (const auto& [property, labels] : reasons[i].second.checks)
+      checks.push_back(property + " on " + join(labels, 4));
+    s << "  " << join(checks, 3) << " (" << join(reasons[i].second.kernels, 6) << "): " << reasons[i].first << "\n";
+  }
+  if (reasons.size() > kMaxReasons)
+    s << "  and " << reasons.size() - kMaxReasons << " more reasons (the JSON report has every check's)\n";
+  return s.str();
+}
+
 std::string summary_table(const RunReport& r) {
   std::vector<std::string> kernels = r.kernels, props;
   for (const auto& e : r.entries) {
@@ -139,9 +189,10 @@ std::string summary_table(const RunReport& r) {
     auto it = cells.find({k, p});
     if (it == cells.end()) return "-";
     const Cell& c = it->second;
-    if (c.fail) {
+    if (c.fail) {  // "FAIL 2/7 (3 not run)": 2 of the 7 checks that ran failed, 3 did not run (an interrupted run)
       const int n = c.pass + c.fail + c.degen;
-      return "FAIL " + std::to_string(c.fail) + "/" + std::to_string(n) + (c.key.empty() ? "" : " " + c.key);
+      return "FAIL " + std::to_string(c.fail) + "/" + std::to_string(n) +
+             (c.not_run ? " (" + std::to_string(c.not_run) + " not run)" : "") + (c.key.empty() ? "" : " " + c.key);
     }
     if (c.not_run) {  // "3/10 run": 3 checks ran (none failed), 7 did not
       const int ran = c.pass + c.skip + c.degen;
@@ -176,6 +227,7 @@ std::string summary_table(const RunReport& r) {
   if (r.interrupted_by)
     s << "INTERRUPTED by " << signal_name(r.interrupted_by) << ": " << r.not_run.size() << " of "
       << r.entries.size() + r.not_run.size() << " checks not run; this is not a complete run\n";
+  s << skip_reasons(r);
   return s.str();
 }
 
