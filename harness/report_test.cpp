@@ -2,11 +2,13 @@
 // JUnit through a small well-formedness checker (UTF-8, nesting, quoting, entities, forbidden characters) plus
 // element counts and unescaped round trips of hostile text. Run: ctest -R report_test (label unit).
 #include "harness/run_report.h"
+#include "properties/property.h"
 
 #include <iconv.h>
 
 #include <csignal>
 #include <map>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -254,8 +256,41 @@ TEST(ReportJunit, TestcaseIsNamedByTheFamilyAsChecked) {
   const RunReport r = sample_report_with_a_shrunk_failure();
   ASSERT_NE(r.entries[0].outcome.family.describe(), r.entries[0].checked);
   const Element root = XmlChecker(run_to_junit(r)).parse();
-  EXPECT_EQ(root.children[0].children[0].attrs.at("name"), "unbiased / " + r.entries[0].checked);
-  EXPECT_EQ(root.children[0].children[1].attrs.at("name"), "accurate / " + r.entries[1].outcome.family.describe());
+  const auto without_seed = [](const std::string& family) { return family.substr(0, family.rfind(" seed=")); };
+  EXPECT_EQ(root.children[0].children[0].attrs.at("name"), "unbiased / " + without_seed(r.entries[0].checked));
+  EXPECT_EQ(root.children[0].children[1].attrs.at("name"),
+            "accurate / " + without_seed(r.entries[1].outcome.family.describe()));
+}
+
+// A check keeps its JUnit name under `check --seed N` (a nightly run's new draw renamed every testcase: the seed was
+// in the name), and the names stay unique within a kernel in every suite without it.
+TEST(ReportJunit, TestcaseNamesDoNotDependOnTheSeedAndStayUnique) {
+  for (const std::string& name : suite_names()) {
+    RunReport plain, seeded;
+    plain.suite = seeded.suite = name;
+    for (const SuiteEntry& s : suite(name)) {
+      RunEntry e;
+      e.outcome.kernel = "k";
+      e.outcome.property = s.property;
+      e.outcome.status = Status::kPass;
+      e.outcome.family = s.family;
+      e.checked = s.family.describe();
+      plain.entries.push_back(e);
+      e.outcome.family.seed = reseeded(s.family.seed, 7);
+      e.checked = e.outcome.family.describe();
+      seeded.entries.push_back(e);
+    }
+    const Element a = XmlChecker(run_to_junit(plain)).parse(), b = XmlChecker(run_to_junit(seeded)).parse();
+    ASSERT_EQ(a.children.size(), 1u);
+    ASSERT_EQ(a.children[0].children.size(), b.children[0].children.size());
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < a.children[0].children.size(); ++i) {
+      const std::string n = a.children[0].children[i].attrs.at("name");
+      EXPECT_EQ(n, b.children[0].children[i].attrs.at("name")) << name;
+      EXPECT_EQ(n.find("seed="), std::string::npos) << n;
+      EXPECT_TRUE(names.insert(n).second) << name << ": two testcases named " << n;
+    }
+  }
 }
 
 TEST(ReportJunit, WellFormedWithCountsAndEscapedText) {
