@@ -215,7 +215,19 @@ TEST_F(Cli, HelpAndUsageErrors) {
                                    {"check --instance=3", "unknown option --instance=3 (did you mean --instances?)"},
                                    {"fuzz --propety finite", "(did you mean --property?) (see attncheck fuzz --help)"},
                                    {"check --se 1", "unknown option --se (see"},  // --seconds and --seed: no guess
-                                   {"list extra", "'extra' is not one of kernels, properties, generators, suites"}}) {
+                                   {"list extra", "'extra' is not one of kernels, properties, generators, suites"},
+                                   {"check --sec 1", "unknown option --sec (did you mean --seconds?)"},
+                                   {"-v", "unknown option -v before the command: there only --help and --version;"},
+                                   {"--versoin", "unknown option --versoin (did you mean --version?)"},
+                                   {"-k fa2 check", "unknown option -k before the command"},
+                                   // and a name's near miss (kernels, properties, suites, families)
+                                   {"check -k paperr", "unknown kernel 'paperr' (did you mean paper?)"},
+                                   {"check -k FA2", "unknown kernel 'FA2' (did you mean fa2?)"},
+                                   {"check -k pape", "unknown kernel 'pape' (did you mean paper?)"},
+                                   {"check -k zzzz", "unknown kernel 'zzzz' (known: "},
+                                   {"check --property unbias", "unknown property 'unbias' (did you mean unbiased?)"},
+                                   {"check --suite defualt", "unknown suite 'defualt' (did you mean default?)"},
+                                   {"check --family tied_mx", "unknown family/generator 'tied_mx' (did you mean tied_max?)"}}) {
     const CmdResult r = run(args);
     EXPECT_EQ(r.status, 2) << args;
     EXPECT_NE(r.err.find(said), std::string::npos) << args << ": " << r.err;

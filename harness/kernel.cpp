@@ -113,10 +113,13 @@ const Kernel& Registry::get(const std::string& name) {
     return *raw;
   }
   std::string known, why;
-  for (const auto& k : kernels_) known += (known.empty() ? "" : ", ") + k->name();
+  std::vector<std::string> names;
+  for (const auto& k : kernels_) known += (known.empty() ? "" : ", ") + k->name(), names.push_back(k->name());
+  // A near name is the likelier fix (plugin:exampel with plugin:example loaded said plugin kernels are not here).
+  const std::string near = did_you_mean(name, names);
   for (const auto& [prefix, reason] : absent_)  // the longest matching prefix says why (cuda:cudnn over cuda:)
-    if (base.rfind(prefix, 0) == 0) why = "; " + prefix + "* kernels are not available here: " + reason;
-  throw Error("unknown kernel '" + name + "' (known: " + known + ")" + why);
+    if (base.rfind(prefix, 0) == 0 && near.empty()) why = "; " + prefix + "* kernels are not available here: " + reason;
+  throw Error("unknown kernel '" + name + "'" + near + " (known: " + known + ")" + why);
 }
 
 std::vector<const Kernel*> Registry::all() const {

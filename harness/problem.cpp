@@ -1,7 +1,9 @@
 // problem.cpp — validation and description of Problem and Instance (see problem.h for the layout).
 #include "harness/problem.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <csignal>
@@ -14,6 +16,49 @@ namespace {
 std::atomic<int> g_stop_requested{0};
 static_assert(std::atomic<int>::is_always_lock_free, "a signal handler may only touch lock-free atomics");
 }  // namespace
+namespace {
+// Edit distance (insertions, deletions, substitutions).
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+std::string lowered(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+}  // namespace
+
+std::string nearest_name(const std::string& word, const std::vector<std::string>& names) {
+  if (word.size() < 3) return "";
+  const std::string typed = lowered(word);
+  std::string best;
+  std::pair<std::size_t, std::size_t> best_score{3, 0};  // (rank, edits): rank 0 same, 1 begun, else the edits
+  std::size_t ties = 0;
+  for (const std::string& name : names) {
+    const std::string n = lowered(name);
+    const std::size_t edits = edit_distance(typed, n);
+    const std::pair<std::size_t, std::size_t> score{n == typed ? 0 : n.rfind(typed, 0) == 0 ? 1 : edits, edits};
+    if (score < best_score) best = name, best_score = score, ties = 0;
+    else if (score == best_score && name != best) ++ties;
+  }
+  return ties == 0 ? best : "";
+}
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& names) {
+  const std::string near = nearest_name(word, names);
+  return near.empty() ? "" : " (did you mean " + near + "?)";
+}
+
 void request_stop() noexcept { g_stop_requested = 1; }
 bool stop_requested() noexcept { return g_stop_requested != 0; }
 void clear_stop_request() noexcept { g_stop_requested = 0; }

@@ -32,6 +32,14 @@ struct Error : std::runtime_error {
 // terminal shows them (an escape sequence in a case file's kernel name reached the terminal raw).
 std::string printable(const std::string& s, bool keep_newlines = false);
 
+// The one name among `names` a mistyped `word` most likely meant, for "did you mean": the same name in other case
+// (FA2), else one the word begins (pape: paper, --inst: --instances), else the nearest within 2 edits (paperr,
+// --kernal); among equals the fewest edits (pape: paper over paper-fixed); "" when none is near or two are equally
+// near, and for words under 3 characters.
+std::string nearest_name(const std::string& word, const std::vector<std::string>& names);
+// " (did you mean NAME?)" for nearest_name's answer, or "".
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& names);
+
 // A kernel declining a problem at run time (a plugin's supports() or ATTNCHECK_ERR_UNSUPPORTED): the check is
 // skipped, exactly as when the kernel's capabilities exclude the problem up front. Not a finding.
 struct Unsupported : Error {

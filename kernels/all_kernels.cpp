@@ -12,8 +12,8 @@ Registry& default_registry() {
     register_builtin_kernels(Registry::global());
     register_cuda_kernels(Registry::global());
     // A case found with a plugin names its kernel only (the library is a path on the finder's machine).
-    Registry::global().note_absent("plugin:", "they come from a library: pass --plugin LIB[:OPTIONS] (the finding's "
-                                              "printed replay line names it)");
+    Registry::global().note_absent("plugin:", "they come from a library: pass --plugin LIB[:OPTIONS] (for a saved "
+                                              "case, its printed replay line names it)");
   });
   return Registry::global();
 }

@@ -29,11 +29,13 @@ const std::vector<Property>& all_properties() {
 
 const Property& get_property(const std::string& name) {
   std::string known;
+  std::vector<std::string> names;
   for (const auto& p : all_properties()) {
     if (p.name == name) return p;
     known += (known.empty() ? "" : ", ") + p.name;
+    names.push_back(p.name);
   }
-  throw Error("unknown property '" + name + "' (known: " + known + ")");
+  throw Error("unknown property '" + name + "'" + did_you_mean(name, names) + " (known: " + known + ")");
 }
 
 }  // namespace attncheck

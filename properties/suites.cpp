@@ -187,7 +187,8 @@ std::vector<SuiteEntry> suite(const std::string& name) {
   if (name == "gpu") return gpu_suite();
   if (name == "long") return long_suite();
   if (name == "quick") return quick_suite();
-  throw Error("unknown suite '" + name + "' (known: default, bias, gpu, long, quick)");
+  throw Error("unknown suite '" + name + "'" + did_you_mean(name, suite_names()) +
+              " (known: default, bias, gpu, long, quick)");
 }
 
 }  // namespace attncheck

@@ -130,8 +130,9 @@ std::vector<SuiteEntry> pick_entries(const CheckOptions& opt) {
     for (const auto& info : generators()) known |= info.name == g;
     if (!known) {
       std::string names;
-      for (const auto& info : generators()) names += (names.empty() ? "" : ", ") + info.name;
-      throw Error("unknown family/generator '" + g + "' (known: " + names + ")");
+      std::vector<std::string> list;
+      for (const auto& info : generators()) names += (names.empty() ? "" : ", ") + info.name, list.push_back(info.name);
+      throw Error("unknown family/generator '" + g + "'" + did_you_mean(g, list) + " (known: " + names + ")");
     }
   }
   for (const auto& p : opt.properties) get_property(p);  // Error lists the known properties

@@ -21,38 +21,16 @@
 
 namespace {
 
-// Edit distance (insertions, deletions, substitutions), for "did you mean".
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
-// The long option of `command` a mistyped --word most likely meant: the one it begins (--inst), else the nearest
-// within 2 edits (--kernal, --sed); "" when none is or two are equally near.
+// The long option of `command` a mistyped --word most likely meant (nearest_name: --kernal, --inst), or "".
 std::string nearest_option(const CLI::App* command, const std::string& word) {
-  if (command == nullptr || word.rfind("--", 0) != 0 || word.size() < 4) return "";
+  if (command == nullptr || word.rfind("--", 0) != 0) return "";
+  std::vector<std::string> names;
+  for (const CLI::Option* o : command->get_options())
+    for (const std::string& name : o->get_lnames()) names.push_back(name);
   const std::size_t equals = word.find('=');
   const std::string typed = word.substr(2, equals == std::string::npos ? std::string::npos : equals - 2);
-  std::string best;
-  std::size_t best_distance = 3, ties = 0;
-  for (const CLI::Option* o : command->get_options()) {
-    for (const std::string& name : o->get_lnames()) {
-      const std::size_t d = name.rfind(typed, 0) == 0 ? 0 : edit_distance(typed, name);
-      if (d < best_distance) best = name, best_distance = d, ties = 0;
-      else if (d == best_distance) ++ties;
-    }
-  }
-  return ties == 0 ? best.empty() ? "" : "--" + best : "";
+  const std::string near = attncheck::nearest_name(typed, names);
+  return near.empty() ? "" : "--" + near;
 }
 
 // CLI11's wording for the commonest slips, said plainly (a README audit, session 32: "files is required",
@@ -123,6 +101,18 @@ int run_main(int argc, char** argv) {
   cli::add_replay(app, run);
   cli::add_fuzz(app, run);
   const bool names_command = argc > 1 && argv[1][0] != '-';
+  if (argc > 1 && !names_command) {  // before a command only --help and --version (CLI11 said "no command given")
+    const std::string word = argv[1];
+    if (word != "-h" && word != "--help" && word != "--version") {
+      const std::string near =
+          word.rfind("--", 0) == 0 ? attncheck::nearest_name(word.substr(2), {"help", "version"}) : "";
+      std::cerr << "attncheck: error: unknown option " << attncheck::printable(word)
+                << (near.empty() ? "" : " (did you mean --" + near + "?)")
+                << " before the command: there only --help and --version; a command's options come after it, as in "
+                << "attncheck check -k fa2 (see attncheck --help)\n";
+      return cli::kExitUsage;
+    }
+  }
   if (names_command) {  // the first word names the command: say so when it names none
     const std::string word = argv[1];
     if (word == "help") {  // `attncheck help` is `attncheck --help`, `attncheck help check` is `attncheck check --help`

@@ -218,6 +218,13 @@ TEST(PluginCli, AnUnknownPluginKernelNamesTheLoadedOnes) {
   const CliRun none = attncheck("", "check -k plugin:nosuch --suite quick");  // none loaded: the hint as it was
   EXPECT_EQ(none.exit_code, 2) << none.output;
   EXPECT_NE(none.output.find("they come from a library: pass --plugin LIB"), std::string::npos) << none.output;
+  EXPECT_EQ(none.output.find("finding"), std::string::npos) << "a check run has no finding to name: " << none.output;
+  // A near miss of a loaded kernel is a typo, not a kernel from another library (it said plugin kernels are not here).
+  const CliRun typo = attncheck("", "check --plugin " + kExamplePlugin + " -k plugin:exampel --suite quick");
+  EXPECT_EQ(typo.exit_code, 2) << typo.output;
+  EXPECT_NE(typo.output.find("unknown kernel 'plugin:exampel' (did you mean plugin:example?)"), std::string::npos)
+      << typo.output;
+  EXPECT_EQ(typo.output.find("not available here"), std::string::npos) << typo.output;
 }
 
 // A defect name the example does not know, from the environment, is a usage error at load (exit 2), as the same
