@@ -272,6 +272,11 @@ TEST_F(Cli, HelpAndUsageErrors) {
   // Output nobody received is not a pass: a closed standard output is exit 2 (it was 0).
   const int closed = std::system((kExe + " list >&- 2>/dev/null").c_str());
   EXPECT_EQ(WIFEXITED(closed) ? WEXITSTATUS(closed) : -1, 2);
+  // So is a help or version page nobody received (they were exit 0 into a closed or full standard output).
+  for (const char* page : {"--help", "--version", "help check", "replay --help"}) {
+    const int lost = std::system((kExe + " " + page + " >&- 2>/dev/null").c_str());
+    EXPECT_EQ(WIFEXITED(lost) ? WEXITSTATUS(lost) : -1, 2) << page;
+  }
   // A run that tests nothing (every check skipped or degenerate) is not a pass.
   const CmdResult none = run("check -q -k paper --property unbiased --family tied_max --instances 2 --findings " +
                              (dir_ / "f").string());

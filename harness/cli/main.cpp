@@ -137,7 +137,14 @@ int run_main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    if (e.get_exit_code() == 0) {  // --help, --version: a page nobody received is not a success either
+      const int status = app.exit(e);
+      if (!std::cout.flush()) {
+        std::cerr << "attncheck: error: cannot write to standard output\n";
+        return cli::kExitUsage;
+      }
+      return status;
+    }
     // A command's own options are in its help, not the top level's (which lists the commands only).
     const std::string help = names_command ? std::string("attncheck ") + argv[1] + " --help" : "attncheck --help";
     const CLI::App* command = names_command ? app.get_subcommand(argv[1]) : nullptr;
