@@ -922,6 +922,50 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   fs::remove(pwned);
 }
 
+// --family GENERATOR[key=value,...] runs the suite's families of GENERATOR with those values: a generator parameter
+// or the shape (the scale following the head dim); each spec of a generator is its own check; a finding made so
+// replays from its file alone; bad keys and values are usage errors naming the spec (a UX review, session 33: no
+// parameter `list` prints could be set, and the suites' head dims are 16 and less).
+TEST_F(Cli, FamilyValuesSetParametersAndShape) {
+  const std::string spec = "tied_max[ties=3,ties_min=3,head_dim=32,n_k=40]";
+  const CmdResult r = run("check -q -k oracle --property unbiased --instances 24 --family '" + spec +
+                          "' --family tied_max[ties=2] --json " + (dir_ / "r.json").string() + " --findings " +
+                          (dir_ / "f").string());
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const json j = json::parse(slurp(dir_ / "r.json"));
+  ASSERT_EQ(j["outcomes"].size(), 2u) << j.dump();  // the default suite's one unbiased tied_max entry, twice
+  const json& o = j["outcomes"][0];
+  EXPECT_EQ(o["family_label"], "tied_max [ties=3,ties_min=3,head_dim=32,n_k=40]");
+  EXPECT_EQ(o["family"]["problem"]["head_dim"], 32);
+  EXPECT_EQ(o["family"]["problem"]["n_k"], 40);
+  EXPECT_EQ(o["family"]["problem"]["scale"].get<double>(), static_cast<double>(1.0f / std::sqrt(32.0f)));
+  EXPECT_EQ(o["family"]["params"]["ties"], 3);
+  EXPECT_EQ(o["family"]["params"]["ties_min"], 3);
+  EXPECT_EQ(j["outcomes"][1]["family"]["params"]["ties"], 2);
+  EXPECT_EQ(j["outcomes"][1]["family"]["problem"]["head_dim"], 16);  // the suite's own shape
+  // A finding on such a family replays from its file.
+  const CmdResult bad = run("check -q --no-shrink -k paper --property unbiased --family '" + spec + "' --findings " +
+                            (dir_ / "f").string());
+  EXPECT_EQ(bad.status, 1) << bad.out << bad.err;
+  const fs::path finding = first_json_in(dir_ / "f");
+  ASSERT_FALSE(finding.empty());
+  EXPECT_EQ(json::parse(slurp(finding))["family"]["problem"]["head_dim"], 32);
+  EXPECT_EQ(run("replay -q " + finding.string()).status, 0);
+  for (const auto& [args, said] : std::initializer_list<std::pair<std::string, std::string>>{
+           {"tied_max[tie=3]", "unknown key 'tie' (did you mean ties?)"},
+           {"tied_max[head_dim=1.5]", "head_dim = 1.5 is not a positive integer"},
+           {"tied_max[causal=2]", "causal = 2 is not 0 or 1"},
+           {"tied_max[ties=0]", "parameter 'ties' = 0 is outside its domain"},
+           {"tied_max[heads_q=3,heads_kv=2]", "heads_kv (2) must divide heads_q (3)"},
+           {"normal[n_q=8192,n_k=8192]", "is larger than a finding could be saved with"},
+           {"tied_max[ties=3", "expected base[key=value,...]"},
+           {"tide_max[ties=3]", "unknown family/generator 'tide_max' (did you mean tied_max?)"}}) {
+    const CmdResult e = run("check -q -k oracle --family '" + args + "'");
+    EXPECT_EQ(e.status, 2) << args << ": " << e.out << e.err;
+    EXPECT_NE(e.err.find(said), std::string::npos) << args << ": " << e.err;
+  }
+}
+
 TEST_F(Cli, SmallCheckRunWritesReports) {
   const std::string prop = good_case()["property"];
   const std::string args = "check -q -k oracle --suite quick --property " + prop + " --instances 2 --json " +

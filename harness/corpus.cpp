@@ -137,6 +137,13 @@ std::string utc_now_iso8601() {
   return buf;
 }
 
+bool within_case_limits(const Problem& a) {
+  constexpr double kMaxElements = 16777216.0;  // 2^24
+  const double rows = double(a.batch) * a.heads_q * a.n_q;
+  const double scores = rows * a.n_k, q = rows * a.head_dim, kv = double(a.batch) * a.heads_kv * a.n_k * a.head_dim;
+  return scores <= kMaxElements && q <= kMaxElements && kv <= kMaxElements;
+}
+
 json case_to_json(const Case& c) {
   json j;
   j["format"] = kCaseTag;
@@ -212,15 +219,10 @@ Case case_from_json(const json& j, const std::string& origin) {
       (top / "family").fail("shape " + a.describe() + " differs from the pinned instance's " + b.describe());
   } else {
     // No pinned instance: the family generates them, so its shape alone decides the memory and the time, and
-    // Problem::validate allows 2^31 elements per tensor (a forged 46340^3 asked for tens of GB). The largest
-    // family of the suites and of the fuzz decoder is far below 2^24 scores and elements (the corpus's: 512).
-    constexpr double kMaxElements = 16777216.0;  // 2^24
-    const Problem& a = c.family.problem;
-    const double rows = double(a.batch) * a.heads_q * a.n_q;
-    const double scores = rows * a.n_k, q = rows * a.head_dim, kv = double(a.batch) * a.heads_kv * a.n_k * a.head_dim;
-    if (scores > kMaxElements || q > kMaxElements || kv > kMaxElements)
-      (top / "family").fail("shape " + a.describe() + " is larger than a case file may ask for (at most 2^24 scores and "
-                            "2^24 elements of Q, K and V per instance)");
+    // Problem::validate allows 2^31 elements per tensor (the corpus's largest family: 512 scores).
+    if (!within_case_limits(c.family.problem))
+      (top / "family").fail("shape " + c.family.problem.describe() + " is larger than a case file may ask for (" +
+                            kCaseLimits + ")");
   }
   c.expected = parse_status(json_fields::string_at(json_fields::field(j, "expected", top), top / "expected"), top / "expected");
   c.stats = json_fields::object(json_fields::field(j, "stats", top), top / "stats");

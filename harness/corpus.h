@@ -21,6 +21,11 @@
 namespace attncheck {
 
 constexpr int kCorpusVersion = 1;
+// The largest family a case file without a pinned instance may ask for, and `check --family G[...]` may set: at most
+// 2^24 scores and 2^24 elements of each of Q, K and V per instance (a forged 46340^3 asked for tens of GB; the
+// suites' and the fuzz decoder's families are far below it).
+bool within_case_limits(const Problem& p);
+constexpr const char* kCaseLimits = "at most 2^24 scores and 2^24 elements of Q, K and V per instance";
 
 struct Case {
   std::string kernel;

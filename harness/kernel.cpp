@@ -73,9 +73,13 @@ void Registry::add_factory(const std::string& base, KernelFactory f) { factories
 void Registry::note_absent(const std::string& prefix, const std::string& why) { absent_[prefix] = why; }
 
 std::pair<std::string, KernelParams> parse_kernel_name(const std::string& name) {
+  return parse_named_params(name, "kernel name");
+}
+
+std::pair<std::string, KernelParams> parse_named_params(const std::string& name, const std::string& what) {
   const auto open = name.find('[');
   if (open == std::string::npos) return {name, {}};
-  if (name.back() != ']') throw Error("kernel name '" + name + "': expected base[key=value,...]");
+  if (name.back() != ']') throw Error(what + " '" + name + "': expected base[key=value,...]");
   std::string base = name.substr(0, open);
   std::string body = name.substr(open + 1, name.size() - open - 2);
   KernelParams params;
@@ -85,14 +89,14 @@ std::pair<std::string, KernelParams> parse_kernel_name(const std::string& name) 
     if (comma == std::string::npos) comma = body.size();
     const std::string item = body.substr(pos, comma - pos);
     const auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0) throw Error("kernel name '" + name + "': '" + item + "' is not key=value");
+    if (eq == std::string::npos || eq == 0) throw Error(what + " '" + name + "': '" + item + "' is not key=value");
     const std::string value = item.substr(eq + 1);
     char* end = nullptr;
     const double v = std::strtod(value.c_str(), &end);
     if (value.empty() || *end != '\0' || !std::isfinite(v))
-      throw Error("kernel name '" + name + "': '" + value + "' is not a finite number");
+      throw Error(what + " '" + name + "': '" + value + "' is not a finite number");
     if (!params.emplace(item.substr(0, eq), v).second)
-      throw Error("kernel name '" + name + "': '" + item.substr(0, eq) + "' is given twice");
+      throw Error(what + " '" + name + "': '" + item.substr(0, eq) + "' is given twice");
     pos = comma + 1;
   }
   return {base, params};

@@ -104,8 +104,10 @@ class Registry {
   std::map<std::string, std::string> absent_;  // prefix -> why
 };
 
-// Splits "base[k=v,k2=v2]" into base and parameters; throws Error on malformed text.
-std::pair<std::string, KernelParams> parse_kernel_name(const std::string& name);
+// Splits "base[k=v,k2=v2]" into base and parameters; throws Error on malformed text, naming it as `what` ("kernel
+// name", "--family").
+std::pair<std::string, KernelParams> parse_named_params(const std::string& name, const std::string& what);
+std::pair<std::string, KernelParams> parse_kernel_name(const std::string& name);  // what = "kernel name"
 
 // Registers fa2, fa2-fixed, paper, paper-fixed, oracle, stochastic (and helper kernels such as `plain`).
 void register_builtin_kernels(Registry& r);

@@ -41,6 +41,8 @@ struct GeneratorInfo {
 };
 
 const std::vector<GeneratorInfo>& generators();
+// Every parameter name a family may set (family.cpp gives their meanings and domains), sorted.
+std::vector<std::string> family_param_names();
 // The generator's default family at a default shape; throws Error for an unknown generator name.
 Family default_family(const std::string& generator);
 // Instance `index` of the family (with dO filled, for backward properties). Throws Error on a bad family,

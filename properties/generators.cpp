@@ -356,7 +356,25 @@ std::string num(double v) {
 
 constexpr double kNoLimit = 2147483647.0;  // INT_MAX: counts have no upper limit of their own (clamped to the shape)
 
+// Every parameter a generator reads, numbered for param_domain's table.
+const std::map<std::string, int>& param_index() {
+  static const std::map<std::string, int> kIndex = {
+      {"quant", 0},   {"erange", 1},     {"v_sign", 2},     {"do_sign", 3},       {"v_binade", 4},
+      {"do_binade", 5}, {"v_exp", 6},    {"do_exp", 7},     {"mask", 8},          {"pad", 9},
+      {"window", 10}, {"masked_every", 11}, {"first_masked", 12}, {"keep", 13},  {"rank", 14},
+      {"eps", 15},    {"ties", 16},      {"ties_min", 17},  {"tie_sign", 18},     {"tie_spread", 19},
+      {"near", 20},   {"tie_level", 21}, {"gap", 22},       {"level", 23},        {"sink_pos", 24},
+      {"log2_mag", 25}, {"c", 26},         {"tie_rows", 27}};
+  return kIndex;
+}
+
 }  // namespace
+
+std::vector<std::string> family_param_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, index] : param_index()) names.push_back(name);
+  return names;
+}
 
 std::optional<ParamDomain> param_domain(const std::string& key, Format input_format) {
   const FormatInfo fi = format_info(input_format);
@@ -370,15 +388,8 @@ std::optional<ParamDomain> param_domain(const std::string& key, Format input_for
   // Larger exponents make the exact gradients overflow the output format: that exercises the reference's and
   // the rule's overflow handling (accuracy.h), not a kernel's softmax, and is reached by explicit inputs.
   const double e_lo = std::max(-32, fi.emin), e_hi = std::min(32, fi.emax);
-  static const std::map<std::string, int> kIndex = {
-      {"quant", 0},   {"erange", 1},     {"v_sign", 2},     {"do_sign", 3},       {"v_binade", 4},
-      {"do_binade", 5}, {"v_exp", 6},    {"do_exp", 7},     {"mask", 8},          {"pad", 9},
-      {"window", 10}, {"masked_every", 11}, {"first_masked", 12}, {"keep", 13},  {"rank", 14},
-      {"eps", 15},    {"ties", 16},      {"ties_min", 17},  {"tie_sign", 18},     {"tie_spread", 19},
-      {"near", 20},   {"tie_level", 21}, {"gap", 22},       {"level", 23},        {"sink_pos", 24},
-      {"log2_mag", 25}, {"c", 26},         {"tie_rows", 27}};
-  const auto it = kIndex.find(key);
-  if (it == kIndex.end()) return std::nullopt;
+  const auto it = param_index().find(key);
+  if (it == param_index().end()) return std::nullopt;
   switch (it->second) {
     case 0: return integer(0, fi.precision - 1, "mantissa bits kept, at most the input format's");
     case 1: return integer(0, -fi.emin, "noise exponents in [-erange, 0], normal numbers of the input format");

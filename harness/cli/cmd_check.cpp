@@ -24,6 +24,7 @@
 #include <shared_mutex>
 #include <system_error>
 #include <thread>
+#include <tuple>
 
 #include "harness/cli/commands.h"
 #include "harness/cli/stop_signals.h"
@@ -123,27 +124,109 @@ std::vector<const Kernel*> pick_kernels(const CheckOptions& opt) {
   return out;
 }
 
-std::vector<SuiteEntry> pick_entries(const CheckOptions& opt) {
-  std::vector<SuiteEntry> all = suite(opt.suite);  // Error on an unknown suite
-  for (const auto& g : opt.families) {
-    bool known = false;
-    for (const auto& info : generators()) known |= info.name == g;
-    if (!known) {
-      std::string names;
-      std::vector<std::string> list;
-      for (const auto& info : generators()) names += (names.empty() ? "" : ", ") + info.name, list.push_back(info.name);
-      throw Error("unknown family/generator '" + g + "'" + did_you_mean(g, list) + " (known: " + names + ")");
+// --family GENERATOR[key=value,...]: the suite's families of GENERATOR with those values (a UX review, session 33:
+// the parameters `list` prints could not be set, and every default, bias and quick family is d16 or d7, so a kernel of
+// head dims 64 and 128 alone could run none of them). Keys: a generator parameter (family.cpp), or the shape.
+struct FamilySpec {
+  std::string text, generator;
+  KernelParams values;
+};
+const std::vector<std::string> kShapeKeys = {"batch", "heads_q", "heads_kv", "n_q", "n_k", "head_dim",
+                                             "causal", "scale", "tile_q", "tile_k"};
+
+FamilySpec parse_family(const std::string& text) {
+  FamilySpec s;
+  s.text = text;
+  std::tie(s.generator, s.values) = parse_named_params(text, "--family");
+  std::vector<std::string> generator_names;
+  for (const auto& info : generators()) generator_names.push_back(info.name);
+  if (std::find(generator_names.begin(), generator_names.end(), s.generator) == generator_names.end()) {
+    std::string names;
+    for (const auto& n : generator_names) names += (names.empty() ? "" : ", ") + n;
+    throw Error("unknown family/generator '" + s.generator + "'" + did_you_mean(s.generator, generator_names) +
+                " (known: " + names + ")");
+  }
+  std::vector<std::string> keys = family_param_names();
+  keys.insert(keys.end(), kShapeKeys.begin(), kShapeKeys.end());
+  for (const auto& [key, value] : s.values) {
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      std::string shape;
+      for (const auto& k : kShapeKeys) shape += (shape.empty() ? "" : ", ") + k;
+      throw Error("--family '" + text + "': unknown key '" + key + "'" + did_you_mean(key, keys) + " (" +
+                  s.generator + "'s parameters: see attncheck list generators; the shape: " + shape + ")");
+    }
+    // The shape's integers here (Problem holds ints); the generator's parameters in their domains below.
+    if (std::find(kShapeKeys.begin(), kShapeKeys.end(), key) == kShapeKeys.end() || key == "scale") continue;
+    const bool flag = key == "causal", tile = key == "tile_q" || key == "tile_k";
+    if ((flag && value != 0 && value != 1) ||
+        (!flag && (value != std::floor(value) || value < (tile ? 0 : 1) || value > 2147483647.0))) {
+      char shown[64];
+      std::snprintf(shown, sizeof shown, "%.17g", value);
+      throw Error("--family '" + text + "': " + key + " = " + shown + " is not " +
+                  (flag ? "0 or 1" : tile ? "an integer >= 0 (0 = the kernel's own tile)" : "a positive integer"));
     }
   }
+  return s;
+}
+
+// `f` with the spec's values; the scale follows a new head_dim where it was the old one's default, 1/sqrt(d).
+// Throws Error naming the spec where the family is not one a generator can make, or is too large.
+Family with_values(Family f, const FamilySpec& s) {
+  const int old_d = f.problem.head_dim;
+  Problem& p = f.problem;
+  for (const auto& [key, value] : s.values) {
+    const int n = static_cast<int>(value);
+    if (key == "batch") p.batch = n;
+    else if (key == "heads_q") p.heads_q = n;
+    else if (key == "heads_kv") p.heads_kv = n;
+    else if (key == "n_q") p.n_q = n;
+    else if (key == "n_k") p.n_k = n;
+    else if (key == "head_dim") p.head_dim = n;
+    else if (key == "causal") p.causal = value != 0;
+    else if (key == "scale") p.scale = value;
+    else if (key == "tile_q") f.tile_q = n;
+    else if (key == "tile_k") f.tile_k = n;
+    else f.params[key] = value;
+  }
+  if (!s.values.count("scale") && p.head_dim != old_d && p.scale == Problem::default_scale(old_d))
+    p.scale = Problem::default_scale(p.head_dim);
+  if (s.values.count("mask")) p.has_mask = s.values.at("mask") != 0;  // as the suites set it (suites.cpp)
+  try {
+    p.validate();
+    if (!within_case_limits(p))
+      throw Error("shape " + p.describe() + " is larger than a finding could be saved with (" + kCaseLimits + ")");
+    make_instance(f, 0);  // the generator's own checks: every parameter in its domain, the shape it can fill
+  } catch (const Error& e) {
+    throw Error("--family '" + s.text + "': " + e.what());
+  }
+  return f;
+}
+
+std::vector<SuiteEntry> pick_entries(const CheckOptions& opt) {
+  std::vector<SuiteEntry> all = suite(opt.suite);  // Error on an unknown suite
+  std::vector<FamilySpec> specs;
+  for (const auto& text : opt.families) specs.push_back(parse_family(text));
   for (const auto& p : opt.properties) get_property(p);  // Error lists the known properties
   std::vector<SuiteEntry> out;
   for (auto& e : all) {
-    auto has = [](const std::vector<std::string>& v, const std::string& s) {
-      return v.empty() || std::find(v.begin(), v.end(), s) != v.end();
-    };
-    if (!has(opt.families, e.family.generator) || !has(opt.properties, e.property)) continue;
+    if (!opt.properties.empty() &&
+        std::find(opt.properties.begin(), opt.properties.end(), e.property) == opt.properties.end())
+      continue;
     if (opt.seed_given) e.family.seed = reseeded(e.family.seed, opt.seed);
-    out.push_back(std::move(e));
+    if (specs.empty()) {
+      out.push_back(std::move(e));
+      continue;
+    }
+    for (const FamilySpec& s : specs) {  // each spec of its generator: a copy of the entry with the spec's values
+      if (s.generator != e.family.generator) continue;
+      SuiteEntry copy = e;
+      if (!s.values.empty()) {
+        copy.family = with_values(e.family, s);
+        const std::string label = e.label.empty() ? e.family.generator : e.label;
+        copy.label = label + " " + s.text.substr(s.text.find('['));
+      }
+      out.push_back(std::move(copy));
+    }
   }
   if (out.empty()) throw Error("no check of suite '" + opt.suite + "' matches the --family/--property filters");
   return out;
@@ -459,6 +542,9 @@ int run_check(const CheckOptions& opt) {
     std::cerr << "attncheck: error: nothing was tested: " << report.count(Status::kSkip) << " check(s) skipped, "
               << report.count(Status::kDegenerate) << " discarded as degenerate. Why:\n";
     for (const std::string& w : why) std::cerr << "  " << w << "\n";
+    if (std::any_of(why.begin(), why.end(), [](const std::string& w) { return w.find("head_dim") != std::string::npos; }))
+      std::cerr << "  (the default, bias and quick suites' families have head dims of 16 and less: --suite long has 64 "
+                   "and 128, and --family 'GENERATOR[head_dim=64]' sets a suite family's head dim)\n";
     return kExitUsage;
   }
   return kExitPass;
@@ -478,7 +564,12 @@ void add_check(CLI::App& app, Runner& run) {
                   "several 64- and 128-wide key tiles, d 64 and 128) or quick")
       ->capture_default_str()
       ->type_name("SUITE");
-  sub->add_option("--family", opt->families, "Only families of this generator (repeatable)")->type_name("GENERATOR");
+  sub->add_option("--family", opt->families,
+                  "Only families of this generator (repeatable); GENERATOR[key=value,...]: the suite's families of it "
+                  "with those values, a generator parameter (attncheck list generators) or the shape: batch, heads_q, "
+                  "heads_kv, n_q, n_k, head_dim (the scale follows it), causal, scale, tile_q, tile_k. Example: "
+                  "--family 'tied_max[ties=3,ties_min=3,head_dim=64,n_k=128]'")
+      ->type_name("GENERATOR");
   sub->add_option("--property", opt->properties, "Only this property (repeatable)")->type_name("PROPERTY");
   sub->add_option("--instances", opt->instances, "Instances per check (bias: T, the sample size; default 64)")
       ->type_name("N")

@@ -227,6 +227,16 @@ TEST(PluginCli, AnUnknownPluginKernelNamesTheLoadedOnes) {
   EXPECT_EQ(typo.output.find("not available here"), std::string::npos) << typo.output;
 }
 
+// A kernel that declines the suites' head dims everywhere is told where other shapes are (a UX review, session 33).
+TEST(PluginCli, NothingTestedForTheHeadDimSaysWhereOtherShapesAre) {
+  const CliRun r = attncheck("", "check -q -k plugin:unsupported --plugin " + shell_word(ATTNCHECK_FAULTY_PLUGIN) +
+                                     " --suite quick");  // the helper names the findings folder
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("nothing was tested"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--suite long has 64 and 128, and --family 'GENERATOR[head_dim=64]'"), std::string::npos)
+      << r.output;
+}
+
 // A defect name the example does not know, from the environment, is a usage error at load (exit 2), as the same
 // name in its init option is; it was read per call only, so every check became a kernel fault saved as a finding.
 TEST(PluginCli, AnUnknownDefectInTheEnvironmentIsAUsageError) {
