@@ -542,7 +542,8 @@ int run_check(const CheckOptions& opt) {
     std::cerr << "attncheck: error: nothing was tested: " << report.count(Status::kSkip) << " check(s) skipped, "
               << report.count(Status::kDegenerate) << " discarded as degenerate. Why:\n";
     for (const std::string& w : why) std::cerr << "  " << w << "\n";
-    if (std::any_of(why.begin(), why.end(), [](const std::string& w) { return w.find("head_dim") != std::string::npos; }))
+    const auto for_head_dim = [](const std::string& w) { return w.find("head_dim") != std::string::npos; };
+    if (std::any_of(why.begin(), why.end(), for_head_dim))
       std::cerr << "  (the default, bias and quick suites' families have head dims of 16 and less: --suite long has 64 "
                    "and 128, and --family 'GENERATOR[head_dim=64]' sets a suite family's head dim)\n";
     return kExitUsage;
