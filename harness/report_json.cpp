@@ -5,7 +5,8 @@
 //                 "jobs":n (the workers that ran the checks),"started_at":"...","wall_seconds":x},
 //          "summary":{"pass":n,"fail":n,"skip":n,"degenerate":n},
 //          "outcomes":[{"kernel","property","family","family_label","family_description","family_checked",
-//                       "status","message","stats","instance_index","instances_run","seconds","shrink_seconds",
+//                       "status","message","stats","message_checked","stats_checked" (a shrunk failure's verdict on
+//                       the family as checked; null otherwise),"instance_index","instances_run","seconds","shrink_seconds",
 //                       "shrink_steps","finding","replay","finding_error"}]}
 // family and family_description are the outcome's family (a failure's: shrunk); family_checked describes the
 // suite's family as checked, before any shrinking (two suite entries of one generator differ there). instance_index
@@ -109,6 +110,8 @@ json run_to_json(const RunReport& r) {
                         {"status", status_name(o.status)},
                         {"message", o.message},
                         {"stats", o.stats.is_null() ? json::object() : o.stats},
+                        {"message_checked", o.message_checked.empty() ? json(nullptr) : json(o.message_checked)},
+                        {"stats_checked", o.stats_checked.is_null() ? json(nullptr) : o.stats_checked},
                         {"instance_index", o.instance_index},
                         {"instances_run", o.instances_run},
                         {"seconds", o.seconds},

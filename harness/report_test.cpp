@@ -94,6 +94,14 @@ TEST(ReportJson, ParsesBackWithEveryField) {
   EXPECT_TRUE(j["outcomes"][1]["finding"].is_null());
   EXPECT_EQ(j["outcomes"][2]["status"], "degenerate");
   EXPECT_EQ(o["family_checked"], r.entries[0].outcome.family.describe());  // no shrinking here: the same
+  EXPECT_TRUE(o["message_checked"].is_null());  // nor a verdict before shrinking
+  EXPECT_TRUE(o["stats_checked"].is_null());
+  RunReport shrunk = r;
+  shrunk.entries[0].outcome.message_checked = "biased: O: mean +0.189 ulp, z +22.4";
+  shrunk.entries[0].outcome.stats_checked = {{"z", 22.4}};
+  const json s = run_to_json(shrunk)["outcomes"][0];
+  EXPECT_EQ(s["message_checked"], "biased: O: mean +0.189 ulp, z +22.4");
+  EXPECT_EQ(s["stats_checked"]["z"], 22.4);
 }
 
 // A failure's family is the shrunk one; family_checked keeps the suite's family as checked (two suite entries of

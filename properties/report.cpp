@@ -93,6 +93,8 @@ std::string failure_report(const Property& p, const Kernel& k, const Outcome& o)
   if (o.shrink_steps > 0 || o.shrink_seconds > 0)  // a replay runs the saved family as it is: nothing to say there
     s << "; shrunk in " << o.shrink_steps << " steps, " << fmt_num(o.shrink_seconds) << " s";
   s << "\n";
+  if (!o.message_checked.empty())  // the effect on the family as checked; the rest of this report is the shrunk case's
+    s << "as checked (before shrinking): " << o.message_checked << "\n";
   if (p.across_instances && o.stats.contains("tensors")) {
     s << "statistic (T = " << o.stats.value("T", 0) << " instances; fail when |mean| >= " << o.stats.value("epsilon_ulp", 0.0)
       << " ulp and |z| >= " << fmt_num(o.stats.value("z_crit", 0.0)) << ", Šidák-adjusted for "

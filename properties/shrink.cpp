@@ -201,6 +201,7 @@ Outcome check_and_shrink(const Property& p, const Kernel& k, const Family& f, co
   Outcome o = p.check(k, f, b);
   if (o.status != Status::kFail) return o;
   Outcome s = shrink_failure(p, k, b, o, default_shrink_options());
+  if (s.shrink_steps > 0) s.message_checked = o.message, s.stats_checked = o.stats;
   s.report = failure_report(p, k, s);
   return s;
 }

@@ -157,6 +157,20 @@ TEST(Shrink, PaperTieBiasShrinksToATinyTie) {
   EXPECT_NE(o.report.find("delta kernel vs exact:"), std::string::npos) << o.report;
   EXPECT_NE(o.report.find("dV kernel vs exact (signed error in bf16 ulps of the slice's rms"), std::string::npos)
       << o.report;
+  // The verdict on the family as checked is kept beside the shrunk one: the effect on the suite's family.
+  const Outcome checked =
+      get_property("unbiased").check(default_registry().get("paper"), default_family("tied_max"), Budget{});
+  EXPECT_EQ(o.message_checked, checked.message);
+  EXPECT_EQ(o.stats_checked, checked.stats);
+  EXPECT_NE(o.stats_checked["tensors"]["O"]["z"], o.stats["tensors"]["O"]["z"]);
+  EXPECT_NE(o.report.find("as checked (before shrinking): " + checked.message + "\n"), std::string::npos) << o.report;
+  // Nothing shrunk, nothing kept twice.
+  Budget one;
+  one.instances = 64;
+  const Outcome unshrunk = check_and_shrink(get_property("unbiased"), default_registry().get("oracle"),
+                                            default_family("tied_max"), one);
+  EXPECT_TRUE(unshrunk.message_checked.empty());
+  EXPECT_TRUE(unshrunk.stats_checked.is_null());
 }
 
 }  // namespace
