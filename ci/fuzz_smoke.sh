@@ -43,6 +43,16 @@ cmake --build build-fuzz --target "${targets[@]}" -j "${ATTNCHECK_JOBS:-$(nproc)
 [ $build_only = 1 ] && exit 0
 if [ $unit = 1 ]; then
   (cd build-fuzz && ctest --output-on-failure -j "$(nproc)" -L unit --timeout 900)
+  # The checkout's build/harness/attncheck finds this libFuzzer build from any directory (beside its own build
+  # folder): `attncheck fuzz` looked in the current directory's build-fuzz/ only.
+  if [ -x build/harness/attncheck ]; then
+    root=$PWD away=$(mktemp -d)
+    if ! (cd "$away" && "$root/build/harness/attncheck" fuzz --kernel oracle --property finite --time 1 \
+            --seeds "$root/corpus/seeds/kernel" --corpus corpus --findings findings >log 2>&1); then
+      cat "$away/log"; echo "fuzz_smoke: attncheck fuzz run from another directory did not find build-fuzz/"; exit 1
+    fi
+    rm -rf "$away"
+  fi
 fi
 if [ "${ATTNCHECK_FUZZ_SMOKE:-1}" = 0 ]; then
   echo "fuzz_smoke: fuzzing skipped (ATTNCHECK_FUZZ_SMOKE=0)"

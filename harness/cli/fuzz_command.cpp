@@ -171,6 +171,10 @@ std::string find_fuzzer(const FuzzOptions& o, const std::vector<std::string>& en
   if (from_env && *from_env) tries.push_back(from_env);
   tries.push_back("build-fuzz/harness/fuzz/attncheck_fuzz_kernel");
   tries.push_back(self_dir() + "/fuzz/attncheck_fuzz_kernel");
+  // The libFuzzer build beside this one (build/harness/attncheck: the checkout's build-fuzz/), run from anywhere
+  // (a UX review, session 33: only the current directory's build-fuzz/ was looked in).
+  const std::string beside = self_dir() + "/../../build-fuzz/harness/fuzz/attncheck_fuzz_kernel";
+  tries.push_back(beside);
   std::string rejected;
   for (const std::string& t : tries) {
     if (::access(t.c_str(), X_OK) != 0) continue;
@@ -180,7 +184,7 @@ std::string find_fuzzer(const FuzzOptions& o, const std::vector<std::string>& en
   }
   throw Error(std::string("no libFuzzer build of attncheck_fuzz_kernel found (tried ") +
               (from_env && *from_env ? "ATTNCHECK_FUZZER=" + std::string(from_env) + ", " : std::string()) +
-              "build-fuzz/harness/fuzz/ and next to attncheck" +
+              "build-fuzz/harness/fuzz/ here and beside attncheck's build folder, and next to attncheck" +
               (rejected.empty() ? "" : "; not libFuzzer builds:" + rejected) +
               "); build it with clang: ci/fuzz_smoke.sh --build-only, or pass --fuzzer PATH");
 }
