@@ -45,12 +45,22 @@ if [ $unit = 1 ]; then
   (cd build-fuzz && ctest --output-on-failure -j "$(nproc)" -L unit --timeout 900)
   # The checkout's build/harness/attncheck finds this libFuzzer build from any directory (beside its own build
   # folder): `attncheck fuzz` looked in the current directory's build-fuzz/ only.
+  # ATTNCHECK_FUZZER unset: it would be found first, and the step would test nothing.
   if [ -x build/harness/attncheck ]; then
     root=$PWD away=$(mktemp -d)
-    if ! (cd "$away" && "$root/build/harness/attncheck" fuzz --kernel oracle --property finite --time 1 \
-            --seeds "$root/corpus/seeds/kernel" --corpus corpus --findings findings >log 2>&1); then
-      cat "$away/log"; echo "fuzz_smoke: attncheck fuzz run from another directory did not find build-fuzz/"; exit 1
+    (cd "$away" && env -u ATTNCHECK_FUZZER "$root/build/harness/attncheck" fuzz --kernel oracle --property finite \
+       --time 1 --findings findings >log 2>&1)
+    st=$?
+    if [ $st != 0 ]; then
+      cat "$away/log"
+      if grep -q 'no libFuzzer build' "$away/log"; then
+        echo "fuzz_smoke: attncheck fuzz run from another directory did not find build-fuzz/"
+      else
+        echo "fuzz_smoke: attncheck fuzz run from another directory exited $st"
+      fi
+      rm -rf "$away"; exit 1
     fi
+    grep -q 'no seed corpus' "$away/log" && { cat "$away/log"; echo "fuzz_smoke: no seeds found beside"; rm -rf "$away"; exit 1; }
     rm -rf "$away"
   fi
 fi

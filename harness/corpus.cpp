@@ -397,6 +397,13 @@ void update_case_stats(const std::string& path, const nlohmann::json& stats) {
   write_text_file(path, j.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
+void update_case_verdict(const std::string& path, Status expected, const nlohmann::json& stats) {
+  json j = json::parse(read_text(path));  // as update_case_stats
+  j["expected"] = status_name(expected);
+  j["stats"] = stats.is_null() ? json::object() : stats;
+  write_text_file(path, j.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
+}
+
 Case load_case(const std::string& path) {
   // Case files are small (the largest committed one is ~25 KB): a FIFO would block the replay and /dev/zero would
   // fill memory, so only a regular file of at most kMaxCaseBytes is read.

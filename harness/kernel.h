@@ -58,6 +58,9 @@ class Kernel {
   virtual std::vector<ForwardOutput> forward_many(const std::vector<const Instance*>& ins) const;
   // A copy of this kernel with other tile sizes (CPU models: down to 1x1, so shrinking can shrink tiles);
   // nullptr when the kernel's tiles are fixed. Families carry a tile config; properties apply it here.
+  // kMaxTile: the largest tile the CPU models take, and a family may name (validate_family: 0 to it, 0 = the kernel's
+  // own), so a case file or `check --family` naming more is a usage error, not a failing check.
+  static constexpr int kMaxTile = 65536;
   virtual std::unique_ptr<Kernel> with_tiles(int tile_q, int tile_k) const;
   // For a GPU kernel: its CPU twin, a CPU kernel that does the forward's operations in the GPU's order (tensor-core
   // sums, reductions), bit for bit except where the host's exp/log stand in for the GPU's, and the numerics both

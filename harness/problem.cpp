@@ -41,15 +41,27 @@ std::string lowered(std::string s) {
 std::string nearest_name(const std::string& word, const std::vector<std::string>& names) {
   if (word.size() < 3) return "";
   const std::string typed = lowered(word);
+  for (const std::string& name : names)
+    if (lowered(name) == typed) return name;
+  // Names the word begins: the shortest, where it begins every other one too (pape: paper, not paper-fixed).
+  std::vector<std::string> begun;
+  for (const std::string& name : names)
+    if (lowered(name).rfind(typed, 0) == 0) begun.push_back(name);
+  if (!begun.empty()) {
+    const std::string shortest = *std::min_element(
+        begun.begin(), begun.end(), [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+    if (std::all_of(begun.begin(), begun.end(),
+                    [&](const std::string& name) { return lowered(name).rfind(lowered(shortest), 0) == 0; }))
+      return shortest;
+  }
+  // Else the one nearest within 2 edits, alone at that distance (tie: ties, of ties and tie_level; head, of head_dim
+  // and heads_q: none).
   std::string best;
-  std::pair<std::size_t, std::size_t> best_score{3, 0};  // (rank, edits): rank 0 same, 1 begun, else the edits
-  std::size_t ties = 0;
+  std::size_t best_edits = 3, ties = 0;
   for (const std::string& name : names) {
-    const std::string n = lowered(name);
-    const std::size_t edits = edit_distance(typed, n);
-    const std::pair<std::size_t, std::size_t> score{n == typed ? 0 : n.rfind(typed, 0) == 0 ? 1 : edits, edits};
-    if (score < best_score) best = name, best_score = score, ties = 0;
-    else if (score == best_score && name != best) ++ties;
+    const std::size_t edits = edit_distance(typed, lowered(name));
+    if (edits < best_edits) best = name, best_edits = edits, ties = 0;
+    else if (edits == best_edits && name != best) ++ties;
   }
   return ties == 0 ? best : "";
 }

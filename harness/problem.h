@@ -33,9 +33,9 @@ struct Error : std::runtime_error {
 std::string printable(const std::string& s, bool keep_newlines = false);
 
 // The one name among `names` a mistyped `word` most likely meant, for "did you mean": the same name in other case
-// (FA2), else one the word begins (pape: paper, --inst: --instances), else the nearest within 2 edits (paperr,
-// --kernal); among equals the fewest edits (pape: paper over paper-fixed); "" when none is near or two are equally
-// near, and for words under 3 characters.
+// (FA2); else among the names the word begins the shortest, where it begins all of them (pape: paper, not
+// paper-fixed; --inst: --instances); else the nearest within 2 edits, alone at that distance (paperr, --kernal;
+// tie: ties; head, of head_dim and heads_q: none); "" otherwise, and for words under 3 characters.
 std::string nearest_name(const std::string& word, const std::vector<std::string>& names);
 // " (did you mean NAME?)" for nearest_name's answer, or "".
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& names);

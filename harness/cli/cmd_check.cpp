@@ -152,8 +152,10 @@ FamilySpec parse_family(const std::string& text) {
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
       std::string shape;
       for (const auto& k : kShapeKeys) shape += (shape.empty() ? "" : ", ") + k;
-      throw Error("--family '" + text + "': unknown key '" + key + "'" + did_you_mean(key, keys) + " (" +
-                  s.generator + "'s parameters: see attncheck list generators; the shape: " + shape + ")");
+      std::string params;
+      for (const auto& k : family_param_names()) params += (params.empty() ? "" : ", ") + k;
+      throw Error("--family '" + text + "': unknown key '" + key + "'" + did_you_mean(key, keys) + " (parameters: " +
+                  params + "; the shape: " + shape + ")");
     }
     // The shape's integers here (Problem holds ints); the generator's parameters in their domains below.
     if (std::find(kShapeKeys.begin(), kShapeKeys.end(), key) == kShapeKeys.end() || key == "scale") continue;
@@ -222,10 +224,20 @@ std::vector<SuiteEntry> pick_entries(const CheckOptions& opt) {
       SuiteEntry copy = e;
       if (!s.values.empty()) {
         copy.family = with_values(e.family, s);
-        const std::string label = e.label.empty() ? e.family.generator : e.label;
+        // A variant's label may name its shape ("sliding_window, n_q 24 > n_k 16"): a new shape drops it.
+        const bool reshaped = std::any_of(s.values.begin(), s.values.end(), [](const auto& kv) {
+          return std::find(kShapeKeys.begin(), kShapeKeys.end(), kv.first) != kShapeKeys.end();
+        });
+        const std::string label = e.label.empty() || reshaped ? e.family.generator : e.label;
         copy.label = label + " " + s.text.substr(s.text.find('['));
       }
-      out.push_back(std::move(copy));
+      // One check per property and family: `--family normal --family 'normal[]'`, or values the family has already,
+      // ran it twice under one name (JUnit's and compare_verdicts' keys).
+      const std::string key = copy.property + " " + family_to_json(copy.family).dump();
+      if (std::none_of(out.begin(), out.end(), [&](const SuiteEntry& o) {
+            return o.property + " " + family_to_json(o.family).dump() == key;
+          }))
+        out.push_back(std::move(copy));
     }
   }
   if (out.empty()) throw Error("no check of suite '" + opt.suite + "' matches the --family/--property filters");
@@ -543,7 +555,10 @@ int run_check(const CheckOptions& opt) {
               << report.count(Status::kDegenerate) << " discarded as degenerate. Why:\n";
     for (const std::string& w : why) std::cerr << "  " << w << "\n";
     const auto for_head_dim = [](const std::string& w) { return w.find("head_dim") != std::string::npos; };
-    if (std::any_of(why.begin(), why.end(), for_head_dim))
+    const bool shaped = opt.suite == "long" || std::any_of(opt.families.begin(), opt.families.end(), [](const auto& f) {
+                          return f.find("head_dim=") != std::string::npos;
+                        });
+    if (!shaped && std::any_of(why.begin(), why.end(), for_head_dim))
       std::cerr << "  (the default, bias and quick suites' families have head dims of 16 and less: --suite long has 64 "
                    "and 128, and --family 'GENERATOR[head_dim=64]' sets a suite family's head dim)\n";
     return kExitUsage;

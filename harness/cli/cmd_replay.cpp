@@ -28,6 +28,7 @@ struct ReplayOptions {
   std::vector<std::string> files;
   bool quiet = false;
   bool update_stats = false;
+  bool update_expected = false;
   std::string kernel;  // "" = each case's own
 };
 
@@ -160,13 +161,15 @@ std::string turned_tensors(const nlohmann::json& saved, const nlohmann::json& no
 
 int run_replay(const ReplayOptions& opt) {
   // The stats are the case's kernel's: another kernel's would overwrite them with what the case did not find.
+  if (!opt.kernel.empty() && opt.update_expected)
+    throw Error("--update-expected with --kernel: the file's verdict is its own kernel's; replay that kernel to update it");
   if (!opt.kernel.empty() && opt.update_stats)
     throw Error("--update-stats with --kernel: the file's stats are its own kernel's; replay that kernel to update them");
   // Its canonical name, once: an unknown name is said before any file, not per file.
   const std::string replay_on = opt.kernel.empty() ? "" : default_registry().get(opt.kernel).name();
   for (const std::string& f : opt.files)  // `replay ""` (an unset shell variable) said "error: : cannot read"
     if (f.empty()) throw Error("an empty path among the files to replay (case files or folders of them)");
-  int bad = 0, differ = 0, skipped = 0;
+  int bad = 0, differ = 0, skipped = 0, updated = 0;
   const std::vector<Named> files = case_files(opt.files);
   for (const auto& [path, error] : files) {
     try {
@@ -234,7 +237,14 @@ int run_replay(const ReplayOptions& opt) {
                     << ": other parameters\n";
       }
       if (!other_failure.empty()) std::cout << "  " << other_failure << "\n";
-      if (opt.update_stats && !moved.empty()) {
+      // --update-expected: a verdict that differs becomes the file's (a fixed kernel's finding now passes: a
+      // regression case; a turned bias: the new direction), pass or fail only (a skip says the kernel declined).
+      if (opt.update_expected && !same && (o.status == Status::kPass || o.status == Status::kFail)) {
+        update_case_verdict(path, o.status, o.stats);
+        std::cout << "  expected and stats updated in the file (" << status_name(c.expected) << " -> "
+                  << status_name(o.status) << ")\n";
+        --differ, ++updated;
+      } else if (opt.update_stats && !moved.empty()) {
         update_case_stats(path, o.stats);  // only the informative statistic: verdict, family, bits stay as they are
         std::cout << "  stats updated in the file (" << moved << ")\n";
       } else if (!moved.empty()) {
@@ -257,8 +267,8 @@ int run_replay(const ReplayOptions& opt) {
   const int replayed = static_cast<int>(files.size()) - skipped;
   if (replayed == 0) throw Error("no case file to replay (only fuzz summaries and run reports)");
   if (replayed > 1)
-    std::cout << replayed << " cases: " << replayed - bad - differ << " match, " << differ << " differ, " << bad
-              << " could not be replayed\n";
+    std::cout << replayed << " cases: " << replayed - bad - differ - updated << " match, " << differ << " differ, "
+              << (updated ? std::to_string(updated) + " updated, " : "") << bad << " could not be replayed\n";
   return bad ? kExitUsage : differ ? kExitFail : kExitPass;
 }
 
@@ -272,11 +282,15 @@ void add_replay(CLI::App& app, Runner& run) {
       ->type_name("FILE|DIR");
   sub->footer(
       "Exit status: 0 every replayed verdict is the expected one (a finding that still fails: 0), 1 a verdict\n"
-      "differs (e.g. a fixed kernel now passes its finding: update the case; or a bias finding fails with the\n"
-      "opposite sign on a tensor), 2 a file could not be replayed.");
+      "differs (e.g. a fixed kernel now passes its finding: update the case, --update-expected; or a bias finding\n"
+      "fails with the opposite sign on a tensor), 2 a file could not be replayed.");
   sub->add_flag("-q,--quiet", opt->quiet,
                 "Only the verdict lines, the one-line reason of a verdict that differs, the cases' notes and (for "
                 "more than one case) the closing count");
+  sub->add_flag("--update-expected", opt->update_expected,
+                "Where a verdict differs and is pass or fail, write it and this run's statistic into the file's "
+                "`expected` and `stats` (a fixed kernel's finding becomes a regression case: review the diff); the "
+                "exit status then counts it as updated, not as differing");
   sub->add_flag("--update-stats", opt->update_stats,
                 "Where the verdict is the expected one but the saved stats fail on other tensors (the statistic "
                 "changed), write this run's statistic into the file's `stats`; no other field changes");

@@ -270,12 +270,24 @@ int run_fuzz(const FuzzOptions& o) {
   const std::string fuzzer = find_fuzzer(o, target_env);
   // Where the findings go, and the seeds named, are checked before the campaign, not after it.
   require_writable_dir(o.findings, "--findings");
-  if (!fs::is_directory(o.seeds)) {
-    if (o.seeds_given) throw Error("--seeds " + o.seeds + ": not a directory");
-    std::cerr << "attncheck fuzz: no seed corpus at " << o.seeds << " (run from the repository root, or pass --seeds)\n";
+  // The defaults are the checkout's, found from here or, as the fuzzer is, beside attncheck's build folder (a run
+  // from another directory fuzzed without seeds and made ./build-fuzz/corpus there; a UX review, session 33).
+  std::string seeds = o.seeds;
+  if (!o.seeds_given && !fs::is_directory(seeds) && fs::is_directory(self_dir() + "/../../" + o.seeds))
+    seeds = fs::path(self_dir() + "/../../" + o.seeds).lexically_normal().string();
+  if (!fs::is_directory(seeds)) {
+    if (o.seeds_given) throw Error("--seeds " + seeds + ": not a directory");
+    std::cerr << "attncheck fuzz: no seed corpus at " << seeds << " (run from the repository root, or pass --seeds)\n";
   }
   const std::string safe = file_name_part(o.kernel);  // as the findings spell the kernel
-  const fs::path corpus = o.corpus.empty() ? fs::path("build-fuzz/corpus") / safe : fs::path(o.corpus);
+  // The working corpus: the fuzzer's own build folder's corpus/<kernel> (build-fuzz/corpus/<kernel> for the
+  // checkout's build-fuzz/harness/fuzz/attncheck_fuzz_kernel), else build-fuzz/corpus/<kernel> here.
+  const fs::path fuzzer_dir = fs::path(fuzzer).parent_path();
+  const bool in_build = fuzzer_dir.filename() == "fuzz" && fuzzer_dir.parent_path().filename() == "harness";
+  const fs::path build_dir = fuzzer_dir.parent_path().parent_path();
+  const fs::path corpus = !o.corpus.empty() ? fs::path(o.corpus)
+                          : in_build        ? (build_dir / "corpus" / safe).lexically_normal()
+                                            : fs::path("build-fuzz/corpus") / safe;
   const fs::path raw = fs::path(o.findings) / ("raw-" + safe);
   require_writable_dir(corpus.string(), "--corpus");  // a clear error, not filesystem_error's "internal error"
   require_writable_dir(raw.string(), "--findings");
@@ -285,7 +297,7 @@ int run_fuzz(const FuzzOptions& o) {
   const double grace = o.grace, grace_kill = std::min(30.0, grace);
 
   std::vector<std::string> args{fuzzer, corpus.string()};
-  if (fs::is_directory(o.seeds)) args.push_back(o.seeds);
+  if (fs::is_directory(seeds)) args.push_back(seeds);
   args.push_back("-max_total_time=" + std::to_string(static_cast<long>(o.seconds)));
   args.push_back("-seed=" + std::to_string(o.seed));
   if (o.workers > 1) {  // fork mode: N worker processes; a crashing worker is replaced, the campaign goes on
@@ -714,7 +726,9 @@ void add_fuzz(CLI::App& app, Runner& run) {
       ->type_name("N")
       ->check(number_in(1, 256));
   auto* corpus =
-      sub->add_option("--corpus", opt->corpus, "Working corpus directory (default build-fuzz/corpus/<kernel>)")
+      sub->add_option("--corpus", opt->corpus,
+                      "Working corpus directory (default corpus/<kernel> in the fuzzer's build folder: "
+                      "build-fuzz/corpus/<kernel> for the checkout's)")
           ->type_name("DIR");
   sub->add_option("--findings", opt->findings, "Where minimised findings and the summary go")
       ->capture_default_str()

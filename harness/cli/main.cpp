@@ -8,7 +8,6 @@
 #include <exception>
 #include <iostream>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -35,12 +34,10 @@ std::string nearest_option(const CLI::App* command, const std::string& word) {
 
 // CLI11's wording for the commonest slips, said plainly (a README audit, session 32: "files is required",
 // "--time: At Most 1 required but received 2", "--kernel: 1 required KERNEL missing"; session 33: "A subcommand is
-// required", "The following arguments were not expected: abc --time", "what: x not in {kernels,...}"); anything
-// else as CLI11 says it. `command` is the command named, for "did you mean" (nullptr at the top level).
-std::string plain_parse_error(const std::string& what, const CLI::App* command) {
+// required", "what: x not in {kernels,...}"); anything else as CLI11 says it.
+std::string plain_parse_error(const std::string& what) {
   static const std::regex missing_value(R"(^(-[-\w]+): 1 required .* missing$)");
   static const std::regex given_twice(R"(^(-[-\w]+): At Most 1 required but received (\d+)$)");
-  static const std::regex not_expected(R"(^The following arguments? (?:was|were) not expected: (.*)$)");
   static const std::regex not_in_set(R"(^\w+: (.*) not in \{(.*)\}$)");
   std::smatch m;
   if (std::regex_match(what, m, missing_value)) return m[1].str() + " needs a value";
@@ -53,27 +50,28 @@ std::string plain_parse_error(const std::string& what, const CLI::App* command) 
       choices.replace(at, 1, ", ");
     return "'" + m[1].str() + "' is not one of " + choices;
   }
-  if (std::regex_match(what, m, not_expected)) {
-    // CLI11 lists the leftovers space-separated and last first; an unknown option's value comes along ("abc --time").
-    std::istringstream words(m[1].str());
-    std::vector<std::string> options, arguments;
-    for (std::string w; words >> w;) {
-      const bool option = w.size() > 1 && w[0] == '-' && !std::isdigit(static_cast<unsigned char>(w[1])) && w[1] != '.';
-      std::vector<std::string>& into = option ? options : arguments;
-      into.insert(into.begin(), w);
-    }
-    std::string said;
-    for (const std::string& o : options) {
-      const std::string near = nearest_option(command, o);
-      said += (said.empty() ? "" : "; ") + std::string("unknown option ") + o;
-      if (!near.empty()) said += " (did you mean " + near + "?)";
-    }
-    if (!said.empty()) return said;  // the words beside an unknown option are most likely its value
-    said = std::string("unexpected argument") + (arguments.size() > 1 ? "s" : "");
-    for (std::size_t i = 0; i < arguments.size(); ++i) said += (i ? ", '" : " '") + arguments[i] + "'";
-    return said;
-  }
   return what;
+}
+
+// CLI11's "The following arguments were not expected: abc --time" said plainly, from the words it left over, each
+// whole and in the command line's order (its message joins them with spaces, last first). `command` is the command
+// named, for "did you mean" (nullptr at the top level).
+std::string plain_leftovers(const std::vector<std::string>& left, const CLI::App* command) {
+  std::vector<std::string> options, arguments;
+  for (const std::string& w : left) {
+    const bool option = w.size() > 1 && w[0] == '-' && !std::isdigit(static_cast<unsigned char>(w[1])) && w[1] != '.';
+    (option ? options : arguments).push_back(w);
+  }
+  std::string said;
+  for (const std::string& o : options) {
+    const std::string near = nearest_option(command, o);
+    said += (said.empty() ? "" : "; ") + std::string("unknown option ") + o;
+    if (!near.empty()) said += " (did you mean " + near + "?)";
+  }
+  if (!said.empty()) return said;  // the words beside an unknown option are most likely its value
+  said = std::string("unexpected argument") + (arguments.size() > 1 ? "s" : "");
+  for (std::size_t i = 0; i < arguments.size(); ++i) said += (i ? ", '" : " '") + arguments[i] + "'";
+  return said;
 }
 
 int run_main(int argc, char** argv) {
@@ -148,8 +146,10 @@ int run_main(int argc, char** argv) {
     // A command's own options are in its help, not the top level's (which lists the commands only).
     const std::string help = names_command ? std::string("attncheck ") + argv[1] + " --help" : "attncheck --help";
     const CLI::App* command = names_command ? app.get_subcommand(argv[1]) : nullptr;
-    std::cerr << "attncheck: error: " << attncheck::printable(plain_parse_error(e.what(), command)) << " (see " << help
-              << ")\n";
+    const std::string said = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr
+                                 ? plain_leftovers(app.remaining(/*recurse=*/true), command)
+                                 : plain_parse_error(e.what());
+    std::cerr << "attncheck: error: " << attncheck::printable(said) << " (see " << help << ")\n";
     return cli::kExitUsage;
   }
   try {

@@ -15,7 +15,7 @@
 namespace attncheck {
 namespace {
 
-constexpr int kMaxTile = 65536;
+constexpr int kMaxTile = Kernel::kMaxTile;
 
 bool is_fixed(const std::string& base) { return base == "fa2-fixed" || base == "paper-fixed"; }
 
