@@ -60,6 +60,28 @@ std::string failure_kind(const std::string& message) {
   return message.substr(at, end - at);
 }
 
+std::string fault_signature(const std::string& message) {
+  const std::string prefix = "kernel fault: ";
+  if (message.rfind(prefix, 0) != 0) return "";
+  // "K: kind: detail": kernel names hold ':' but never ": ".
+  const std::size_t kernel_end = message.find(": ", prefix.size());
+  if (kernel_end == std::string::npos) return message.substr(prefix.size());
+  const std::size_t kind_end = message.find(": ", kernel_end + 2);
+  const std::string kind = message.substr(kernel_end + 2, kind_end == std::string::npos ? std::string::npos
+                                                                                          : kind_end - kernel_end - 2);
+  std::string signature = message.substr(prefix.size(), kernel_end - prefix.size()) + ": " + kind;
+  if (kind == "crash" && kind_end != std::string::npos) {  // the signal: a SIGSEGV is not a SIGABRT
+    const std::string detail = message.substr(kind_end + 2);
+    signature += ": " + detail.substr(0, detail.find(" ("));
+  }
+  return signature;
+}
+
+bool shrinks_fault(const std::string& message) {
+  const std::string s = fault_signature(message);
+  return !s.empty() && s.find(": timeout") == std::string::npos;
+}
+
 ShrinkOptions default_shrink_options() {
   ShrinkOptions o;
   if (const char* s = std::getenv("ATTNCHECK_SHRINK_SECONDS"); s && *s) {  // set and not empty
@@ -170,6 +192,8 @@ Outcome shrink_failure(const Property& p, const Kernel& k, const Budget& b, cons
     }
     return c;
   };
+  // A kernel fault shrinks to candidates that fault the same way (fault_signature): the check throws, no outcome.
+  const std::string fault = fault_signature(failing.message);
   // A stop request (Ctrl-C in `check`) ends shrinking where it is: `best` is a failure as found, and saving it beats
   // losing it (a candidate the request cut short threw Interrupted, caught below as "not simpler").
   while (progress && steps < opt.max_steps && seconds_since(t0) < opt.max_seconds && !stop_requested()) {
@@ -181,10 +205,18 @@ Outcome shrink_failure(const Property& p, const Kernel& k, const Budget& b, cons
       Outcome o;
       try {
         o = p.check(k, cand, b);
+      } catch (const KernelFault& e) {
+        if (fault.empty() || fault_signature(kernel_fault_message(e)) != fault) continue;
+        o = best;
+        o.family = cand;
+        o.message = kernel_fault_message(e);
+        o.instance_index = 0;  // the fault's instance is not known: a replay runs the family from its first
+        o.stats = nlohmann::json();
       } catch (const std::exception&) {
         continue;  // a candidate the kernel cannot run is not simpler
       }
-      if (o.status != Status::kFail || !same_failure(p, failing, o)) continue;
+      const bool same = fault.empty() ? same_failure(p, failing, o) : fault_signature(o.message) == fault;
+      if (o.status != Status::kFail || !same) continue;
       best = o;
       ++steps;
       progress = true;

@@ -34,8 +34,17 @@ std::string failure_kind(const std::string& message);
 // Simpler neighbours of f, most aggressive first; every one validates.
 std::vector<Family> shrink_candidates(const Family& f);
 
+// A kernel fault's kind, as shrinking keeps it: "kernel fault: K: crash: killed by SIGSEGV (...)" gives
+// "plugin:x: crash: killed by SIGSEGV", an error or a stray write its kind alone ("plugin:x: out_of_bounds"); "" for
+// a message that is no kernel fault (kernel_fault_message, harness/problem.h).
+std::string fault_signature(const std::string& message);
+// Whether a fault is shrunk: a crash, an error or a stray write is (each try is one call); a hang is not (each try
+// would cost the call's whole time limit).
+bool shrinks_fault(const std::string& message);
+
 // Shrinks a failing outcome; returns the final failing outcome (family, instance, stats) with shrink_steps and
-// shrink_seconds filled. `failing.status` must be kFail.
+// shrink_seconds filled. `failing.status` must be kFail. A kernel fault (`failing.message` from kernel_fault_message)
+// shrinks to families whose check faults with the same fault_signature.
 Outcome shrink_failure(const Property& p, const Kernel& k, const Budget& b, const Outcome& failing,
                        const ShrinkOptions& opt);
 

@@ -268,9 +268,17 @@ Outcome check_one(const Property& p, const Kernel& k, const Family& f, const Bud
     // The kernel declined the problem at run time (harness/problem.h): a skip, as for capabilities.
     return ended(Status::kSkip, e.what());
   } catch (const KernelFault& e) {
-    // The kernel crashed, hung, returned an error or wrote outside its outputs: a finding, saved and
-    // replayable (the family reproduces it), unshrunk.
+    // The kernel crashed, hung, returned an error or wrote outside its outputs: a finding, saved and replayable (the
+    // family reproduces it). A crash, an error or a stray write shrinks to the smallest family that faults the same
+    // way (a UX review, session 33: a plugin's SIGSEGV was reported on its 16x32 family as found); a hang does not
+    // (each try would cost the call's time limit).
     Outcome o = ended(Status::kFail, kernel_fault_message(e));
+    if (shrink && shrinks_fault(o.message)) {
+      Outcome s = shrink_failure(p, k, b, o, default_shrink_options());
+      if (s.shrink_steps > 0 && s.message != o.message) s.message_checked = o.message;  // the family_checked differs
+      s.report = failure_report(p, k, s);  // the minimal case's inputs; its outputs: "unavailable", the fault
+      return s;
+    }
     o.report = "kernel:   " + k.name() + "\nproperty: " + p.name + "\nverdict:  " + o.message +
                "\nfamily:   " + f.describe() + "\n";
     return o;

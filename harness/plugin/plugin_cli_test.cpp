@@ -227,6 +227,26 @@ TEST(PluginCli, AnUnknownPluginKernelNamesTheLoadedOnes) {
   EXPECT_EQ(typo.output.find("not available here"), std::string::npos) << typo.output;
 }
 
+// A crash shrinks, as a failure does, to the smallest family that crashes the same way (it was reported on the
+// family as found, 16x32 d16); a hang is not shrunk (each try would cost the call's time limit). A UX review,
+// session 33.
+TEST(PluginCli, ACrashShrinksAndAHangDoesNot) {
+  const CliRun crash = attncheck("", "check -k plugin:crash --plugin " + shell_word(ATTNCHECK_FAULTY_PLUGIN) +
+                                         " --suite quick --property finite");
+  EXPECT_EQ(crash.exit_code, 1) << crash.output;
+  EXPECT_NE(crash.output.find("killed by SIGSEGV"), std::string::npos) << crash.output;
+  EXPECT_NE(crash.output.find("[b1 hq1 hkv1 nq1 nk1 d1 "), std::string::npos) << crash.output;
+  EXPECT_NE(crash.output.find("; shrunk in "), std::string::npos) << crash.output;
+  EXPECT_NE(crash.output.find("outputs unavailable"), std::string::npos) << crash.output;
+  const CliRun hang = attncheck("ATTNCHECK_PLUGIN_TIMEOUT=1", "check -k plugin:hang --plugin " +
+                                                                shell_word(ATTNCHECK_FAULTY_PLUGIN) +
+                                                                " --suite quick --property finite");
+  EXPECT_EQ(hang.exit_code, 1) << hang.output;
+  EXPECT_NE(hang.output.find("timeout"), std::string::npos) << hang.output;
+  EXPECT_EQ(hang.output.find("shrunk in"), std::string::npos) << hang.output;
+  EXPECT_NE(hang.output.find("nq16 nk32"), std::string::npos) << hang.output;
+}
+
 // A kernel that declines the suites' head dims everywhere is told where other shapes are (a UX review, session 33).
 TEST(PluginCli, NothingTestedForTheHeadDimSaysWhereOtherShapesAre) {
   const CliRun r = attncheck("", "check -q -k plugin:unsupported --plugin " + shell_word(ATTNCHECK_FAULTY_PLUGIN) +
