@@ -456,6 +456,27 @@ TEST_F(Cli, ReplayNotesMovedStatsAndUpdatesThem) {
   EXPECT_EQ(o.status, 0) << o.out << o.err;
 }
 
+// A per-instance failure on another tensor than the one the file was found with is another failure (replay said
+// "ok" on the verdict alone); the file's note is the message it was found with. A note in prose names no tensor.
+TEST_F(Cli, ReplayTellsAFailureOnAnotherTensor) {
+  const fs::path reg =
+      fs::path(ATTNCHECK_SOURCE_DIR) / "corpus" / "regression" / "fa2-finite-very_negative_rows-f33ba021.json";
+  json c = json::parse(slurp(reg));
+  c["note"] = "instance 3: dQ[0] = -nan but exact -0";  // as check writes it: the tensor it fails on now
+  EXPECT_EQ(run("replay -q " + file("same.json", c.dump(1))).status, 0);
+  c["note"] = "instance 3: O[0] = -nan but exact -0";
+  const CmdResult r = run("replay -q " + file("other.json", c.dump(1)));
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("the file's failure is on O, this replay's on dQ: another failure"), std::string::npos) << r.out;
+  // --update-expected takes the new failure, its message as the note; the replay then matches.
+  const std::string other = (dir_ / "other.json").string();
+  EXPECT_EQ(run("replay -q --update-expected " + other).status, 0);
+  EXPECT_EQ(json::parse(slurp(other))["note"].get<std::string>().rfind("instance 3: dQ", 0), 0u) << slurp(other);
+  EXPECT_EQ(run("replay -q " + other).status, 0);
+  c["found_by"] = "manual";  // a hand-written case's note is not a message
+  EXPECT_EQ(run("replay -q " + file("manual.json", c.dump(1))).status, 0);
+}
+
 // --update-expected turns a fixed kernel's finding into a regression case: the differing verdict and its statistic
 // become the file's, nothing else changes, and the exit counts it as updated (a UX review: `replay` said "update the
 // case" and offered no way but an editor). A matching case is left as it is; with --kernel it is refused.

@@ -397,10 +397,12 @@ void update_case_stats(const std::string& path, const nlohmann::json& stats) {
   write_text_file(path, j.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
-void update_case_verdict(const std::string& path, Status expected, const nlohmann::json& stats) {
+void update_case_verdict(const std::string& path, Status expected, const nlohmann::json& stats,
+                         const std::string& note) {
   json j = json::parse(read_text(path));  // as update_case_stats
   j["expected"] = status_name(expected);
   j["stats"] = stats.is_null() ? json::object() : stats;
+  if (!note.empty()) j["note"] = note;
   write_text_file(path, j.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
 }
 

@@ -54,9 +54,11 @@ Case load_case(const std::string& path);
 // Replaces the `stats` of the case file at `path` (which load_case read) and nothing else: fields this version does
 // not know are kept; the file is rewritten in save_case's layout. For `replay --update-stats`.
 void update_case_stats(const std::string& path, const nlohmann::json& stats);
-// Replaces the `expected` verdict and the `stats` of the case file at `path` (which load_case read) and nothing else:
-// `replay --update-expected`, after a fix (a finding that now passes becomes a regression case).
-void update_case_verdict(const std::string& path, Status expected, const nlohmann::json& stats);
+// Replaces the `expected` verdict and the `stats` of the case file at `path` (which load_case read), and its `note`
+// when `note` is not empty, and nothing else: `replay --update-expected`, after a fix (a finding that now passes
+// becomes a regression case; one that fails otherwise takes the new message as its note).
+void update_case_verdict(const std::string& path, Status expected, const nlohmann::json& stats,
+                         const std::string& note = "");
 // Writes the case into dir under a stable name (kernel-property-generator-<hash>.json); returns the path.
 std::string write_finding(const std::string& dir, const Case& c);
 // Re-runs the case's property on its family (and checks the pinned instance still generates the same bits).

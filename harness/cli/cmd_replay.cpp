@@ -19,6 +19,7 @@
 #include "harness/cli/commands.h"
 #include "harness/corpus.h"
 #include "harness/plugin/plugin_cli.h"
+#include "properties/shrink.h"  // failure_kind, fault_signature
 
 namespace attncheck::cli {
 
@@ -159,6 +160,27 @@ std::string turned_tensors(const nlohmann::json& saved, const nlohmann::json& no
   return out;
 }
 
+// Same verdict (fail), but not the finding the file saved: a per-instance failure on another tensor (the file's note
+// is the message it was found with: "instance 39: dK(...)", now "instance 2: O(...)"), or another kernel fault
+// (a crash where the file has a stray write, another signal). "" when the same, when the file was written by hand
+// (its note is prose), or when either side names no tensor.
+std::string another_failure(const Case& c, const Outcome& o) {
+  if (c.found_by == "manual") return "";
+  const std::string was_fault = fault_signature(c.note), is_fault = fault_signature(o.message);
+  if (!was_fault.empty() || !is_fault.empty()) {
+    if (was_fault == is_fault) return "";
+    return "the file's failure is " + (was_fault.empty() ? "no kernel fault" : "a kernel fault (" + was_fault + ")") +
+           ", this replay's " + (is_fault.empty() ? "no kernel fault" : "a kernel fault (" + is_fault + ")");
+  }
+  static const std::vector<std::string> kTensors = {"O", "LSE", "dQ", "dK", "dV", "delta"};
+  const std::string was = failure_kind(c.note), is = failure_kind(o.message);
+  const auto known = [](const std::string& t) {
+    return std::find(kTensors.begin(), kTensors.end(), t) != kTensors.end();
+  };
+  if (!known(was) || !known(is) || was == is) return "";
+  return "the file's failure is on " + was + ", this replay's on " + is;
+}
+
 int run_replay(const ReplayOptions& opt) {
   // The stats are the case's kernel's: another kernel's would overwrite them with what the case did not find.
   if (!opt.kernel.empty() && opt.update_expected)
@@ -216,6 +238,8 @@ int run_replay(const ReplayOptions& opt) {
       const std::string turned = same ? turned_tensors(c.stats, o.stats) : "";
       std::string moved = same && turned.empty() ? moved_tensors(c.stats, o.stats) : "", other_failure;
       if (!turned.empty()) other_failure = "the bias has turned (" + turned + "): another failure", same = false;
+      const std::string another = same && o.status == Status::kFail ? another_failure(c, o) : "";
+      if (!another.empty()) other_failure = another + ": another failure", same = false;
       // On another kernel the file's stats are the case's kernel's: a statistic failing on other tensors is another
       // failure, not a moved statistic (nothing to update). Per-instance properties keep no such record: verdict only.
       if (other_kernel && !moved.empty()) {
@@ -240,7 +264,7 @@ int run_replay(const ReplayOptions& opt) {
       // --update-expected: a verdict that differs becomes the file's (a fixed kernel's finding now passes: a
       // regression case; a turned bias: the new direction), pass or fail only (a skip says the kernel declined).
       if (opt.update_expected && !same && (o.status == Status::kPass || o.status == Status::kFail)) {
-        update_case_verdict(path, o.status, o.stats);
+        update_case_verdict(path, o.status, o.stats, another.empty() ? "" : o.message);  // the note named the old one
         std::cout << "  expected and stats updated in the file (" << status_name(c.expected) << " -> "
                   << status_name(o.status) << ")\n";
         --differ, ++updated;
