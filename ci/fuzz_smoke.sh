@@ -48,9 +48,9 @@ if [ $unit = 1 ]; then
   # ATTNCHECK_FUZZER unset: it would be found first, and the step would test nothing.
   if [ -x build/harness/attncheck ]; then
     root=$PWD away=$(mktemp -d)
+    st=0  # set -e: the subshell's failure is read here, not the end of the script
     (cd "$away" && env -u ATTNCHECK_FUZZER "$root/build/harness/attncheck" fuzz --kernel oracle --property finite \
-       --time 1 --findings findings >log 2>&1)
-    st=$?
+       --time 1 --findings findings >log 2>&1) || st=$?
     if [ $st != 0 ]; then
       cat "$away/log"
       if grep -q 'no libFuzzer build' "$away/log"; then
@@ -60,7 +60,10 @@ if [ $unit = 1 ]; then
       fi
       rm -rf "$away"; exit 1
     fi
-    grep -q 'no seed corpus' "$away/log" && { cat "$away/log"; echo "fuzz_smoke: no seeds found beside"; rm -rf "$away"; exit 1; }
+    if grep -q 'no seed corpus' "$away/log"; then
+      cat "$away/log"; echo "fuzz_smoke: attncheck fuzz run from another directory found no seeds"
+      rm -rf "$away"; exit 1
+    fi
     rm -rf "$away"
   fi
 fi

@@ -475,6 +475,9 @@ TEST_F(Cli, ReplayTellsAFailureOnAnotherTensor) {
   EXPECT_EQ(run("replay -q " + other).status, 0);
   c["found_by"] = "manual";  // a hand-written case's note is not a message
   EXPECT_EQ(run("replay -q " + file("manual.json", c.dump(1))).status, 0);
+  c["found_by"] = "check";  // nor is prose, whoever wrote it (a regression case's "O overflows here" read as O)
+  c["note"] = "O overflows here, found by hand in instance 3";
+  EXPECT_EQ(run("replay -q " + file("prose.json", c.dump(1))).status, 0);
 }
 
 // --update-expected turns a fixed kernel's finding into a regression case: the differing verdict and its statistic
@@ -499,6 +502,14 @@ TEST_F(Cli, ReplayUpdatesTheExpectedVerdictAfterAFix) {
   EXPECT_EQ(rest, was) << "only expected and stats change";
   EXPECT_EQ(slurp(same), slurp(reg)) << "a matching case is not rewritten";
   EXPECT_EQ(run("replay -q " + fixed).status, 0);
+  // And back (the fix undone): pass -> fail, the prose note kept, and the case then replays as it fails.
+  json undone = json::parse(slurp(fixed));
+  undone["kernel"] = "paper";
+  const std::string back = file("back.json", undone.dump(1));
+  EXPECT_EQ(run("replay -q --update-expected " + back).status, 0);
+  EXPECT_EQ(json::parse(slurp(back))["expected"], "fail");
+  EXPECT_EQ(json::parse(slurp(back))["note"], c["note"]);
+  EXPECT_EQ(run("replay -q " + back).status, 0);
   const CmdResult k = run("replay --kernel paper --update-expected " + fixed);
   EXPECT_EQ(k.status, 2) << k.out << k.err;
   EXPECT_NE(k.err.find("--update-expected with --kernel"), std::string::npos) << k.err;

@@ -62,6 +62,7 @@ struct Interrupted : Error {
 // a finding about the kernel, saved and replayable like a failed property, not a usage error.
 struct KernelFault : Error {
   using Error::Error;
+  long long instance = -1;  // the family's instance it met, where the property knows (run_per_instance); else -1
 };
 // The failure message of a check that met a KernelFault, as check, replay and the fuzzer report it ("kernel fault:
 // ..."); the fuzz target's case note starts with it, which is how `attncheck fuzz` knows not to shrink the case.

@@ -138,8 +138,8 @@ std::string skip_reasons(const RunReport& r) {
     add(p->second, e.label.empty() ? e.outcome.family.generator : e.label);
     add(it->second.kernels, k);
   }
-  // A run where nothing passed or failed ends with its own error that says why (cmd_check.cpp): said once.
-  if (skipped == 0 || (r.count(Status::kPass) == 0 && r.count(Status::kFail) == 0)) return "";
+  // A complete run where nothing passed or failed ends with its own error that says why (cmd_check.cpp): said once.
+  if (skipped == 0 || (r.count(Status::kPass) == 0 && r.count(Status::kFail) == 0 && !r.interrupted_by)) return "";
   const auto join = [](const std::vector<std::string>& v, std::size_t most) {
     std::string out;
     for (std::size_t i = 0; i < v.size() && i < most; ++i) out += (i ? ", " : "") + v[i];

@@ -70,7 +70,13 @@ Outcome run_per_instance(const std::string& property, const Kernel& k, const Fam
     if (stop_requested()) throw Interrupted("stopped before instance " + std::to_string(idx) + " of " + property);
     const std::shared_ptr<const Instance> in = make_instance_shared(f, static_cast<std::uint64_t>(idx));
     nlohmann::json stats = nlohmann::json::object();
-    std::string why = one(kt, *in, f, stats);
+    std::string why;
+    try {
+      why = one(kt, *in, f, stats);
+    } catch (KernelFault& e) {  // which instance faulted: the shrunk case's report shows that one's inputs
+      if (e.instance < 0) e.instance = idx;
+      throw;
+    }
     ++o.instances_run;
     if (why.rfind("skip:", 0) == 0) {  // the property does not apply to this instance
       last_skip = why.substr(5);

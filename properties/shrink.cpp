@@ -210,7 +210,7 @@ Outcome shrink_failure(const Property& p, const Kernel& k, const Budget& b, cons
         o = best;
         o.family = cand;
         o.message = kernel_fault_message(e);
-        o.instance_index = 0;  // the fault's instance is not known: a replay runs the family from its first
+        o.instance_index = e.instance >= 0 ? static_cast<std::uint64_t>(e.instance) : 0;  // where the property knows
         o.stats = nlohmann::json();
       } catch (const std::exception&) {
         continue;  // a candidate the kernel cannot run is not simpler

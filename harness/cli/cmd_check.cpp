@@ -273,9 +273,10 @@ Outcome check_one(const Property& p, const Kernel& k, const Family& f, const Bud
     // way (a UX review, session 33: a plugin's SIGSEGV was reported on its 16x32 family as found); a hang does not
     // (each try would cost the call's time limit).
     Outcome o = ended(Status::kFail, kernel_fault_message(e));
+    o.instance_index = e.instance >= 0 ? static_cast<std::uint64_t>(e.instance) : 0;
     if (shrink && shrinks_fault(o.message)) {
       Outcome s = shrink_failure(p, k, b, o, default_shrink_options());
-      if (s.shrink_steps > 0 && s.message != o.message) s.message_checked = o.message;  // the family_checked differs
+      if (s.shrink_steps > 0) s.message_checked = o.message, s.stats_checked = o.stats;  // as check_and_shrink
       s.report = failure_report(p, k, s);  // the minimal case's inputs; its outputs: "unavailable", the fault
       return s;
     }

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <regex>
 
 #include "harness/cli/commands.h"
 #include "harness/corpus.h"
@@ -160,25 +161,39 @@ std::string turned_tensors(const nlohmann::json& saved, const nlohmann::json& no
   return out;
 }
 
-// Same verdict (fail), but not the finding the file saved: a per-instance failure on another tensor (the file's note
-// is the message it was found with: "instance 39: dK(...)", now "instance 2: O(...)"), or another kernel fault
-// (a crash where the file has a stray write, another signal). "" when the same, when the file was written by hand
-// (its note is prose), or when either side names no tensor.
+// The failure a note records where it is a message as check writes it ("instance 39: dK(b0,...): ...", "kernel fault:
+// plugin:x: crash: killed by SIGSEGV (...)"): "on dK", or "a kernel fault (crash: killed by SIGSEGV)" (no kernel name:
+// a case replayed with --kernel faults under another name). "" for anything else: prose (a hand-written or edited
+// note, the corpus's regression cases), the fuzzer's "minimised from ...".
+std::string recorded_failure(const std::string& message) {
+  static const std::regex per_instance(R"(^instance \d+: (O|LSE|dQ|dK|dV|delta)\b)");
+  std::smatch m;
+  if (std::regex_search(message, m, per_instance)) return "on " + m[1].str();
+  const std::string fault = fault_signature(message);
+  if (fault.empty()) return "";
+  const std::size_t kernel_end = fault.find(": ");
+  return "a kernel fault (" + (kernel_end == std::string::npos ? fault : fault.substr(kernel_end + 2)) + ")";
+}
+
+// Same verdict (fail), but not the finding the file saved (its note records another tensor or another fault): what
+// differs, or "" (the same, or a note that records nothing: recorded_failure).
 std::string another_failure(const Case& c, const Outcome& o) {
   if (c.found_by == "manual") return "";
-  const std::string was_fault = fault_signature(c.note), is_fault = fault_signature(o.message);
-  if (!was_fault.empty() || !is_fault.empty()) {
-    if (was_fault == is_fault) return "";
-    return "the file's failure is " + (was_fault.empty() ? "no kernel fault" : "a kernel fault (" + was_fault + ")") +
-           ", this replay's " + (is_fault.empty() ? "no kernel fault" : "a kernel fault (" + is_fault + ")");
-  }
-  static const std::vector<std::string> kTensors = {"O", "LSE", "dQ", "dK", "dV", "delta"};
-  const std::string was = failure_kind(c.note), is = failure_kind(o.message);
-  const auto known = [](const std::string& t) {
-    return std::find(kTensors.begin(), kTensors.end(), t) != kTensors.end();
-  };
-  if (!known(was) || !known(is) || was == is) return "";
-  return "the file's failure is on " + was + ", this replay's on " + is;
+  const std::string was = recorded_failure(c.note), is = recorded_failure(o.message);
+  if (was.empty() || is.empty() || was == is) return "";
+  return "the file's failure is " + was + ", this replay's " + is;
+}
+
+// The note --update-expected writes: the replay's message where the file's note records a failure and this one is
+// another (so the updated case replays as it now fails), with what the note said of where it came from (check's
+// " [found with ENV --plugin LIB]", the fuzzer's " | fuzz input HEX"); "" = keep the note.
+std::string updated_note(const Case& c, const Outcome& o) {
+  if (c.found_by == "manual" || o.status != Status::kFail) return "";
+  const std::string was = recorded_failure(c.note), is = recorded_failure(o.message);
+  if (was.empty() || was == is) return "";
+  std::size_t from = std::string::npos;
+  for (const char* tail : {" [found with ", " | fuzz input "}) from = std::min(from, c.note.find(tail));
+  return o.message + (from == std::string::npos ? "" : c.note.substr(from));
 }
 
 int run_replay(const ReplayOptions& opt) {
@@ -241,14 +256,20 @@ int run_replay(const ReplayOptions& opt) {
       const std::string another = same && o.status == Status::kFail ? another_failure(c, o) : "";
       if (!another.empty()) other_failure = another + ": another failure", same = false;
       // On another kernel the file's stats are the case's kernel's: a statistic failing on other tensors is another
-      // failure, not a moved statistic (nothing to update). Per-instance properties keep no such record: verdict only.
+      // failure, not a moved statistic (nothing to update). Per-instance properties: the note's tensor (above).
       if (other_kernel && !moved.empty()) {
         const std::string was = failing_tensors(c.stats), is = failing_tensors(o.stats);
         other_failure = "the case's kernel failed on " + (was.empty() ? std::string("no tensor") : was) + "; " +
                         c.kernel + (is.empty() ? " fails otherwise" : " on " + is) + ": another failure";
         same = false, moved.clear();
       }
-      differ += !same;
+      // --update-expected: a verdict that differs becomes the file's (a fixed kernel's finding now passes: a
+      // regression case; a turned bias: the new direction), pass or fail only (a skip says the kernel declined).
+      // Written before it is counted: a write that fails is a file that could not be replayed, not also a difference.
+      const bool update = opt.update_expected && !same && (o.status == Status::kPass || o.status == Status::kFail);
+      if (update) update_case_verdict(path, o.status, o.stats, updated_note(c, o));
+      differ += !same && !update;
+      updated += update;
       // The path is the user's; kernel, property and family are text already (load_case refuses anything else).
       std::cout << (same ? "ok    " : "DIFFER") << " " << printable(path) << ": " << c.kernel
                 << (other_kernel ? " (the case's kernel: " + found_on + ")" : std::string()) << " / " << c.property
@@ -261,13 +282,9 @@ int run_replay(const ReplayOptions& opt) {
                     << ": other parameters\n";
       }
       if (!other_failure.empty()) std::cout << "  " << other_failure << "\n";
-      // --update-expected: a verdict that differs becomes the file's (a fixed kernel's finding now passes: a
-      // regression case; a turned bias: the new direction), pass or fail only (a skip says the kernel declined).
-      if (opt.update_expected && !same && (o.status == Status::kPass || o.status == Status::kFail)) {
-        update_case_verdict(path, o.status, o.stats, another.empty() ? "" : o.message);  // the note named the old one
+      if (update) {
         std::cout << "  expected and stats updated in the file (" << status_name(c.expected) << " -> "
                   << status_name(o.status) << ")\n";
-        --differ, ++updated;
       } else if (opt.update_stats && !moved.empty()) {
         update_case_stats(path, o.stats);  // only the informative statistic: verdict, family, bits stay as they are
         std::cout << "  stats updated in the file (" << moved << ")\n";

@@ -160,6 +160,10 @@ bool is_libfuzzer_build(const std::string& path, const std::vector<std::string>&
   return out.find("libfuzzer") != std::string::npos;
 }
 
+// The checkout's libFuzzer build beside this attncheck's build folder (build/harness/attncheck: build-fuzz/), for a
+// run from another directory (a UX review, session 33: only the current directory's build-fuzz/ was looked in).
+std::string beside_fuzzer() { return self_dir() + "/../../build-fuzz/harness/fuzz/attncheck_fuzz_kernel"; }
+
 std::string find_fuzzer(const FuzzOptions& o, const std::vector<std::string>& env) {
   std::vector<std::string> tries;
   if (!o.fuzzer.empty()) {  // named: it or nothing
@@ -171,10 +175,7 @@ std::string find_fuzzer(const FuzzOptions& o, const std::vector<std::string>& en
   if (from_env && *from_env) tries.push_back(from_env);
   tries.push_back("build-fuzz/harness/fuzz/attncheck_fuzz_kernel");
   tries.push_back(self_dir() + "/fuzz/attncheck_fuzz_kernel");
-  // The libFuzzer build beside this one (build/harness/attncheck: the checkout's build-fuzz/), run from anywhere
-  // (a UX review, session 33: only the current directory's build-fuzz/ was looked in).
-  const std::string beside = self_dir() + "/../../build-fuzz/harness/fuzz/attncheck_fuzz_kernel";
-  tries.push_back(beside);
+  tries.push_back(beside_fuzzer());
   std::string rejected;
   for (const std::string& t : tries) {
     if (::access(t.c_str(), X_OK) != 0) continue;
@@ -280,14 +281,13 @@ int run_fuzz(const FuzzOptions& o) {
     std::cerr << "attncheck fuzz: no seed corpus at " << seeds << " (run from the repository root, or pass --seeds)\n";
   }
   const std::string safe = file_name_part(o.kernel);  // as the findings spell the kernel
-  // The working corpus: the fuzzer's own build folder's corpus/<kernel> (build-fuzz/corpus/<kernel> for the
-  // checkout's build-fuzz/harness/fuzz/attncheck_fuzz_kernel), else build-fuzz/corpus/<kernel> here.
-  const fs::path fuzzer_dir = fs::path(fuzzer).parent_path();
-  const bool in_build = fuzzer_dir.filename() == "fuzz" && fuzzer_dir.parent_path().filename() == "harness";
-  const fs::path build_dir = fuzzer_dir.parent_path().parent_path();
+  // The working corpus: build-fuzz/corpus/<kernel> here, or the checkout's where its fuzzer was found beside
+  // attncheck's build folder (a run from another directory made ./build-fuzz/corpus there). A named fuzzer (--fuzzer,
+  // ATTNCHECK_FUZZER, a bundle's) keeps the corpus here, as before.
+  const bool beside = fuzzer == beside_fuzzer();
   const fs::path corpus = !o.corpus.empty() ? fs::path(o.corpus)
-                          : in_build        ? (build_dir / "corpus" / safe).lexically_normal()
-                                            : fs::path("build-fuzz/corpus") / safe;
+                          : beside ? (fs::path(self_dir()) / "../../build-fuzz/corpus" / safe).lexically_normal()
+                                   : fs::path("build-fuzz/corpus") / safe;
   const fs::path raw = fs::path(o.findings) / ("raw-" + safe);
   require_writable_dir(corpus.string(), "--corpus");  // a clear error, not filesystem_error's "internal error"
   require_writable_dir(raw.string(), "--findings");
@@ -566,8 +566,9 @@ int run_fuzz(const FuzzOptions& o) {
         on_signal.restore();
         std::cerr << "attncheck fuzz: minimising stopped by a signal; the groups left keep their raw cases\n";
       }
-      // A kernel fault (the target's note starts with it) is not shrunk, as `check` does not, nor run again here to
-      // replay it: each group's run met the fault again (a hang cost its time limit per group). Its replay line runs it.
+      // A kernel fault (the target's note starts with it) is not shrunk here (`check` shrinks a crash, an error or a
+      // stray write since session 33; a campaign's groups keep their raw cases), nor run again to replay it: each
+      // group's run met the fault again (a hang cost its time limit per group). Its replay line runs it.
       const bool fault = is_kernel_fault_message(g.first.note);
       const Budget& b = g.first.budget;
       std::optional<Outcome> shrunk;
@@ -727,8 +728,8 @@ void add_fuzz(CLI::App& app, Runner& run) {
       ->check(number_in(1, 256));
   auto* corpus =
       sub->add_option("--corpus", opt->corpus,
-                      "Working corpus directory (default corpus/<kernel> in the fuzzer's build folder: "
-                      "build-fuzz/corpus/<kernel> for the checkout's)")
+                      "Working corpus directory (default build-fuzz/corpus/<kernel>: here, or the checkout's when its "
+                      "fuzzer is found beside attncheck's build folder)")
           ->type_name("DIR");
   sub->add_option("--findings", opt->findings, "Where minimised findings and the summary go")
       ->capture_default_str()

@@ -2,7 +2,7 @@
 # run.attncheck: `git describe --always --dirty` of SOURCE_DIR (a commit, "-dirty" with uncommitted changes), or
 # "unknown" outside a git checkout. Run at every build (harness/CMakeLists.txt); OUT is rewritten only when the text
 # changes, so an unchanged tree recompiles nothing.
-cmake_minimum_required(VERSION 3.18)  # file(CONFIGURE)
+cmake_minimum_required(VERSION 3.19)  # file(CONFIGURE), file(REAL_PATH)
 set(version "unknown")
 find_package(Git QUIET)
 if(GIT_FOUND)

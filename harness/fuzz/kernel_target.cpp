@@ -364,8 +364,9 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
     if (cfg_.keep_going && reported_.count({p.name, fam.generator})) return;  // seen and saved: count only
     Case c = case_from_outcome(o, b, "fuzz");
     c.kernel = cfg_.kernel;
-    // A kernel fault's case says so first: `attncheck fuzz` then neither shrinks it (a fault is not shrunk, as in
-    // check) nor runs the faulting kernel again per group to replay it (a hang cost its time limit each).
+    // A kernel fault's case says so first: `attncheck fuzz` then neither shrinks it (its groups keep raw cases;
+    // `check` shrinks faults but hangs) nor runs the faulting kernel again per group to replay it (a hang cost its
+    // time limit each).
     c.note = (is_kernel_fault_message(o.message) ? o.message + " | " : std::string()) + "fuzz input " +
              to_hex(data, size);
     try {

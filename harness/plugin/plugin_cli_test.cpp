@@ -238,6 +238,23 @@ TEST(PluginCli, ACrashShrinksAndAHangDoesNot) {
   EXPECT_NE(crash.output.find("[b1 hq1 hkv1 nq1 nk1 d1 "), std::string::npos) << crash.output;
   EXPECT_NE(crash.output.find("; shrunk in "), std::string::npos) << crash.output;
   EXPECT_NE(crash.output.find("outputs unavailable"), std::string::npos) << crash.output;
+  // Its case replays as the same fault (the printed replay line); another signal is another failure, and the
+  // kernel's name is not compared (a case replayed with --kernel faults under another name).
+  const std::size_t at = crash.output.find("replay: ");
+  ASSERT_NE(at, std::string::npos) << crash.output;
+  const std::string line = crash.output.substr(at + 8, crash.output.find('\n', at) - at - 8);
+  int st = -1;
+  const std::string again = run_shell(line + " -q", &st);
+  EXPECT_EQ(st, 0) << line << "\n" << again;
+  const std::size_t from = line.find(" replay ") + 8;
+  const std::string file = line.substr(from, line.find(" --plugin") - from);
+  const std::string abort = run_shell(kExe + " replay -q " + file + " --kernel plugin:abort --plugin " +
+                                          shell_word(ATTNCHECK_FAULTY_PLUGIN), &st);
+  EXPECT_EQ(st, 1) << abort;
+  EXPECT_NE(abort.find("the file's failure is a kernel fault (crash: killed by SIGSEGV), this replay's a kernel "
+                       "fault (crash: killed by SIGABRT): another failure"),
+            std::string::npos)
+      << abort;
   const CliRun hang = attncheck("ATTNCHECK_PLUGIN_TIMEOUT=1", "check -k plugin:hang --plugin " +
                                                                 shell_word(ATTNCHECK_FAULTY_PLUGIN) +
                                                                 " --suite quick --property finite");
