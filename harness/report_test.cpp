@@ -423,6 +423,34 @@ TEST(SummaryTable, OneRowPerKernelWithKeyNumbers) {
   EXPECT_NE(t.find("skipped (1):\n  accurate on " + family + " (oracle): no backward pass\n"), std::string::npos) << t;
 }
 
+// One kernel fault met by several checks is said once below the table, with the checks; a fault met once, or
+// failures that are no fault, add nothing.
+TEST(SummaryTable, SaysOnceWhereOneKernelFaultFailedSeveralChecks) {
+  RunReport r;
+  r.kernels = {"plugin:crash"};
+  const auto fail = [&r](const std::string& property, const std::string& message) {
+    RunEntry e;
+    e.outcome.kernel = "plugin:crash";
+    e.outcome.property = property;
+    e.outcome.status = Status::kFail;
+    e.outcome.message = message;
+    e.label = "normal";
+    r.entries.push_back(e);
+  };
+  const std::string segv = "kernel fault: plugin:crash: crash: killed by SIGSEGV (Segmentation fault)";
+  fail("accurate", segv);
+  EXPECT_EQ(summary_table(r).find("one kernel fault"), std::string::npos);
+  for (const char* p : {"finite", "deterministic", "unbiased"}) fail(p, segv);
+  fail("masked_row", "kernel fault: plugin:crash: crash: killed by SIGABRT (Aborted)");
+  fail("constant_v", "instance 0: O(...): fail");
+  const std::string t = summary_table(r);
+  EXPECT_NE(t.find("one kernel fault in 4 checks: plugin:crash: crash: killed by SIGSEGV (accurate on normal, finite "
+                   "on normal, deterministic on normal, and 1 more)\n"),
+            std::string::npos)
+      << t;
+  EXPECT_EQ(t.find("SIGABRT"), std::string::npos) << t;
+}
+
 // Reasons are grouped, a kernel's own prefix taken off, the checks (a property's families: at most 4) and kernels
 // (at most 6) listed, at most 8 reasons; a run with no skip has no such lines.
 TEST(SummaryTable, SaysWhyChecksSkippedOneLinePerReason) {

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "harness/run_report.h"
+#include "properties/shrink.h"  // fault_signature
 
 namespace attncheck {
 
@@ -159,6 +160,27 @@ std::string skip_reasons(const RunReport& r) {
   return s.str();
 }
 
+// One kernel fault met by several checks (a plugin that crashes on every call fails each property's first one) said
+// once below the table, with the checks that met it: four FAIL blocks read as four bugs (a UX review, session 33).
+std::string shared_faults(const RunReport& r) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> faults;  // fault_signature, checks, first met first
+  for (const RunEntry& e : r.entries) {
+    const std::string fault = e.outcome.status == Status::kFail ? fault_signature(e.outcome.message) : "";
+    if (fault.empty()) continue;
+    auto it = std::find_if(faults.begin(), faults.end(), [&](const auto& f) { return f.first == fault; });
+    if (it == faults.end()) it = faults.insert(faults.end(), {fault, {}});
+    it->second.push_back(e.outcome.property + " on " + (e.label.empty() ? e.outcome.family.generator : e.label));
+  }
+  std::ostringstream s;
+  for (const auto& [fault, checks] : faults) {
+    if (checks.size() < 2) continue;
+    s << "one kernel fault in " << checks.size() << " checks: " << fault << " (";
+    for (std::size_t i = 0; i < checks.size() && i < 3; ++i) s << (i ? ", " : "") << checks[i];
+    s << (checks.size() > 3 ? ", and " + std::to_string(checks.size() - 3) + " more" : "") << ")\n";
+  }
+  return s.str();
+}
+
 std::string summary_table(const RunReport& r) {
   std::vector<std::string> kernels = r.kernels, props;
   for (const auto& e : r.entries) {
@@ -228,7 +250,7 @@ std::string summary_table(const RunReport& r) {
   if (r.interrupted_by)
     s << "INTERRUPTED by " << signal_name(r.interrupted_by) << ": " << r.not_run.size() << " of "
       << r.entries.size() + r.not_run.size() << " checks not run; this is not a complete run\n";
-  s << skip_reasons(r);
+  s << shared_faults(r) << skip_reasons(r);
   return s.str();
 }
 
