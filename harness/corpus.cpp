@@ -20,6 +20,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <random>
 #include <set>
@@ -391,19 +392,27 @@ std::string read_text(const std::string& path) {
 }
 }  // namespace
 
-void update_case_stats(const std::string& path, const nlohmann::json& stats) {
-  json j = json::parse(read_text(path));  // load_case has read this very file: valid, bounded in size and depth
-  j["stats"] = stats;
+namespace {
+// Rewrites the case file at `path` (which load_case has read: valid, bounded in size and depth) with `edit` applied;
+// the fields it does not touch stay as they are.
+void rewrite_case(const std::string& path, const std::function<void(json&)>& edit) {
+  json j = json::parse(read_text(path));
+  edit(j);
   write_text_file(path, j.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
+}
+}  // namespace
+
+void update_case_stats(const std::string& path, const nlohmann::json& stats) {
+  rewrite_case(path, [&](json& j) { j["stats"] = stats; });
 }
 
 void update_case_verdict(const std::string& path, Status expected, const nlohmann::json& stats,
                          const std::string& note) {
-  json j = json::parse(read_text(path));  // as update_case_stats
-  j["expected"] = status_name(expected);
-  j["stats"] = stats.is_null() ? json::object() : stats;
-  if (!note.empty()) j["note"] = note;
-  write_text_file(path, j.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
+  rewrite_case(path, [&](json& j) {
+    j["expected"] = status_name(expected);
+    j["stats"] = stats.is_null() ? json::object() : stats;
+    if (!note.empty()) j["note"] = note;
+  });
 }
 
 Case load_case(const std::string& path) {

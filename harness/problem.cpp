@@ -41,27 +41,28 @@ std::string lowered(std::string s) {
 std::string nearest_name(const std::string& word, const std::vector<std::string>& names) {
   if (word.size() < 3) return "";
   const std::string typed = lowered(word);
-  for (const std::string& name : names)
-    if (lowered(name) == typed) return name;
+  std::vector<std::string> low;  // names in lower case, index for index
+  for (const std::string& name : names) low.push_back(lowered(name));
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (low[i] == typed) return names[i];
   // Names the word begins: the shortest, where it begins every other one too (pape: paper, not paper-fixed).
-  std::vector<std::string> begun;
-  for (const std::string& name : names)
-    if (lowered(name).rfind(typed, 0) == 0) begun.push_back(name);
+  std::vector<std::size_t> begun;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (low[i].rfind(typed, 0) == 0) begun.push_back(i);
   if (!begun.empty()) {
-    const std::string shortest = *std::min_element(
-        begun.begin(), begun.end(), [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
-    if (std::all_of(begun.begin(), begun.end(),
-                    [&](const std::string& name) { return lowered(name).rfind(lowered(shortest), 0) == 0; }))
-      return shortest;
+    const std::size_t shortest = *std::min_element(
+        begun.begin(), begun.end(), [&](std::size_t a, std::size_t b) { return low[a].size() < low[b].size(); });
+    if (std::all_of(begun.begin(), begun.end(), [&](std::size_t i) { return low[i].rfind(low[shortest], 0) == 0; }))
+      return names[shortest];
   }
   // Else the one nearest within 2 edits, alone at that distance (tie: ties, of ties and tie_level; head, of head_dim
   // and heads_q: none).
   std::string best;
   std::size_t best_edits = 3, ties = 0;
-  for (const std::string& name : names) {
-    const std::size_t edits = edit_distance(typed, lowered(name));
-    if (edits < best_edits) best = name, best_edits = edits, ties = 0;
-    else if (edits == best_edits && name != best) ++ties;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::size_t edits = edit_distance(typed, low[i]);
+    if (edits < best_edits) best = names[i], best_edits = edits, ties = 0;
+    else if (edits == best_edits && names[i] != best) ++ties;
   }
   return ties == 0 ? best : "";
 }

@@ -68,6 +68,8 @@ std::string replay_command(const std::string& finding_path, const std::string& e
   return env + replay_program() + " replay " + shell_word(finding_path) + extra;
 }
 
+std::string family_label(const RunEntry& e) { return e.label.empty() ? e.outcome.family.generator : e.label; }
+
 std::string key_number(const Outcome& o) {
   if (!o.stats.is_object()) return "";
   // NaN or infinite outputs first: a statistic beside them leaves them out (`unbiased`), so it is not the reason.
@@ -104,7 +106,7 @@ json run_to_json(const RunReport& r) {
     outcomes.push_back({{"kernel", o.kernel},
                         {"property", o.property},
                         {"family", family_to_json(o.family)},
-                        {"family_label", e.label.empty() ? o.family.generator : e.label},
+                        {"family_label", family_label(e)},
                         {"family_description", o.family.describe()},
                         {"family_checked", e.checked.empty() ? o.family.describe() : e.checked},
                         {"status", status_name(o.status)},

@@ -69,6 +69,8 @@ void set_replay_program(const std::string& argv0);
 // What attncheck this is (`attncheck --version`: the commit it was built from), written as the JSON report's
 // run.attncheck; null in the report until it is set (a test program that is not the attncheck executable).
 void set_tool_version(const std::string& version);
+// How the reports name an entry's family: the suite entry's label, else the generator.
+std::string family_label(const RunEntry& e);
 // The statistic that best summarises an outcome in one short cell ("z=9.1", "err/bound=3.2", ...), or "".
 std::string key_number(const Outcome& o);
 

@@ -68,7 +68,7 @@ std::string bias_table(const RunReport& r) {
     const std::size_t row = static_cast<std::size_t>(seen[o.kernel]++);
     if (row == families.size()) {
       const std::string base = (o.property == "unbiased" ? "" : "at ties: ") +
-                               (e.label.empty() ? o.family.generator : e.label);
+                               family_label(e);
       int same = 0;
       for (const auto& f : families) same += f.rfind(base, 0) == 0;
       families.push_back(base + (same ? " (" + std::to_string(same + 1) + ")" : ""));
@@ -110,6 +110,15 @@ std::string bias_table(const RunReport& r) {
   return s.str();
 }
 
+namespace {
+// "a, b, c, and 2 more": at most `most` of v.
+std::string join_some(const std::vector<std::string>& v, std::size_t most) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size() && i < most; ++i) out += (i ? ", " : "") + v[i];
+  if (v.size() > most) out += ", and " + std::to_string(v.size() - most) + " more";
+  return out;
+}
+
 // Why checks skipped, one line per reason (a "skip" cell said nothing, and a run with some skips printed no reason:
 // only one where every check skipped did; a UX review, session 33): the checks it skipped, their kernels, the
 // reason. At most kMaxReasons lines; the JSON and JUnit reports have every check's.
@@ -136,24 +145,19 @@ std::string skip_reasons(const RunReport& r) {
     auto& checks = it->second.checks;
     auto p = std::find_if(checks.begin(), checks.end(), [&](const auto& c) { return c.first == e.outcome.property; });
     if (p == checks.end()) p = checks.insert(checks.end(), {e.outcome.property, {}});
-    add(p->second, e.label.empty() ? e.outcome.family.generator : e.label);
+    add(p->second, family_label(e));
     add(it->second.kernels, k);
   }
   // A complete run where nothing passed or failed ends with its own error that says why (cmd_check.cpp): said once.
   if (skipped == 0 || (r.count(Status::kPass) == 0 && r.count(Status::kFail) == 0 && !r.interrupted_by)) return "";
-  const auto join = [](const std::vector<std::string>& v, std::size_t most) {
-    std::string out;
-    for (std::size_t i = 0; i < v.size() && i < most; ++i) out += (i ? ", " : "") + v[i];
-    if (v.size() > most) out += ", and " + std::to_string(v.size() - most) + " more";
-    return out;
-  };
   std::ostringstream s;
   s << "skipped (" << skipped << "):\n";
   for (std::size_t i = 0; i < reasons.size() && i < kMaxReasons; ++i) {
     std::vector<std::string> checks;  // "unbiased on normal, tied_max"
     for (const auto& [property, labels] : reasons[i].second.checks)
-      checks.push_back(property + " on " + join(labels, 4));
-    s << "  " << join(checks, 3) << " (" << join(reasons[i].second.kernels, 6) << "): " << reasons[i].first << "\n";
+      checks.push_back(property + " on " + join_some(labels, 4));
+    s << "  " << join_some(checks, 3) << " (" << join_some(reasons[i].second.kernels, 6) << "): " << reasons[i].first
+      << "\n";
   }
   if (reasons.size() > kMaxReasons)
     s << "  and " << reasons.size() - kMaxReasons << " more reasons (the JSON report has every check's)\n";
@@ -169,17 +173,16 @@ std::string shared_faults(const RunReport& r) {
     if (fault.empty()) continue;
     auto it = std::find_if(faults.begin(), faults.end(), [&](const auto& f) { return f.first == fault; });
     if (it == faults.end()) it = faults.insert(faults.end(), {fault, {}});
-    it->second.push_back(e.outcome.property + " on " + (e.label.empty() ? e.outcome.family.generator : e.label));
+    it->second.push_back(e.outcome.property + " on " + family_label(e));
   }
   std::ostringstream s;
   for (const auto& [fault, checks] : faults) {
-    if (checks.size() < 2) continue;
-    s << "one kernel fault in " << checks.size() << " checks: " << fault << " (";
-    for (std::size_t i = 0; i < checks.size() && i < 3; ++i) s << (i ? ", " : "") << checks[i];
-    s << (checks.size() > 3 ? ", and " + std::to_string(checks.size() - 3) + " more" : "") << ")\n";
+    if (checks.size() >= 2)
+      s << "one kernel fault in " << checks.size() << " checks: " << fault << " (" << join_some(checks, 3) << ")\n";
   }
   return s.str();
 }
+}  // namespace
 
 std::string summary_table(const RunReport& r) {
   std::vector<std::string> kernels = r.kernels, props;

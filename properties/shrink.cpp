@@ -61,8 +61,8 @@ std::string failure_kind(const std::string& message) {
 }
 
 std::string fault_signature(const std::string& message) {
-  const std::string prefix = "kernel fault: ";
-  if (message.rfind(prefix, 0) != 0) return "";
+  if (!is_kernel_fault_message(message)) return "";
+  const std::string prefix = "kernel fault: ";  // kernel_fault_message's
   // "K: kind: detail": kernel names hold ':' but never ": ".
   const std::size_t kernel_end = message.find(": ", prefix.size());
   if (kernel_end == std::string::npos) return message.substr(prefix.size());

@@ -21,6 +21,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <system_error>
 #include <thread>
@@ -134,31 +135,34 @@ struct FamilySpec {
 const std::vector<std::string> kShapeKeys = {"batch", "heads_q", "heads_kv", "n_q", "n_k", "head_dim",
                                              "causal", "scale", "tile_q", "tile_k"};
 
+bool is_shape_key(const std::string& key) {
+  return std::find(kShapeKeys.begin(), kShapeKeys.end(), key) != kShapeKeys.end();
+}
+
+std::string comma_list(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
 FamilySpec parse_family(const std::string& text) {
   FamilySpec s;
   s.text = text;
   std::tie(s.generator, s.values) = parse_named_params(text, "--family");
   std::vector<std::string> generator_names;
   for (const auto& info : generators()) generator_names.push_back(info.name);
-  if (std::find(generator_names.begin(), generator_names.end(), s.generator) == generator_names.end()) {
-    std::string names;
-    for (const auto& n : generator_names) names += (names.empty() ? "" : ", ") + n;
+  if (std::find(generator_names.begin(), generator_names.end(), s.generator) == generator_names.end())
     throw Error("unknown family/generator '" + s.generator + "'" + did_you_mean(s.generator, generator_names) +
-                " (known: " + names + ")");
-  }
-  std::vector<std::string> keys = family_param_names();
+                " (known: " + comma_list(generator_names) + ")");
+  const std::vector<std::string> params = family_param_names();
+  std::vector<std::string> keys = params;
   keys.insert(keys.end(), kShapeKeys.begin(), kShapeKeys.end());
   for (const auto& [key, value] : s.values) {
-    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-      std::string shape;
-      for (const auto& k : kShapeKeys) shape += (shape.empty() ? "" : ", ") + k;
-      std::string params;
-      for (const auto& k : family_param_names()) params += (params.empty() ? "" : ", ") + k;
+    if (std::find(keys.begin(), keys.end(), key) == keys.end())
       throw Error("--family '" + text + "': unknown key '" + key + "'" + did_you_mean(key, keys) + " (parameters: " +
-                  params + "; the shape: " + shape + ")");
-    }
+                  comma_list(params) + "; the shape: " + comma_list(kShapeKeys) + ")");
     // The shape's integers here (Problem holds ints); the generator's parameters in their domains below.
-    if (std::find(kShapeKeys.begin(), kShapeKeys.end(), key) == kShapeKeys.end() || key == "scale") continue;
+    if (!is_shape_key(key) || key == "scale") continue;
     const bool flag = key == "causal", tile = key == "tile_q" || key == "tile_k";
     if ((flag && value != 0 && value != 1) ||
         (!flag && (value != std::floor(value) || value < (tile ? 0 : 1) || value > 2147483647.0))) {
@@ -210,6 +214,7 @@ std::vector<SuiteEntry> pick_entries(const CheckOptions& opt) {
   for (const auto& text : opt.families) specs.push_back(parse_family(text));
   for (const auto& p : opt.properties) get_property(p);  // Error lists the known properties
   std::vector<SuiteEntry> out;
+  std::set<std::string> checks;  // property and family of each entry in `out`
   for (auto& e : all) {
     if (!opt.properties.empty() &&
         std::find(opt.properties.begin(), opt.properties.end(), e.property) == opt.properties.end())
@@ -225,18 +230,14 @@ std::vector<SuiteEntry> pick_entries(const CheckOptions& opt) {
       if (!s.values.empty()) {
         copy.family = with_values(e.family, s);
         // A variant's label may name its shape ("sliding_window, n_q 24 > n_k 16"): a new shape drops it.
-        const bool reshaped = std::any_of(s.values.begin(), s.values.end(), [](const auto& kv) {
-          return std::find(kShapeKeys.begin(), kShapeKeys.end(), kv.first) != kShapeKeys.end();
-        });
+        const bool reshaped =
+            std::any_of(s.values.begin(), s.values.end(), [](const auto& kv) { return is_shape_key(kv.first); });
         const std::string label = e.label.empty() || reshaped ? e.family.generator : e.label;
         copy.label = label + " " + s.text.substr(s.text.find('['));
       }
       // One check per property and family: `--family normal --family 'normal[]'`, or values the family has already,
       // ran it twice under one name (JUnit's and compare_verdicts' keys).
-      const std::string key = copy.property + " " + family_to_json(copy.family).dump();
-      if (std::none_of(out.begin(), out.end(), [&](const SuiteEntry& o) {
-            return o.property + " " + family_to_json(o.family).dump() == key;
-          }))
+      if (checks.insert(copy.property + " " + family_to_json(copy.family).dump()).second)
         out.push_back(std::move(copy));
     }
   }

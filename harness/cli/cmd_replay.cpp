@@ -116,13 +116,18 @@ std::vector<Named> case_files(const std::vector<std::string>& args) {
   return out;
 }
 
-// The tensors a statistic fails on ("O, delta"), from stats["tensors"][name]["fails"] (props_bias.cpp).
+// Whether one tensor's entry of a statistic (stats["tensors"][name], props_bias.cpp) fails: informative, maybe
+// hand-edited, so anything but a true bool is no failure.
+bool fails(const nlohmann::json& t) {
+  return t.is_object() && t.contains("fails") && t["fails"].is_boolean() && t["fails"].get<bool>();
+}
+
+// The tensors a statistic fails on ("O, delta").
 std::string failing_tensors(const nlohmann::json& stats) {
   std::string out;
   if (!stats.is_object() || !stats.contains("tensors") || !stats["tensors"].is_object()) return out;
-  for (const auto& [name, t] : stats["tensors"].items())  // informative, maybe hand-edited: a non-bool is no failure
-    if (t.is_object() && t.contains("fails") && t["fails"].is_boolean() && t["fails"].get<bool>())
-      out += (out.empty() ? "" : ", ") + name;
+  for (const auto& [name, t] : stats["tensors"].items())
+    if (fails(t)) out += (out.empty() ? "" : ", ") + name;
   return out;
 }
 
@@ -143,9 +148,8 @@ std::string turned_tensors(const nlohmann::json& saved, const nlohmann::json& no
   const auto mean_of_failing = [](const nlohmann::json& stats, const std::string& name, double& mean) {
     if (!stats.is_object() || !stats.contains("tensors") || !stats["tensors"].is_object()) return false;
     const auto t = stats["tensors"].find(name);
-    if (t == stats["tensors"].end() || !t->is_object() || !t->contains("fails") || !(*t)["fails"].is_boolean() ||
-        !(*t)["fails"].get<bool>() || !t->contains("mean_ulp") || !(*t)["mean_ulp"].is_number())
-      return false;  // informative, maybe hand-edited: anything but a failing tensor with a mean is not compared
+    if (t == stats["tensors"].end() || !fails(*t) || !t->contains("mean_ulp") || !(*t)["mean_ulp"].is_number())
+      return false;  // anything but a failing tensor with a mean is not compared
     mean = (*t)["mean_ulp"].get<double>();
     return true;
   };

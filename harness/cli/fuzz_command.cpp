@@ -162,7 +162,9 @@ bool is_libfuzzer_build(const std::string& path, const std::vector<std::string>&
 
 // The checkout's libFuzzer build beside this attncheck's build folder (build/harness/attncheck: build-fuzz/), for a
 // run from another directory (a UX review, session 33: only the current directory's build-fuzz/ was looked in).
-std::string beside_fuzzer() { return self_dir() + "/../../build-fuzz/harness/fuzz/attncheck_fuzz_kernel"; }
+// `rel` in the checkout whose build folder holds this attncheck (build/harness/attncheck: the checkout is two up).
+fs::path in_checkout(const std::string& rel) { return (fs::path(self_dir()) / "../.." / rel).lexically_normal(); }
+std::string beside_fuzzer() { return in_checkout("build-fuzz/harness/fuzz/attncheck_fuzz_kernel").string(); }
 
 std::string find_fuzzer(const FuzzOptions& o, const std::vector<std::string>& env) {
   std::vector<std::string> tries;
@@ -274,8 +276,8 @@ int run_fuzz(const FuzzOptions& o) {
   // The defaults are the checkout's, found from here or, as the fuzzer is, beside attncheck's build folder (a run
   // from another directory fuzzed without seeds and made ./build-fuzz/corpus there; a UX review, session 33).
   std::string seeds = o.seeds;
-  if (!o.seeds_given && !fs::is_directory(seeds) && fs::is_directory(self_dir() + "/../../" + o.seeds))
-    seeds = fs::path(self_dir() + "/../../" + o.seeds).lexically_normal().string();
+  if (!o.seeds_given && !fs::is_directory(seeds) && fs::is_directory(in_checkout(o.seeds)))
+    seeds = in_checkout(o.seeds).string();
   if (!fs::is_directory(seeds)) {
     if (o.seeds_given) throw Error("--seeds " + seeds + ": not a directory");
     std::cerr << "attncheck fuzz: no seed corpus at " << seeds << " (run from the repository root, or pass --seeds)\n";
@@ -286,7 +288,7 @@ int run_fuzz(const FuzzOptions& o) {
   // ATTNCHECK_FUZZER, a bundle's) keeps the corpus here, as before.
   const bool beside = fuzzer == beside_fuzzer();
   const fs::path corpus = !o.corpus.empty() ? fs::path(o.corpus)
-                          : beside ? (fs::path(self_dir()) / "../../build-fuzz/corpus" / safe).lexically_normal()
+                          : beside ? in_checkout("build-fuzz/corpus") / safe
                                    : fs::path("build-fuzz/corpus") / safe;
   const fs::path raw = fs::path(o.findings) / ("raw-" + safe);
   require_writable_dir(corpus.string(), "--corpus");  // a clear error, not filesystem_error's "internal error"

@@ -1,7 +1,6 @@
 // main.cpp — the attncheck executable: `attncheck list | check | replay | fuzz` (see commands.h).
 // Every attncheck::Error, CLI11 parse error or unexpected exception becomes one line on stderr and exit 2;
 // nothing escapes as a crash or a stack trace. Run: ./build/harness/attncheck --help
-#include <algorithm>
 #include <cctype>
 #include <csignal>
 #include <cstdio>
