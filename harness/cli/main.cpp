@@ -1,6 +1,9 @@
 // main.cpp — the attncheck executable: `attncheck list | check | replay | fuzz` (see commands.h).
 // Every attncheck::Error, CLI11 parse error or unexpected exception becomes one line on stderr and exit 2;
 // nothing escapes as a crash or a stack trace. Run: ./build/harness/attncheck --help
+#include <poll.h>
+#include <unistd.h>
+
 #include <cctype>
 #include <csignal>
 #include <cstdio>
@@ -73,6 +76,19 @@ std::string plain_leftovers(const std::vector<std::string>& left, const CLI::App
   return said;
 }
 
+// The exit status when standard output could not be written. A page read by a reader that went away (`attncheck list
+// | head`, a help page into `head -3`) ends as any filter's does, quiet with 141 (128 + SIGPIPE, as killed by it): the
+// reader took what it wanted (a UX review, session 33: "cannot write to standard output" read as a fault). Anything
+// else, and a check, replay or fuzz run (work whose output was lost, findings saved), says so, exit 2.
+int stdout_lost(bool is_page) {
+  pollfd out{STDOUT_FILENO, 0, 0};
+  const bool reader_gone = ::poll(&out, 1, 0) == 1 && (out.revents & POLLERR) != 0;  // a pipe's write end, no reader
+  if (is_page && reader_gone) return 128 + SIGPIPE;
+  std::cerr << "attncheck: error: cannot write to standard output" << (reader_gone ? " (its reader went away)" : "")
+            << "\n";
+  return attncheck::cli::kExitUsage;
+}
+
 int run_main(int argc, char** argv) {
   // A reader that goes away (`attncheck check | head`) must not kill the run: SIGPIPE ended it before the rest of
   // the findings and the --json report were written. Ignored, a write to the closed pipe fails instead; the run goes
@@ -136,11 +152,7 @@ int run_main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) {  // --help, --version: a page nobody received is not a success either
       const int status = app.exit(e);
-      if (!std::cout.flush()) {
-        std::cerr << "attncheck: error: cannot write to standard output\n";
-        return cli::kExitUsage;
-      }
-      return status;
+      return std::cout.flush() ? status : stdout_lost(/*is_page=*/true);
     }
     // A command's own options are in its help, not the top level's (which lists the commands only).
     const std::string help = names_command ? std::string("attncheck ") + argv[1] + " --help" : "attncheck --help";
@@ -154,11 +166,7 @@ int run_main(int argc, char** argv) {
   try {
     const int status = run ? run() : cli::kExitUsage;
     // A report nobody received is not a result: a closed or full standard output (`attncheck list >&-`) was exit 0.
-    if (!std::cout.flush()) {
-      std::cerr << "attncheck: error: cannot write to standard output\n";
-      return cli::kExitUsage;
-    }
-    return status;
+    return std::cout.flush() ? status : stdout_lost(/*is_page=*/names_command && std::string(argv[1]) == "list");
   } catch (const attncheck::Error& e) {
     std::cout.flush();
     std::cerr << "attncheck: error: " << attncheck::printable(e.what()) << "\n";
