@@ -19,6 +19,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -382,6 +383,7 @@ int run_check(const CheckOptions& opt) {
   std::mutex device_mu;  // one CUDA check at a time (one device context)
   std::shared_mutex plugin_mu;  // a plugin's check holds it alone, every other check shares it (run_slot)
   std::size_t next = 0, printed = 0, finished = 0;
+  std::map<std::string, std::string> faults_printed;  // fault_signature -> "property / generator" printed in full
   // Prints, in suite order, every finished check not yet printed (the caller holds mu).
   const auto print_ready = [&] {
     for (; printed < slots.size() && slots[printed].done; ++printed) {
@@ -390,7 +392,16 @@ int run_check(const CheckOptions& opt) {
       const Outcome& o = entry.outcome;
       progress.clear();
       std::cout << "\nFAIL " << o.kernel << " / " << o.property << " / " << o.family.generator << "\n";
-      if (o.report.empty())  // a check that threw: the message is all there is
+      // A kernel fault met again (a plugin that crashes on every call fails each property's first check) is said in
+      // two lines, not a second whole block: the same inputs and "outputs unavailable" read as another bug (a UX
+      // review, session 33). Its case is saved and replays as before.
+      const std::string fault = fault_signature(o.message);
+      const auto [first, is_new] = fault.empty() ? std::pair{faults_printed.end(), true}
+                                                 : faults_printed.emplace(fault, o.property + " / " + o.family.generator);
+      if (!is_new)
+        std::cout << "  the same kernel fault as " << printable(first->second) << " above: "
+                  << printable(o.message.substr(o.message.find(": ") + 2)) << "\n  family: " << o.family.describe() << "\n";
+      else if (o.report.empty())  // a check that threw: the message is all there is
         std::cout << "  " << printable(o.message) << "\n  family: " << o.family.describe()
                   << "\n  stats: " << printable(o.stats.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) << "\n";
       else

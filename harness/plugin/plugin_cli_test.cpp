@@ -264,6 +264,24 @@ TEST(PluginCli, ACrashShrinksAndAHangDoesNot) {
   EXPECT_NE(hang.output.find("nq16 nk32"), std::string::npos) << hang.output;
 }
 
+// One fault met by every property is printed in full once; the other checks say it in two lines, each with its saved
+// case's replay line (four whole blocks of the same inputs read as four bugs: a UX review, session 33).
+TEST(PluginCli, AKernelFaultMetAgainIsPrintedOnce) {
+  const CliRun r = attncheck("", "check -k plugin:crash --plugin " + shell_word(ATTNCHECK_FAULTY_PLUGIN) +
+                                     " --suite quick");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const auto count = [&r](const std::string& what) {
+    int n = 0;
+    for (std::size_t at = r.output.find(what); at != std::string::npos; at = r.output.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("\nFAIL plugin:crash / "), 4) << r.output;
+  EXPECT_EQ(count("\nreplay: "), 4) << r.output;
+  EXPECT_EQ(count("(outputs unavailable: "), 1) << r.output;
+  EXPECT_EQ(count("  the same kernel fault as accurate / normal above: plugin:crash: crash: killed by SIGSEGV"), 3)
+      << r.output;
+}
+
 // A kernel that declines the suites' head dims everywhere is told where other shapes are (a UX review, session 33).
 TEST(PluginCli, NothingTestedForTheHeadDimSaysWhereOtherShapesAre) {
   const CliRun r = attncheck("", "check -q -k plugin:unsupported --plugin " + shell_word(ATTNCHECK_FAULTY_PLUGIN) +
