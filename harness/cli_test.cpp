@@ -1019,6 +1019,9 @@ TEST_F(Cli, FamilyValuesSetParametersAndShape) {
                               "'normal[quant=7]' --json " + (dir_ / "t.json").string());
   EXPECT_EQ(twice.status, 0) << twice.out << twice.err;
   EXPECT_EQ(json::parse(slurp(dir_ / "t.json"))["outcomes"].size(), 1u);
+  // Parameters compose: one the generator does not list is taken where it changes what the generator makes.
+  const CmdResult composed = run("check -q -k oracle --property finite --family 'normal[ties=3]'");
+  EXPECT_EQ(composed.status, 0) << composed.out << composed.err;
   // A variant's label that names its shape gives way to the generator's name when the shape is set.
   const CmdResult relabel = run("check -q -k oracle --property masked_row --family 'sliding_window[n_k=12]' --json " +
                                 (dir_ / "l.json").string());
@@ -1034,7 +1037,10 @@ TEST_F(Cli, FamilyValuesSetParametersAndShape) {
            {"tied_max[ties=3", "expected base[key=value,...]"},
            {"tide_max[ties=3]", "unknown family/generator 'tide_max' (did you mean tied_max?)"},
            {"normal[head=64]", "unknown key 'head' (parameters: "},  // head_dim or heads_q: no guess
-           {"normal[tile_q=100000]", "tiles must be in [0, 65536]"}}) {
+           {"normal[tile_q=100000]", "tiles must be in [0, 65536]"},
+           // A parameter the generator neither lists nor reads did nothing, and the run read as a test of it.
+           {"normal[rank=2]", "rank changes nothing normal makes here (its first instances are the same bits "
+                              "without it); low_rank lists it"}}) {
     const CmdResult e = run("check -q -k oracle --family '" + args + "'");
     EXPECT_EQ(e.status, 2) << args << ": " << e.out << e.err;
     EXPECT_NE(e.err.find(said), std::string::npos) << args << ": " << e.err;

@@ -209,6 +209,39 @@ Family with_values(Family f, const FamilySpec& s) {
   return f;
 }
 
+// Whether the family's first instances are the same bits as g's (inputs, mask and bias).
+bool same_instances(const Family& f, const Family& g) {
+  for (std::uint64_t i = 0; i < 4; ++i) {  // one instance may draw alike by chance (tie_rows' rows, keep's mask)
+    const Instance a = make_instance(f, i), b = make_instance(g, i);
+    if (a.q != b.q || a.k != b.k || a.v != b.v || a.d_o != b.d_o || a.mask != b.mask || a.bias != b.bias) return false;
+  }
+  return true;
+}
+
+// `base` with the spec's values, each of them acting on what the generator makes. Parameters are shared (they
+// compose: normal[ties=3] makes ties), so a parameter the generator does not list is refused where it changes none of
+// the first instances (normal[rank=2], normal[pad=3] without mask=1): it was accepted and did nothing, and the run
+// read as a test of it.
+Family with_acting_values(const Family& base, const FamilySpec& s) {
+  const Family f = with_values(base, s);
+  const auto& listed = default_family(s.generator).params;
+  for (const auto& [key, value] : s.values) {
+    if (is_shape_key(key) || listed.count(key)) continue;
+    Family unset = base;  // without the key at all (a suite's family may set it already)
+    unset.params.erase(key);
+    FamilySpec without = s;
+    without.values.erase(key);
+    if (!same_instances(f, with_values(unset, without))) continue;
+    std::vector<std::string> listing;
+    for (const auto& g : generators())
+      if (g.defaults.count(key)) listing.push_back(g.name);
+    throw Error("--family '" + s.text + "': " + key + " changes nothing " + s.generator + " makes here (its first " +
+                "instances are the same bits without it)" + (listing.empty() ? "" : "; " + comma_list(listing) +
+                " list" + (listing.size() == 1 ? "s" : "") + " it"));
+  }
+  return f;
+}
+
 std::vector<SuiteEntry> pick_entries(const CheckOptions& opt) {
   std::vector<SuiteEntry> all = suite(opt.suite);  // Error on an unknown suite
   std::vector<FamilySpec> specs;
@@ -229,7 +262,7 @@ std::vector<SuiteEntry> pick_entries(const CheckOptions& opt) {
       if (s.generator != e.family.generator) continue;
       SuiteEntry copy = e;
       if (!s.values.empty()) {
-        copy.family = with_values(e.family, s);
+        copy.family = with_acting_values(e.family, s);
         // A variant's label may name its shape ("sliding_window, n_q 24 > n_k 16"): a new shape drops it.
         const bool reshaped =
             std::any_of(s.values.begin(), s.values.end(), [](const auto& kv) { return is_shape_key(kv.first); });
