@@ -1,6 +1,7 @@
 // stop_signals.cpp — see stop_signals.h.
 #include "harness/cli/stop_signals.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,7 +14,39 @@ namespace attncheck::cli {
 std::atomic<int> g_stop_signals{0};
 std::atomic<int> g_last_stop_signal{0};
 
+namespace {
+// One request delivered twice: GNU timeout (a CI job's time limit) sends its signal to attncheck and then to attncheck's
+// process group, so two arrive microseconds apart; the second, read as "again: stop at once", ended `check` with no
+// summary and no report (a UX review, session 34: 2 runs in 30 under `timeout 1.2`). A signal within kSameRequestNs
+// of the last one counted is that one again; a person's second Ctrl-C comes later. clock_gettime is async-signal-safe.
+constexpr long long kSameRequestNs = 500'000'000;
+std::atomic<long long> g_last_signal_ns{0};
+static_assert(std::atomic<long long>::is_always_lock_free, "a signal handler may only touch lock-free atomics");
+
+bool same_request_again() {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  const long long ns = now.tv_sec * 1'000'000'000LL + now.tv_nsec, last = g_last_signal_ns;
+  if (last != 0 && ns - last < kSameRequestNs) return true;
+  g_last_signal_ns = ns;
+  return false;
+}
+
+// The dispositions before StopSignals installed its handler. A handler that has had its signal puts both back at the
+// next one and raises it again (sigaction and raise are async-signal-safe; the signal is blocked in its handler, so it
+// is delivered, with the old disposition, as the handler returns): attncheck then ends as it would have.
+struct sigaction g_old_int {}, g_old_term {};
+std::atomic<bool> g_end_at_next{false};  // one_more()'s handler and check's: the next signal ends attncheck
+
+void end_as_before(int sig) {
+  ::sigaction(SIGINT, &g_old_int, nullptr);
+  ::sigaction(SIGTERM, &g_old_term, nullptr);
+  ::raise(sig);
+}
+}  // namespace
+
 extern "C" void count_stop_signal(int sig) {
+  if (same_request_again()) return;
   g_last_stop_signal = sig;  // before the count: a thread that sees the count sees the signal's number
   ++g_stop_signals;
 }
@@ -23,16 +56,21 @@ namespace {
 // before the handler is installed). "\r\033[K" clears a progress line on a terminal first.
 char g_check_stop_message[256];
 std::size_t g_check_stop_message_size = 0;
-// The dispositions before `check` installed its handler, which puts both back at the first signal (sigaction is
-// async-signal-safe): the next SIGINT or SIGTERM, either one, then ends attncheck at once.
-struct sigaction g_check_old_int {}, g_check_old_term {};
 
 extern "C" void stop_check(int sig) {
-  ::sigaction(SIGINT, &g_check_old_int, nullptr);
-  ::sigaction(SIGTERM, &g_check_old_term, nullptr);
-  count_stop_signal(sig);
+  if (same_request_again()) return;
+  if (g_end_at_next.exchange(true)) return end_as_before(sig);  // the next SIGINT or SIGTERM, either one
+  g_last_stop_signal = sig;
+  ++g_stop_signals;
   request_stop();
   (void)!::write(2, g_check_stop_message, g_check_stop_message_size);
+}
+
+extern "C" void count_then_end(int sig) {  // one_more()
+  if (same_request_again()) return;
+  if (g_end_at_next.exchange(true)) return end_as_before(sig);
+  g_last_stop_signal = sig;
+  ++g_stop_signals;
 }
 }  // namespace
 
@@ -41,6 +79,10 @@ StopSignals::StopSignals(For what) {
   ::sigaction(SIGTERM, nullptr, &old_term_);
   g_stop_signals = 0;
   g_last_stop_signal = 0;
+  g_last_signal_ns = 0;
+  g_end_at_next = false;
+  g_old_int = old_int_;
+  g_old_term = old_term_;
   if (what == For::kFuzz) {
     install(count_stop_signal, SA_RESTART);
     return;
@@ -51,13 +93,13 @@ StopSignals::StopSignals(For what) {
                               "shrunk no further); the summary and reports follow, marked interrupted. Interrupt "
                               "again to stop at once.\n");
   g_check_stop_message_size = std::min<std::size_t>(n, sizeof g_check_stop_message - 1);
-  g_check_old_int = old_int_;
-  g_check_old_term = old_term_;
   install(stop_check, SA_RESTART);
 }
 
 void StopSignals::one_more() {
-  if (!restored_) install(count_stop_signal, SA_RESTART | SA_RESETHAND);
+  if (restored_) return;
+  g_end_at_next = false;
+  install(count_then_end, SA_RESTART);
 }
 
 void StopSignals::restore() {

@@ -5,7 +5,9 @@
 // ends the run after the check in progress (whose instance loop stops at its next instance, and whose shrinking keeps
 // what it has: properties/property.h, request_stop) with the summary and both reports marked interrupted; the
 // handler puts the earlier dispositions back as it runs, so a second signal ends attncheck at once (cmd_check.cpp).
-// A signal ignored when attncheck started (SIGINT in a shell's background job, nohup) stays ignored.
+// A signal ignored when attncheck started (SIGINT in a shell's background job, nohup) stays ignored. A signal within
+// 0.5 s of the last one counted is the same request delivered twice (GNU timeout signals attncheck, then its process
+// group) and is not counted.
 #pragma once
 
 #include <signal.h>
@@ -32,8 +34,7 @@ class StopSignals {
   // Either way the count starts at 0.
   explicit StopSignals(For what);
   ~StopSignals() { restore(); }
-  // From now on the next signal is counted and then ends the handler's life (SA_RESETHAND): one more after it ends
-  // attncheck as the default would. For `fuzz`'s phase after the fuzzer, where a signal stops minimising at once.
+  // From now on the next signal is counted; one more after it ends attncheck as the default would. For `fuzz`'s phase after the fuzzer, where a signal stops minimising at once.
   void one_more();
   // The dispositions attncheck had before (a further signal then ends it as it would have).
   void restore();
