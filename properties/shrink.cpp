@@ -37,8 +37,10 @@ bool valid(const Family& f) {
 }
 
 // Is `cand` the same failure as `orig`? Per-instance properties: a failure naming the same tensor. `unbiased`: the
-// original headline tensor still fails, and its per-instance means still vary (sd > 0). Without the first, a
-// shrink could trade the O bias for an unrelated dV error; without the second, it reaches families whose T
+// original headline tensor still fails, with a mean of the same sign, and its per-instance means still vary (sd > 0).
+// Without the first, a shrink could trade the O bias for an unrelated dV error; without the sign, a bias turned the
+// other way (paper-fixed's dV:tied at -0.151 ulp shrank to +1.484, fa2-fixed's dQ on near_tie at +1.50 to -4.50: a
+// UX review, session 34), and the direction is the finding; without the last, it reaches families whose T
 // instances are all the same instance (values quantised to 1), where a single deterministic error reads as an
 // infinite z: that is an error, not a bias across instances.
 bool same_failure(const Property& p, const Outcome& orig, const Outcome& cand) {
@@ -47,7 +49,9 @@ bool same_failure(const Property& p, const Outcome& orig, const Outcome& cand) {
   const std::string tensor = orig.stats.value("tensor", std::string());
   if (tensor.empty() || !cand.stats.contains("tensors") || !cand.stats["tensors"].contains(tensor)) return false;
   const auto& t = cand.stats["tensors"][tensor];
-  return t.value("fails", false) && t.value("sd", 0.0) > 0;
+  const double was = orig.stats.contains("tensors") && orig.stats["tensors"].contains(tensor)
+                         ? orig.stats["tensors"][tensor].value("mean_ulp", 0.0) : 0.0;
+  return t.value("fails", false) && t.value("sd", 0.0) > 0 && (t.value("mean_ulp", 0.0) > 0) == (was > 0);
 }
 
 }  // namespace

@@ -136,6 +136,28 @@ TEST(Shrink, ABiasShrinksToFamiliesThatStillVary) {
   EXPECT_LT(std::fabs(o.stats["tensors"][tensor]["z"].get<double>()), 1e6) << o.stats.dump();
 }
 
+// A bias shrinks to families where it leans the same way: the direction is the finding. paper-fixed's dV:tied on
+// tied_max (-0.151 ulp as checked) shrank to +1.484, fa2-fixed's dQ on near_tie (+1.50) to -4.50 (a UX review,
+// session 34).
+TEST(Shrink, ABiasKeepsItsSign) {
+  struct Case {
+    const char* property;
+    const char* kernel;
+    const char* family;
+  };
+  for (const Case& c : {Case{"unbiased_at_ties", "paper-fixed", "tied_max"}, Case{"unbiased", "fa2-fixed", "near_tie"}}) {
+    SCOPED_TRACE(std::string(c.kernel) + " " + c.property + " " + c.family);
+    const Property& p = get_property(c.property);
+    const Kernel& k = default_registry().get(c.kernel);
+    const Outcome o = check_and_shrink(p, k, default_family(c.family), Budget{});
+    ASSERT_EQ(o.status, Status::kFail) << o.message;
+    ASSERT_GT(o.shrink_steps, 0);
+    const std::string tensor = o.stats_checked["tensor"];
+    const double checked = o.stats_checked["tensors"][tensor]["mean_ulp"], shrunk = o.stats["tensors"][tensor]["mean_ulp"];
+    EXPECT_EQ(checked > 0, shrunk > 0) << "as checked " << checked << ", shrunk " << shrunk;
+  }
+}
+
 TEST(Shrink, PaperTieBiasShrinksToATinyTie) {
   const auto t0 = std::chrono::steady_clock::now();
   const Outcome o =
