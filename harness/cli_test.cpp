@@ -266,7 +266,12 @@ TEST_F(Cli, HelpAndUsageErrors) {
            {"check -k paper --findings " + f, "--findings " + f + ": a file, not a directory"},
            {"check -k paper --json ''", "--json: an empty path"},
            {"check -k paper --json " + (dir_ / "no-dir" / "r.json").string(), "no directory"},
-           {"fuzz --time 2 --fuzzer " + (dir_ / "no-fuzzer").string(), "no such file"}}) {
+           {"fuzz --time 2 --fuzzer " + (dir_ / "no-fuzzer").string(), "no such file"},
+           // A missing value took the next option as it: a JSON report in a file named -q (a UX review, session 34).
+           {"check -k paper --json -q", "--json needs a value, and took the option '-q' as it (a path that starts "
+                                        "with '-' is written ./-q; see attncheck check --help)"},
+           {"check --kernel -q", "--kernel needs a value, and took the option '-q' as it (see attncheck check"},
+           {"fuzz --findings --time 2", "--findings needs a value, and took the option '--time' as it"}}) {
     const bool own_findings = args.rfind("check", 0) == 0 && args.find("--findings") == std::string::npos;
     const CmdResult r = run(own_findings ? args + " --findings " + (dir_ / "f").string() : args);
     EXPECT_EQ(r.status, 2) << args << "\n" << r.out << r.err;

@@ -76,6 +76,30 @@ std::string plain_leftovers(const std::vector<std::string>& left, const CLI::App
   return said;
 }
 
+// An option whose value is missing took the next option as it (`check --json -q` wrote the JSON report to a file
+// named -q, `--findings -k` made a folder -k: a UX review, session 34): what to say, or "". A value that looks like an
+// option is refused, naming both; a number (-1) is left to the option's own check, and a path that starts with '-'
+// is written ./-q. "-" alone is standard output. Also asked where parsing failed: the option's value may have left
+// the rest unparsable (`--findings --time 2`: "unexpected argument '2'").
+std::string option_taken_as_value(const CLI::App& app) {
+  for (const CLI::App* command : app.get_subcommands()) {
+    for (const CLI::Option* o : command->get_options()) {
+      // a flag, a positional (`replay -- -x.json`), or not given
+      if (o->get_type_size() == 0 || !o->nonpositional() || o->count() == 0) continue;
+      const std::string type = o->get_type_name();
+      const bool path = type == "FILE" || type == "DIR" || type == "PATH";
+      for (const std::string& value : o->results()) {
+        if (value.size() < 2 || value[0] != '-' || std::isdigit(static_cast<unsigned char>(value[1])) || value[1] == '.')
+          continue;
+        return o->get_name() + " needs a value, and took the option '" + attncheck::printable(value) + "' as it (" +
+               (path ? "a path that starts with '-' is written ./" + attncheck::printable(value) + "; " : "") +
+               "see attncheck " + command->get_name() + " --help)";
+      }
+    }
+  }
+  return "";
+}
+
 // The exit status when standard output could not be written. A page read by a reader that went away (`attncheck list
 // | head`, a help page into `head -3`) ends as any filter's does, quiet with 141 (128 + SIGPIPE, as killed by it): the
 // reader took what it wanted (a UX review, session 33: "cannot write to standard output" read as a fault). Anything
@@ -154,6 +178,10 @@ int run_main(int argc, char** argv) {
       const int status = app.exit(e);
       return std::cout.flush() ? status : stdout_lost(/*is_page=*/true);
     }
+    if (const std::string said = option_taken_as_value(app); !said.empty()) {
+      std::cerr << "attncheck: error: " << said << "\n";
+      return cli::kExitUsage;
+    }
     // A command's own options are in its help, not the top level's (which lists the commands only).
     const std::string help = names_command ? std::string("attncheck ") + argv[1] + " --help" : "attncheck --help";
     const CLI::App* command = names_command ? app.get_subcommand(argv[1]) : nullptr;
@@ -161,6 +189,10 @@ int run_main(int argc, char** argv) {
                                  ? plain_leftovers(app.remaining(/*recurse=*/true), command)
                                  : plain_parse_error(e.what());
     std::cerr << "attncheck: error: " << attncheck::printable(said) << " (see " << help << ")\n";
+    return cli::kExitUsage;
+  }
+  if (const std::string said = option_taken_as_value(app); !said.empty()) {
+    std::cerr << "attncheck: error: " << said << "\n";
     return cli::kExitUsage;
   }
   try {
