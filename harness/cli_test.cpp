@@ -271,6 +271,9 @@ TEST_F(Cli, HelpAndUsageErrors) {
            {"check -k paper --json -q", "--json needs a value, and took the option '-q' as it (a path that starts "
                                         "with '-' is written ./-q; see attncheck check --help)"},
            {"check --kernel -q", "--kernel needs a value, and took the option '-q' as it (see attncheck check"},
+           // Filters that match nothing here say where such checks are (it said no more than the first part).
+           {"check --property unbiased --family sink", "matches the --family/--property filters; --suite bias has"},
+           {"check --property accurate --family constant_v --suite bias", "filters (nor of any other suite)"},
            {"fuzz --findings --time 2", "--findings needs a value, and took the option '--time' as it"}}) {
     const bool own_findings = args.rfind("check", 0) == 0 && args.find("--findings") == std::string::npos;
     const CmdResult r = run(own_findings ? args + " --findings " + (dir_ / "f").string() : args);

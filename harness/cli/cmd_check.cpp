@@ -275,7 +275,28 @@ std::vector<SuiteEntry> pick_entries(const CheckOptions& opt) {
         out.push_back(std::move(copy));
     }
   }
-  if (out.empty()) throw Error("no check of suite '" + opt.suite + "' matches the --family/--property filters");
+  if (out.empty()) {
+    // Where such checks are: `--property unbiased --family sink` is in the bias suite, gpu_matches_cpu_model in gpu
+    // (it said only "no check ... matches": a UX review, session 34).
+    std::vector<std::string> elsewhere;
+    for (const std::string& other : suite_names()) {
+      if (other == opt.suite) continue;
+      const std::vector<SuiteEntry> entries = suite(other);
+      const bool any = std::any_of(entries.begin(), entries.end(), [&](const SuiteEntry& e) {
+        const bool property = opt.properties.empty() || std::find(opt.properties.begin(), opt.properties.end(),
+                                                                  e.property) != opt.properties.end();
+        const bool family = specs.empty() || std::any_of(specs.begin(), specs.end(), [&](const FamilySpec& s) {
+                              return s.generator == e.family.generator;
+                            });
+        return property && family;
+      });
+      if (any) elsewhere.push_back("--suite " + other);
+    }
+    throw Error("no check of suite '" + opt.suite + "' matches the --family/--property filters" +
+                (elsewhere.empty() ? std::string(" (nor of any other suite)")
+                                   : "; " + comma_list(elsewhere) + " " + (elsewhere.size() == 1 ? "has" : "have") +
+                                         " such checks"));
+  }
   return out;
 }
 
