@@ -572,7 +572,9 @@ int run_check(const CheckOptions& opt) {
   for (std::thread& t : threads) t.join();
   if (worker_error) std::rethrow_exception(worker_error);
   for (Slot& slot : slots) (slot.ran ? report.entries : report.not_run).push_back(std::move(slot.result));
-  on_signal.restore();  // from here a signal ends attncheck as it would have (the reports then are missing, not old)
+  // From here a signal ends attncheck as it would have (the reports then are missing, not old); the second of one
+  // request delivered twice (GNU timeout's, to attncheck and its group) does not, even where the run ended between.
+  on_signal.end_at_next();
   report.interrupted_by = g_stop_signals > 0 ? static_cast<int>(g_last_stop_signal) : 0;
   progress.clear();
   report.wall_seconds = seconds_since(t0);

@@ -102,6 +102,10 @@ void StopSignals::one_more() {
   install(count_then_end, SA_RESTART);
 }
 
+void StopSignals::end_at_next() {
+  if (!restored_) g_end_at_next = true;
+}
+
 void StopSignals::restore() {
   if (restored_) return;
   restored_ = true;

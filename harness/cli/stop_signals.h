@@ -36,6 +36,9 @@ class StopSignals {
   ~StopSignals() { restore(); }
   // From now on the next signal is counted; one more after it ends attncheck as the default would. For `fuzz`'s phase after the fuzzer, where a signal stops minimising at once.
   void one_more();
+  // kCheck: from now on the next signal ends attncheck as the dispositions before would have, except one within 0.5 s
+  // of a signal that came (the same request delivered twice).
+  void end_at_next();
   // The dispositions attncheck had before (a further signal then ends it as it would have).
   void restore();
   StopSignals(const StopSignals&) = delete;
