@@ -185,6 +185,10 @@ TEST_F(Cli, HelpAndUsageErrors) {
     EXPECT_NE(h.out.find("Exit status: " + std::string(own)), std::string::npos) << cmd << "\n" << h.out;
     EXPECT_EQ(h.out.find("0 all pass, 1 a property failed"), std::string::npos) << cmd << "\n" << h.out;
   }
+  // Every parameter --family can set is listed with its domain, those no generator's defaults name too.
+  const CmdResult gens = run("list generators");
+  EXPECT_NE(gens.out.find("\n  ties_min: an integer in [1, "), std::string::npos) << gens.out;
+  EXPECT_NE(gens.out.find("\n  tie_rows: [0, 1] (fraction of rows"), std::string::npos) << gens.out;
   for (const char* bad : {"", "frobnicate", "check --bogus", "check --instances 0", "check --seconds -1", "replay",
                           "check -k no-such-kernel", "check --suite no-such-suite", "check --property no-such-property",
                           "check --family no-such-generator", "check -k 'paper[bad'"}) {

@@ -6,6 +6,8 @@
 #include "harness/cli/commands.h"
 #include "harness/plugin/plugin_cli.h"
 #include "harness/kernel.h"
+#include "properties/family.h"
+#include "properties/family_internal.h"  // param_domain, describe_domain
 #include "properties/property.h"
 
 namespace attncheck::cli {
@@ -37,6 +39,11 @@ int run_list(const std::string& what) {
         o << "\n";
       }
     }
+    // Every parameter with its domain: parameters compose (normal[ties=3] makes ties), and some no generator lists
+    // (ties_min, tie_rows) were set nowhere a user could read (a UX review, session 34).
+    o << "parameters (--family 'G[key=value]' sets any of them where it changes what G makes; bf16 domains):\n";
+    for (const std::string& name : family_param_names())
+      if (const auto d = param_domain(name, Format::kBF16)) o << "  " << name << ": " << describe_domain(*d) << "\n";
   }
   if (all || what == "suites") {
     o << "suites:\n";
