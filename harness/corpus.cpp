@@ -30,6 +30,7 @@
 #include "harness/json_fields.h"
 #include "harness/run_report.h"
 #include "properties/report.h"
+#include "properties/shrink.h"  // fault_signature
 
 namespace attncheck {
 
@@ -465,8 +466,11 @@ Case load_case(const std::string& path) {
 std::string file_name_part(const std::string& s) { return sanitise(s); }
 
 std::string finding_file_name(const Case& c) {
-  const std::string key = c.kernel + "\n" + c.property + "\n" + family_to_json(c.family).dump() + "\n" +
-                          std::to_string(c.instance_index);
+  std::string key = c.kernel + "\n" + c.property + "\n" + family_to_json(c.family).dump() + "\n" +
+                    std::to_string(c.instance_index);
+  // A kernel fault is another finding than a wrong output, and a SIGSEGV another than an abort or a stray write, on
+  // the same shrunk family: each saved over the last under one name (a UX review, session 34). Other names stay.
+  if (const std::string fault = fault_signature(c.note); !fault.empty()) key += "\n" + fault.substr(fault.find(": ") + 2);
   char hash[16];
   std::snprintf(hash, sizeof hash, "%08llx", static_cast<unsigned long long>(fnv1a(key) & 0xffffffffull));
   return sanitise(c.kernel) + "-" + sanitise(c.property) + "-" + sanitise(c.family.generator) + "-" + hash + ".json";

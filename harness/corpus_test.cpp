@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -246,8 +247,20 @@ TEST(Corpus, FindingNamesAreSanitisedAndStable) {
   EXPECT_EQ(name.substr(name.size() - 5), ".json");
   c.found_at = "2030-01-01T00:00:00Z";  // when it was found does not rename it
   EXPECT_EQ(finding_file_name(c), name);
+  c.note = "instance 0: O(b0,h0,i0,c0) = 2 but exact 1";  // the message does not rename a wrong output
+  EXPECT_EQ(finding_file_name(c), name);
+  // A kernel fault does, by its kind and signal (each saved over the last: a UX review, session 34), not its detail.
+  c.note = "kernel fault: plugin:x: crash: killed by SIGSEGV (Segmentation fault)";
+  const std::string segv = finding_file_name(c);
+  c.note = "kernel fault: plugin:x: crash: killed by SIGSEGV (Segmentation fault) [found with --plugin x.so]";
+  EXPECT_EQ(finding_file_name(c), segv);
+  c.note = "kernel fault: plugin:x: crash: killed by SIGABRT (Aborted)";
+  const std::string abrt = finding_file_name(c);
+  c.note = "kernel fault: plugin:x: out_of_bounds: wrote 4 bytes past O";
+  const std::string oob = finding_file_name(c);
+  EXPECT_EQ((std::set<std::string>{name, segv, abrt, oob}.size()), 4u);
   c.instance_index = 1;
-  EXPECT_NE(finding_file_name(c), name);
+  EXPECT_NE(finding_file_name(c), oob);
   const std::string path = write_finding((d / "sub" / "dir").string(), sample_case());
   EXPECT_TRUE(fs::exists(path));
   EXPECT_EQ(fs::path(path).filename().string(), name);
