@@ -358,6 +358,13 @@ TEST_F(Cli, EveryMalformedClassExitsTwoNamingTheProblem) {
   expect_bad_file(variant("index.json", [](json& j) { j["instance_index"] = j["budget"]["instances"]; }),
                   "instance_index: 3 is not below budget.instances 3");
   expect_bad_file(variant("property.json", [](json& j) { j["property"] = "no-such-property"; }), "no-such-property");
+  // More instances than a statistic over them takes: every replay a skip, which read as a differing verdict (exit 1).
+  expect_bad_file(variant("bias-t.json",
+                          [](json& j) {
+                            j["property"] = "unbiased";
+                            j["budget"]["instances"] = (1 << 20) + 1;
+                          }),
+                  "budget.instances: 1048577 is above the 1048576 instances unbiased takes");
   // A family shape other than the pinned instance's is refused before any instance is generated (a forged n_k of
   // 10^9 took 15 GB before: UX review, session 11).
   expect_bad_file(variant("famshape.json", [](json& j) { j["family"]["problem"]["n_k"] = 100000; }),

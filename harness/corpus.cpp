@@ -210,6 +210,16 @@ Case case_from_json(const json& j, const std::string& origin) {
     (top / "instance_index").fail(std::to_string(c.instance_index) + " is not below budget.instances " +
                                   std::to_string(c.budget.instances) + " (the check draws instances 0 to " +
                                   std::to_string(c.budget.instances - 1) + ")");
+  // A statistic over instances takes at most kMaxBiasInstances: above, every replay is a skip, which read as a
+  // differing verdict (exit 1) where the file cannot be replayed as written (a UX review, session 34).
+  bool across_instances = false;
+  try {
+    across_instances = get_property(c.property).across_instances;
+  } catch (const Error&) {  // an unknown property: replay names it
+  }
+  if (across_instances && c.budget.instances > kMaxBiasInstances)
+    (top / "budget" / "instances").fail(std::to_string(c.budget.instances) + " is above the " +
+                                        std::to_string(kMaxBiasInstances) + " instances " + c.property + " takes");
   const json& inst = json_fields::field(j, "instance", top);
   if (!inst.is_null()) {
     c.instance = instance_from_json(inst, origin);
