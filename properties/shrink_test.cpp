@@ -14,6 +14,12 @@
 namespace attncheck {
 namespace {
 
+struct Case {  // a check that fails: property, kernel, the generator's default family
+  const char* property;
+  const char* kernel;
+  const char* family;
+};
+
 TEST(Shrink, CandidatesAreSimplerAndValid) {
   for (const char* g : {"gqa", "tied_max", "near_tie", "tails", "low_rank"}) {
     const Family f = default_family(g);
@@ -105,11 +111,6 @@ TEST(Shrink, TheReportShowsTheSliceTheFailureNames) {
 // LSE when shrunk, and fa2's `finite` on overflowing logits names O; both traded their kind for a dQ or LSE failure
 // when any failure was accepted (mutation probe).
 TEST(Shrink, AStepKeepsTheFailuresKind) {
-  struct Case {
-    const char* property;
-    const char* kernel;
-    const char* family;
-  };
   for (const Case& c : {Case{"accurate", "paper", "normal"}, Case{"finite", "fa2", "large_logits"}}) {
     const Property& p = get_property(c.property);
     const Kernel& k = default_registry().get(c.kernel);
@@ -140,11 +141,6 @@ TEST(Shrink, ABiasShrinksToFamiliesThatStillVary) {
 // tied_max (-0.151 ulp as checked) shrank to +1.484, fa2-fixed's dQ on near_tie (+1.50) to -4.50 (a UX review,
 // session 34).
 TEST(Shrink, ABiasKeepsItsSign) {
-  struct Case {
-    const char* property;
-    const char* kernel;
-    const char* family;
-  };
   for (const Case& c : {Case{"unbiased_at_ties", "paper-fixed", "tied_max"}, Case{"unbiased", "fa2-fixed", "near_tie"}}) {
     SCOPED_TRACE(std::string(c.kernel) + " " + c.property + " " + c.family);
     const Property& p = get_property(c.property);
