@@ -26,9 +26,11 @@ static_assert(std::atomic<long long>::is_always_lock_free, "a signal handler may
 bool same_request_again() {
   timespec now{};
   ::clock_gettime(CLOCK_MONOTONIC, &now);
-  const long long ns = now.tv_sec * 1'000'000'000LL + now.tv_nsec, last = g_last_signal_ns;
-  if (last != 0 && ns - last < kSameRequestNs) return true;
-  g_last_signal_ns = ns;
+  const long long ns = now.tv_sec * 1'000'000'000LL + now.tv_nsec;
+  long long last = g_last_signal_ns;
+  do {  // one compare-and-swap: two handlers at once (check -j's threads) must not both take theirs for the first
+    if (last != 0 && ns - last < kSameRequestNs) return true;
+  } while (!g_last_signal_ns.compare_exchange_weak(last, ns));
   return false;
 }
 
@@ -117,7 +119,9 @@ void StopSignals::install(void (*handler)(int), int flags) {
   struct sigaction sa {};
   sa.sa_handler = handler;
   sa.sa_flags = flags;
-  ::sigemptyset(&sa.sa_mask);
+  ::sigemptyset(&sa.sa_mask);  // each blocks the other while it runs (a SIGTERM inside the SIGINT handler)
+  ::sigaddset(&sa.sa_mask, SIGINT);
+  ::sigaddset(&sa.sa_mask, SIGTERM);
   if (old_int_.sa_handler != SIG_IGN) ::sigaction(SIGINT, &sa, nullptr);
   if (old_term_.sa_handler != SIG_IGN) ::sigaction(SIGTERM, &sa, nullptr);
 }

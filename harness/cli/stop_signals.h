@@ -3,11 +3,11 @@
 // The handler only counts (async-signal-safe); the command's loop acts on the count. `fuzz`: the first stops the
 // fuzzer and the findings are minimised and summarised, a second skips that (fuzz_command.cpp). `check`: the first
 // ends the run after the check in progress (whose instance loop stops at its next instance, and whose shrinking keeps
-// what it has: properties/property.h, request_stop) with the summary and both reports marked interrupted; the
-// handler puts the earlier dispositions back as it runs, so a second signal ends attncheck at once (cmd_check.cpp).
-// A signal ignored when attncheck started (SIGINT in a shell's background job, nohup) stays ignored. A signal within
-// 0.5 s of the last one counted is the same request delivered twice (GNU timeout signals attncheck, then its process
-// group) and is not counted.
+// what it has: properties/property.h, request_stop) with the summary and both reports marked interrupted; a second
+// signal ends attncheck at once: the handler puts the earlier dispositions back and raises it again (cmd_check.cpp).
+// A signal within 0.5 s of the last one counted is the same request delivered twice (GNU timeout signals attncheck,
+// then its process group) and is neither counted nor a second. A signal ignored when attncheck started (SIGINT in a
+// shell's background job, nohup) stays ignored.
 #pragma once
 
 #include <signal.h>
@@ -29,12 +29,13 @@ extern "C" void count_stop_signal(int sig);
 class StopSignals {
  public:
   enum class For { kFuzz, kCheck };
-  // kFuzz: counts every signal (SA_RESTART: read() and waitpid() go on; poll() returns). kCheck: also asks the
-  // running check to stop (request_stop), says on stderr what happens next, and is removed by its first signal.
-  // Either way the count starts at 0.
+  // kFuzz: counts every signal but a repeat within 0.5 s (SA_RESTART: read() and waitpid() go on; poll() returns).
+  // kCheck: the first also asks the running check to stop (request_stop) and says on stderr what happens next; the
+  // next ends attncheck as the dispositions before would have. Either way the count starts at 0.
   explicit StopSignals(For what);
   ~StopSignals() { restore(); }
-  // From now on the next signal is counted; one more after it ends attncheck as the default would. For `fuzz`'s phase after the fuzzer, where a signal stops minimising at once.
+  // From now on the next signal is counted; one more after it ends attncheck as the dispositions before would have.
+  // For `fuzz`'s phase after the fuzzer, where a signal stops minimising at once.
   void one_more();
   // kCheck: from now on the next signal ends attncheck as the dispositions before would have, except one within 0.5 s
   // of a signal that came (the same request delivered twice).
