@@ -275,6 +275,7 @@ TEST_F(Cli, HelpAndUsageErrors) {
            {"check -k paper --json -q", "--json needs a value, and took the option '-q' as it (a path that starts "
                                         "with '-' is written ./-q; see attncheck check --help)"},
            {"check --kernel -q", "--kernel needs a value, and took the option '-q' as it (see attncheck check"},
+           {"check -k paper --json -.x", "--json needs a value, and took the option '-.x' as it"},  // -.5 is a number
            // Filters that match nothing here say where such checks are (it said no more than the first part).
            {"check --property unbiased --family sink", "matches the --family/--property filters; --suite bias has"},
            {"check --property accurate --family constant_v --suite bias", "filters (nor of any other suite)"},
@@ -364,7 +365,15 @@ TEST_F(Cli, EveryMalformedClassExitsTwoNamingTheProblem) {
                             j["property"] = "unbiased";
                             j["budget"]["instances"] = (1 << 20) + 1;
                           }),
-                  "budget.instances: 1048577 is above the 1048576 instances unbiased takes");
+                  "budget.instances: 1048577 is outside the 24 to 1048576 instances unbiased takes (every replay a "
+                  "skip, not the expected ");
+  expect_bad_file(variant("bias-few.json",
+                          [](json& j) {
+                            j["property"] = "unbiased";
+                            j["budget"]["instances"] = 10;
+                            j["instance_index"] = 0;
+                          }),
+                  "budget.instances: 10 is outside the 24 to 1048576");
   // A family shape other than the pinned instance's is refused before any instance is generated (a forged n_k of
   // 10^9 took 15 GB before: UX review, session 11).
   expect_bad_file(variant("famshape.json", [](json& j) { j["family"]["problem"]["n_k"] = 100000; }),
@@ -1041,6 +1050,10 @@ TEST_F(Cli, FamilyValuesSetParametersAndShape) {
   // Parameters compose: one the generator does not list is taken where it changes what the generator makes.
   const CmdResult composed = run("check -q -k oracle --property finite --family 'normal[ties=3]'");
   EXPECT_EQ(composed.status, 0) << composed.out << composed.err;
+  // And where the value given is the one it takes without it (2 is ties_min's own; the README's tie-count sweep
+  // died at c = 2, a code review, session 34).
+  const CmdResult own = run("check -q -k oracle --property finite --family 'tied_max[ties=2,ties_min=2]'");
+  EXPECT_EQ(own.status, 0) << own.out << own.err;
   // A variant's label that names its shape gives way to the generator's name when the shape is set.
   const CmdResult relabel = run("check -q -k oracle --property masked_row --family 'sliding_window[n_k=12]' --json " +
                                 (dir_ / "l.json").string());
@@ -1058,8 +1071,8 @@ TEST_F(Cli, FamilyValuesSetParametersAndShape) {
            {"normal[head=64]", "unknown key 'head' (parameters: "},  // head_dim or heads_q: no guess
            {"normal[tile_q=100000]", "tiles must be in [0, 65536]"},
            // A parameter the generator neither lists nor reads did nothing, and the run read as a test of it.
-           {"normal[rank=2]", "rank changes nothing normal makes here (its first instances are the same bits "
-                              "without it); low_rank lists it"}}) {
+           {"normal[rank=2]", "rank changes nothing normal makes here, at this value or others (its first "
+                              "instances are the same bits without it); low_rank lists it"}}) {
     const CmdResult e = run("check -q -k oracle --family '" + args + "'");
     EXPECT_EQ(e.status, 2) << args << ": " << e.out << e.err;
     EXPECT_NE(e.err.find(said), std::string::npos) << args << ": " << e.err;

@@ -34,6 +34,7 @@
 #include "harness/plugin/plugin_cli.h"
 #include "harness/run_report.h"
 #include "harness/stdout_on_stderr.h"
+#include "properties/family_internal.h"  // param_domain, in_domain
 #include "properties/property_util.h"
 #include "properties/report.h"
 #include "properties/shrink.h"
@@ -209,9 +210,9 @@ Family with_values(Family f, const FamilySpec& s) {
   return f;
 }
 
-// Whether the family's first instances are the same bits as g's (inputs, mask and bias).
-bool same_instances(const Family& f, const Family& g) {
-  for (std::uint64_t i = 0; i < 4; ++i) {  // one instance may draw alike by chance (tie_rows' rows, keep's mask)
+// Whether the family's first `count` instances are the same bits as g's (inputs, mask and bias).
+bool same_instances(const Family& f, const Family& g, std::uint64_t count) {
+  for (std::uint64_t i = 0; i < count; ++i) {
     const Instance a = make_instance(f, i), b = make_instance(g, i);
     if (a.q != b.q || a.k != b.k || a.v != b.v || a.d_o != b.d_o || a.mask != b.mask || a.bias != b.bias) return false;
   }
@@ -221,7 +222,9 @@ bool same_instances(const Family& f, const Family& g) {
 // `base` with the spec's values, each of them acting on what the generator makes. Parameters are shared (they
 // compose: normal[ties=3] makes ties), so a parameter the generator does not list is refused where it changes none of
 // the first instances (normal[rank=2], normal[pad=3] without mask=1): it was accepted and did nothing, and the run
-// read as a test of it.
+// read as a test of it. Where the value given changes nothing it may be the one the generator takes without it
+// (tied_max[ties=2,ties_min=2]: 2 is ties_min's own), so other values of its domain are tried on instance 0 before
+// the key is refused.
 Family with_acting_values(const Family& base, const FamilySpec& s) {
   const Family f = with_values(base, s);
   const auto& listed = default_family(s.generator).params;
@@ -231,13 +234,27 @@ Family with_acting_values(const Family& base, const FamilySpec& s) {
     unset.params.erase(key);
     FamilySpec without = s;
     without.values.erase(key);
-    if (!same_instances(f, with_values(unset, without))) continue;
+    const Family g = with_values(unset, without);
+    if (!same_instances(f, g, 4)) continue;  // one instance may draw alike by chance (tie_rows' rows, keep's mask)
+    bool acts = false;
+    if (const auto d = param_domain(key, f.problem.input_format)) {
+      for (const double other : {d->lo, value + 1, value - 1, 2 * value, value / 2, d->hi}) {
+        if (acts || other == value || !in_domain(*d, other)) continue;
+        Family tried = f;
+        tried.params[key] = other;
+        try {
+          acts = !same_instances(tried, g, 1);
+        } catch (const Error&) {  // a value this shape cannot take (a generator's own check)
+        }
+      }
+    }
+    if (acts) continue;
     std::vector<std::string> listing;
-    for (const auto& g : generators())
-      if (g.defaults.count(key)) listing.push_back(g.name);
-    throw Error("--family '" + s.text + "': " + key + " changes nothing " + s.generator + " makes here (its first " +
-                "instances are the same bits without it)" + (listing.empty() ? "" : "; " + comma_list(listing) +
-                " list" + (listing.size() == 1 ? "s" : "") + " it"));
+    for (const auto& gen : generators())
+      if (gen.defaults.count(key)) listing.push_back(gen.name);
+    throw Error("--family '" + s.text + "': " + key + " changes nothing " + s.generator + " makes here, at this value " +
+                "or others (its first instances are the same bits without it)" +
+                (listing.empty() ? "" : "; " + comma_list(listing) + " list" + (listing.size() == 1 ? "s" : "") + " it"));
   }
   return f;
 }
@@ -454,7 +471,8 @@ int run_check(const CheckOptions& opt) {
                                                  : faults_printed.emplace(fault, o.property + " / " + o.family.generator);
       if (!is_new)
         std::cout << "  the same kernel fault as " << printable(first->second) << " above: "
-                  << printable(o.message.substr(o.message.find(": ") + 2)) << "\n  family: " << o.family.describe() << "\n";
+                  << printable(o.message.substr(std::string("kernel fault: ").size())) << "\n  family: "
+                  << o.family.describe() << "\n";
       else if (o.report.empty())  // a check that threw: the message is all there is
         std::cout << "  " << printable(o.message) << "\n  family: " << o.family.describe()
                   << "\n  stats: " << printable(o.stats.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) << "\n";
