@@ -49,9 +49,11 @@ bool same_failure(const Property& p, const Outcome& orig, const Outcome& cand) {
   const std::string tensor = orig.stats.value("tensor", std::string());
   if (tensor.empty() || !cand.stats.contains("tensors") || !cand.stats["tensors"].contains(tensor)) return false;
   const auto& t = cand.stats["tensors"][tensor];
-  const double was = orig.stats.contains("tensors") && orig.stats["tensors"].contains(tensor)
-                         ? orig.stats["tensors"][tensor].value("mean_ulp", 0.0) : 0.0;
-  return t.value("fails", false) && t.value("sd", 0.0) > 0 && (t.value("mean_ulp", 0.0) > 0) == (was > 0);
+  const bool has_mean = orig.stats.contains("tensors") && orig.stats["tensors"].contains(tensor) &&
+                        orig.stats["tensors"][tensor].contains("mean_ulp");
+  const bool same_sign =
+      !has_mean || (t.value("mean_ulp", 0.0) > 0) == (orig.stats["tensors"][tensor]["mean_ulp"].get<double>() > 0);
+  return t.value("fails", false) && t.value("sd", 0.0) > 0 && same_sign;
 }
 
 }  // namespace

@@ -89,8 +89,8 @@ std::string option_taken_as_value(const CLI::App& app) {
       const std::string type = o->get_type_name();
       const bool path = type == "FILE" || type == "DIR" || type == "PATH";
       for (const std::string& value : o->results()) {
-        if (value.size() < 2 || value[0] != '-' || std::isdigit(static_cast<unsigned char>(value[1])) || value[1] == '.')
-          continue;
+        const auto digit = [&](std::size_t i) { return i < value.size() && std::isdigit(static_cast<unsigned char>(value[i])); };
+        if (value.size() < 2 || value[0] != '-' || digit(1) || (value[1] == '.' && digit(2))) continue;  // -1, -.5
         return o->get_name() + " needs a value, and took the option '" + attncheck::printable(value) + "' as it (" +
                (path ? "a path that starts with '-' is written ./" + attncheck::printable(value) + "; " : "") +
                "see attncheck " + command->get_name() + " --help)";
