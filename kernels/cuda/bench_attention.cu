@@ -8,7 +8,9 @@
 // step/...: one training step's attention, the variant's forward then its backward (3.5× the forward's FLOPs), at
 // seq 4096: the fix is forward-only (the backward kernel is shared), so this is what it costs where the paper's
 // failure happens, in training; fwd/... is what it costs an inference forward.
-// After the run a table with the fix overhead ((fixed − base) / base, in %) is printed.
+// After the run a table with the fix overhead ((fixed − base) / base, in %) is printed, and a second one from the
+// ovh/... benchmarks: the overhead measured in pairs (base and fixed timed back to back, 15 iterations; run_paired), the
+// number to quote for the fix's cost (the first table's overhead joins two benchmarks run seconds apart).
 // With ATTNCHECK_BENCH_TILINGS=1, fwdtile/<tiling>/... also runs the forward with the other work splits of
 // FwdTiling (same numerics, bit for bit) on seq 4096, to compare them with the default one (off by default: the
 // full run already takes minutes).
@@ -22,8 +24,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "kernels/bench_main.h"
 #include "kernels/cuda/cuda_check.h"
@@ -77,43 +81,78 @@ struct Config {
 
 std::map<std::string, std::map<std::string, double>> g_tflops;  // row -> variant -> TFLOP/s
 
-void run_config(benchmark::State& state, Config c) {
-  const int b = 16384 / c.seq, h = 2048 / c.d;
-  const std::size_t n = std::size_t(b) * h * c.seq * c.d;
-  DeviceBuffer<std::uint16_t> q(n), k(n), v(n), o(n), d_o(n), dq(n), dk(n), dv(n);
-  DeviceBuffer<float> lse(std::size_t(b) * h * c.seq), delta(std::size_t(b) * h * c.seq);
-  fill_normal_bf16<<<1024, 256>>>(q.get(), n, 1);
-  fill_normal_bf16<<<1024, 256>>>(k.get(), n, 2);
-  fill_normal_bf16<<<1024, 256>>>(v.get(), n, 3);
-  fill_normal_bf16<<<1024, 256>>>(d_o.get(), n, 4);
-  ATTN_CUDA_CHECK(cudaGetLastError());
+// One configuration's device buffers (inputs ~ N(0, 1) in bf16) and launch parameters; O and LSE are the base
+// variant's forward, for the backward.
+struct Workload {
+  int b, h;
+  std::size_t n;
+  DeviceBuffer<std::uint16_t> q, k, v, o, d_o, dq, dk, dv;
+  DeviceBuffer<float> lse, delta;
   FwdParams f;
-  f.q = q.get(), f.k = k.get(), f.v = v.get(), f.o = o.get(), f.lse = lse.get();
-  f.batch = b, f.heads_q = h, f.heads_kv = h, f.n_q = c.seq, f.n_k = c.seq, f.causal = c.causal;
-  f.scale = 1.0f / std::sqrt(float(c.d));
-  f.scale_log2e = float(double(f.scale) * 1.4426950408889634);
   BwdParams g;
-  g.q = q.get(), g.k = k.get(), g.v = v.get(), g.o = o.get(), g.d_o = d_o.get(), g.lse = lse.get();
-  g.delta = delta.get(), g.dq = dq.get(), g.dk = dk.get(), g.dv = dv.get();  // no GQA here: no per-head dK, dV workspace
-  g.batch = b, g.heads_q = h, g.heads_kv = h, g.n_q = c.seq, g.n_k = c.seq, g.causal = c.causal;
-  g.scale = f.scale, g.scale_log2e = f.scale_log2e;
-  launch_flash_fwd(c.variant, c.d, f, nullptr);  // O and LSE for the backward
-  auto once = [&] {
-    if (c.pass != Pass::kBwd) launch_flash_fwd(c.variant, c.d, f, nullptr, c.tiling);
-    if (c.pass != Pass::kFwd) launch_flash_bwd(c.variant, c.d, g, nullptr);
-  };
+  explicit Workload(const Config& c)
+      : b(16384 / c.seq), h(2048 / c.d), n(std::size_t(b) * h * c.seq * c.d), q(n), k(n), v(n), o(n), d_o(n), dq(n),
+        dk(n), dv(n), lse(std::size_t(b) * h * c.seq), delta(std::size_t(b) * h * c.seq) {
+    fill_normal_bf16<<<1024, 256>>>(q.get(), n, 1);
+    fill_normal_bf16<<<1024, 256>>>(k.get(), n, 2);
+    fill_normal_bf16<<<1024, 256>>>(v.get(), n, 3);
+    fill_normal_bf16<<<1024, 256>>>(d_o.get(), n, 4);
+    ATTN_CUDA_CHECK(cudaGetLastError());
+    f.q = q.get(), f.k = k.get(), f.v = v.get(), f.o = o.get(), f.lse = lse.get();
+    f.batch = b, f.heads_q = h, f.heads_kv = h, f.n_q = c.seq, f.n_k = c.seq, f.causal = c.causal;
+    f.scale = 1.0f / std::sqrt(float(c.d));
+    f.scale_log2e = float(double(f.scale) * 1.4426950408889634);
+    g.q = q.get(), g.k = k.get(), g.v = v.get(), g.o = o.get(), g.d_o = d_o.get(), g.lse = lse.get();
+    g.delta = delta.get(), g.dq = dq.get(), g.dk = dk.get(), g.dv = dv.get();  // no GQA: no per-head dK, dV workspace
+    g.batch = b, g.heads_q = h, g.heads_kv = h, g.n_q = c.seq, g.n_k = c.seq, g.causal = c.causal;
+    g.scale = f.scale, g.scale_log2e = f.scale_log2e;
+    launch_flash_fwd(c.variant, c.d, f, nullptr);  // O and LSE for the backward
+  }
+  // One launch of the configuration's pass(es) with `variant`'s numerics.
+  void launch(const Config& c, Variant variant) {
+    if (c.pass != Pass::kBwd) launch_flash_fwd(variant, c.d, f, nullptr, c.tiling);
+    if (c.pass != Pass::kFwd) launch_flash_bwd(variant, c.d, g, nullptr);
+  }
+};
+
+void run_config(benchmark::State& state, Config c) {
+  Workload w(c);
   // The step's FLOPs are its two passes' (bench_timing.h counts each as FlashAttention does).
-  const double flops = (c.pass != Pass::kBwd ? attention_flops(b, h, c.seq, c.seq, c.d, c.causal, false) : 0.0) +
-                       (c.pass != Pass::kFwd ? attention_flops(b, h, c.seq, c.seq, c.d, c.causal, true) : 0.0);
-  const double best_s = time_launches(state, once);
+  const double flops = (c.pass != Pass::kBwd ? attention_flops(w.b, w.h, c.seq, c.seq, c.d, c.causal, false) : 0.0) +
+                       (c.pass != Pass::kFwd ? attention_flops(w.b, w.h, c.seq, c.seq, c.d, c.causal, true) : 0.0);
+  const double best_s = time_launches(state, [&] { w.launch(c, c.variant); });
   state.counters["TFLOPs"] = flops / best_s / 1e12;  // best of the iterations, in TFLOP/s
   g_tflops[c.key()][variant_name(c.variant)] = flops / best_s / 1e12;
 }
 
+// ovh/...: the fix's overhead measured in pairs. The fwd/ and step/ rows time base and fixed in two benchmarks run
+// seconds apart, and the card's clock drifts between them: over sessions 28-34 one H100's step overhead read 1.2% to
+// 5.8% while fa2's own step rate moved 3% between readings. Here each iteration times base, fixed, fixed, base back to
+// back (kBenchReps launches each: the order is balanced within the iteration, so running first or second, warmer or
+// cooler, cancels to first order), and its ratio is (fixed + fixed) / (base + base); the overhead is the median over
+// the iterations (and over --benchmark_repetitions) of ratio - 1, given with its quartiles.
+std::map<std::string, std::map<std::string, std::vector<double>>> g_paired;  // row -> base variant -> ratios
+
+void run_paired(benchmark::State& state, Config c) {  // c.variant: the base (kFa2 or kPaper)
+  Workload w(c);
+  const Variant base = c.variant, fixed = base == Variant::kFa2 ? Variant::kFa2Fixed : Variant::kPaperFixed;
+  for (Variant v : {base, fixed, base, fixed}) w.launch(c, v);  // warm-up
+  ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  LaunchTimer timer;
+  std::vector<double>& ratios = g_paired[c.key()][variant_name(base)];
+  for (auto _ : state) {
+    double t_base = 0, t_fixed = 0;
+    for (Variant v : {base, fixed, fixed, base}) (v == base ? t_base : t_fixed) += timer.seconds([&] { w.launch(c, v); });
+    ratios.push_back(t_fixed / t_base);
+    state.SetIterationTime(t_base + t_fixed);
+  }
+  if (!ratios.empty()) state.counters["ovh_pct"] = 100 * (ratios[ratios.size() / 2] - 1);  // as run, unsorted: a hint
+}
+
 // A CUDA error (attncheck::Error from ATTN_CUDA_CHECK) marks the row unmeasured instead of ending the program.
-void run(benchmark::State& state, Config c) {
+void run(benchmark::State& state, Config c, void (*measure)(benchmark::State&, Config) = run_config) {
   try {
-    run_config(state, c);
+    measure(state, c);
   } catch (const std::exception& e) {
     bench::skip(state, e.what());
   }
@@ -143,6 +182,34 @@ void print_summary() {
   }
 }
 
+void print_paired() {
+  if (g_paired.empty()) return;
+  std::printf("\nfix overhead in pairs, %% by time (median [quartiles] over n iterations of time(fixed) / time(base) - 1, "
+              "each iteration base, fixed, fixed, base)\n");
+  std::printf("%-36s %-30s %-30s\n", "config", "fa2 -> fa2-fixed", "paper -> paper-fixed");
+  for (const auto& entry : g_paired) {
+    const std::string& row = entry.first;
+    const std::map<std::string, std::vector<double>>& by_base = entry.second;
+    auto cell = [&](const char* base) {
+      const auto it = by_base.find(base);
+      if (it == by_base.end() || it->second.empty()) return std::string("-");
+      std::vector<double> r = it->second;
+      std::sort(r.begin(), r.end());
+      const auto quantile = [&](double p) {  // linear between the order statistics
+        const double at = p * double(r.size() - 1);
+        const std::size_t i = std::size_t(at);
+        const double frac = at - double(i);
+        return 100 * ((i + 1 < r.size() ? r[i] * (1 - frac) + r[i + 1] * frac : r[i]) - 1);
+      };
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.2f [%.2f, %.2f] n=%zu", quantile(0.5), quantile(0.25), quantile(0.75),
+                    r.size());
+      return std::string(buf);
+    };
+    std::printf("ovh %-32s %-30s %-30s\n", row.c_str(), cell("fa2").c_str(), cell("paper").c_str());
+  }
+}
+
 }  // namespace
 }  // namespace attncheck::cuda
 
@@ -169,6 +236,18 @@ int main(int argc, char** argv) {
                 ->Iterations(5)
                 ->Unit(benchmark::kMillisecond);
           }
+  for (Pass pass : {Pass::kFwd, Pass::kStep})  // the fix's overhead in pairs at the target's length
+    for (int d : {64, 128})
+      for (bool causal : {false, true})
+        for (Variant v : {Variant::kFa2, Variant::kPaper}) {
+          const Config c{pass, v, d, 4096, causal};
+          const std::string name = std::string("ovh/") + pass_name(pass) + "/" + variant_name(v) + "/d" +
+                                   std::to_string(d) + (causal ? "/causal" : "/full") + "/seq4096";
+          benchmark::RegisterBenchmark(name.c_str(), [c](benchmark::State& s) { run(s, c, run_paired); })
+              ->UseManualTime()
+              ->Iterations(15)
+              ->Unit(benchmark::kMillisecond);
+        }
   const bool tilings = std::getenv("ATTNCHECK_BENCH_TILINGS") != nullptr;
   for (FwdTiling t : {FwdTiling::kWarp16Q4, FwdTiling::kWarp16Q8, FwdTiling::kWarp32Smem, FwdTiling::kWarp32Regs,
                       FwdTiling::kWgmma64, FwdTiling::kWgmma128, FwdTiling::kWgmma192})
@@ -187,5 +266,6 @@ int main(int argc, char** argv) {
         }
   const int status = attncheck::bench::run_selected("bench_attention");
   print_summary();
+  print_paired();
   return status;
 }

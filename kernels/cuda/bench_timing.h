@@ -18,28 +18,46 @@ namespace attncheck::cuda {
 
 constexpr int kBenchReps = 10;
 
+// Two CUDA events: the seconds per launch of kBenchReps back-to-back launches of `once` on the default stream.
+class LaunchTimer {
+ public:
+  LaunchTimer() {
+    ATTN_CUDA_CHECK(cudaEventCreate(&e0_));
+    ATTN_CUDA_CHECK(cudaEventCreate(&e1_));
+  }
+  ~LaunchTimer() {
+    cudaEventDestroy(e0_);
+    cudaEventDestroy(e1_);
+  }
+  LaunchTimer(const LaunchTimer&) = delete;
+  LaunchTimer& operator=(const LaunchTimer&) = delete;
+  template <class Fn>
+  double seconds(Fn once) {
+    ATTN_CUDA_CHECK(cudaEventRecord(e0_));
+    for (int r = 0; r < kBenchReps; ++r) once();
+    ATTN_CUDA_CHECK(cudaEventRecord(e1_));
+    ATTN_CUDA_CHECK(cudaEventSynchronize(e1_));
+    float ms = 0;
+    ATTN_CUDA_CHECK(cudaEventElapsedTime(&ms, e0_, e1_));
+    return ms / 1e3 / kBenchReps;
+  }
+
+ private:
+  cudaEvent_t e0_{}, e1_{};
+};
+
 // Times `once` (one launch, asynchronous) as described above; returns the best seconds per launch.
 template <class Fn>
 double time_launches(benchmark::State& state, Fn once) {
   once(), once();  // warm-up
   ATTN_CUDA_CHECK(cudaDeviceSynchronize());
-  cudaEvent_t e0, e1;
-  ATTN_CUDA_CHECK(cudaEventCreate(&e0));
-  ATTN_CUDA_CHECK(cudaEventCreate(&e1));
+  LaunchTimer timer;
   double best_s = 1e30;
   for (auto _ : state) {
-    ATTN_CUDA_CHECK(cudaEventRecord(e0));
-    for (int r = 0; r < kBenchReps; ++r) once();
-    ATTN_CUDA_CHECK(cudaEventRecord(e1));
-    ATTN_CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    ATTN_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    const double s = ms / 1e3 / kBenchReps;
+    const double s = timer.seconds(once);
     best_s = std::min(best_s, s);
     state.SetIterationTime(s);
   }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
   return best_s;
 }
 
