@@ -70,14 +70,17 @@ std::string replay_command(const std::string& finding_path, const std::string& e
 
 std::string family_label(const RunEntry& e) { return e.label.empty() ? e.outcome.family.generator : e.label; }
 
-std::string key_number(const Outcome& o) {
-  if (!o.stats.is_object()) return "";
+namespace {
+// The statistic key_number shows, and its size for key_size.
+std::pair<std::string, double> key_stat(const Outcome& o) {
+  if (!o.stats.is_object()) return {"", -1};
   // NaN or infinite outputs first: a statistic beside them leaves them out (`unbiased`), so it is not the reason.
   if (auto nf = o.stats.find("not_finite"); nf != o.stats.end() && nf->is_object() && nf->contains("count")) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "non-finite=%lld %s", static_cast<long long>(nf->value("count", 0.0)),
+    const double count = nf->value("count", 0.0);
+    std::snprintf(buf, sizeof buf, "non-finite=%lld %s", static_cast<long long>(count),
                   nf->value("tensor", std::string("?")).c_str());
-    return buf;
+    return {buf, 1e300 + count};  // above any statistic
   }
   // Preferred statistics, most telling first; names as the properties report them.
   static const std::pair<const char*, const char*> kKeys[] = {
@@ -88,11 +91,15 @@ std::string key_number(const Outcome& o) {
     if (it != o.stats.end() && it->is_number()) {
       char buf[48];
       std::snprintf(buf, sizeof buf, "%s=%.3g", label, it->get<double>());
-      return buf;
+      return {buf, std::fabs(it->get<double>())};
     }
   }
-  return "";
+  return {"", -1};
 }
+}  // namespace
+
+std::string key_number(const Outcome& o) { return key_stat(o).first; }
+double key_size(const Outcome& o) { return key_stat(o).second; }
 
 std::string signal_name(int sig) {
   const std::string abbrev = signal_abbrev(sig);

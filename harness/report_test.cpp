@@ -423,6 +423,27 @@ TEST(SummaryTable, OneRowPerKernelWithKeyNumbers) {
   EXPECT_NE(t.find("skipped (1):\n  accurate on " + family + " (oracle): no backward pass\n"), std::string::npos) << t;
 }
 
+// A FAIL cell's number is the worst of its failures on the suite's families as checked, not the first failure's shrunk
+// statistic (fa2-fixed's accurate read err/bound=1.07e+04 for 1.41 at worst as checked; paper-fixed's dV:tied z=-19
+// for a z -6.64 check: a UX review, session 34). The JUnit message is the verdict as checked too.
+TEST(SummaryTable, AFailCellShowsTheWorstFailureAsChecked) {
+  RunReport r = sample_report();
+  r.entries[0].outcome.stats = {{"z", -19.0}};  // shrunk
+  r.entries[0].outcome.stats_checked = {{"z", -6.64}};
+  r.entries[0].outcome.message_checked = "as checked: z -6.64";
+  RunEntry second = r.entries[0];
+  second.outcome.stats = {{"z", 9.5}};
+  second.outcome.stats_checked = nullptr;  // not shrunk
+  second.outcome.message_checked.clear();
+  r.entries.push_back(second);
+  const std::string t = summary_table(r);
+  EXPECT_NE(t.find("FAIL 2/2 z=9.5 "), std::string::npos) << t;
+  EXPECT_EQ(t.find("z=-19"), std::string::npos) << t;
+  const Element root = XmlChecker(run_to_junit(r)).parse();
+  const Element& failure = root.children[0].children[0].children[0];
+  EXPECT_EQ(failure.attrs.at("message"), "as checked: z -6.64");
+}
+
 // One kernel fault met by several checks is said once below the table, with the checks; a fault met once, or
 // failures that are no fault, add nothing.
 TEST(SummaryTable, SaysOnceWhereOneKernelFaultFailedSeveralChecks) {
