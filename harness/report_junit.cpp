@@ -2,7 +2,8 @@
 // family), named by the family as checked (not the shrunk one, so a check keeps its name in a dashboard's history
 // when it starts failing); <failure message=...> holds the verdict as checked (on that family), its text the shrunk
 // verdict and report and the replay command; skips and degenerate
-// families are <skipped message=.../>; a check an interrupted run never ran is <error type="interrupted"/>. Every
+// families are <skipped message=.../>; a check an interrupted run never ran is <error type="interrupted"/>, and a run
+// that tested nothing (every check skipped or degenerate) has one <error type="nothing_tested"/>. Every
 // attribute and text node goes through xml_escape, which also drops characters XML 1.0 forbids (control characters
 // other than tab, newline, carriage return) and writes U+FFFD for bytes that are not UTF-8.
 // Tested by report_test.cpp (a well-formedness checker parses the output back).
@@ -101,9 +102,20 @@ std::string run_to_junit(const RunReport& r) {
   std::ostringstream x;
   const int skipped = r.count(Status::kSkip) + r.count(Status::kDegenerate);
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  x << "<testsuites name=\"attncheck " << xml_escape(r.suite) << "\" tests=\"" << r.entries.size() + r.not_run.size()
-    << "\" failures=\"" << r.count(Status::kFail) << "\" errors=\"" << r.not_run.size() << "\" skipped=\"" << skipped
-    << "\" time=\"" << secs(r.wall_seconds) << "\">\n";
+  // A complete run where every check skipped or was discarded tested nothing (check exits 2): one error says so, where
+  // a dashboard read errors="0" skipped="N" as green (a UX review, session 34).
+  const bool nothing_tested = !r.interrupted_by && !r.entries.empty() && r.count(Status::kPass) == 0 &&
+                              r.count(Status::kFail) == 0;
+  x << "<testsuites name=\"attncheck " << xml_escape(r.suite) << "\" tests=\""
+    << r.entries.size() + r.not_run.size() + nothing_tested << "\" failures=\"" << r.count(Status::kFail)
+    << "\" errors=\"" << r.not_run.size() + nothing_tested << "\" skipped=\"" << skipped << "\" time=\""
+    << secs(r.wall_seconds) << "\">\n";
+  if (nothing_tested)
+    x << "  <testsuite name=\"attncheck\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\" time=\"0\" timestamp=\""
+      << xml_escape(r.started_at) << "\">\n    <testcase classname=\"attncheck\" name=\"something was tested\" time=\"0\">\n"
+      << "      <error message=\"nothing was tested: " << r.count(Status::kSkip) << " check(s) skipped, "
+      << r.count(Status::kDegenerate) << " discarded as degenerate (attncheck check exits 2)\" type=\"nothing_tested\"/>\n"
+      << "    </testcase>\n  </testsuite>\n";
   for (const auto& kernel : order) {
     const auto& es = by_kernel[kernel];
     int fails = 0, skips = 0, errors = 0;

@@ -444,6 +444,24 @@ TEST(SummaryTable, AFailCellShowsTheWorstFailureAsChecked) {
   EXPECT_EQ(failure.attrs.at("message"), "as checked: z -6.64");
 }
 
+// A run where every check skipped or was discarded tested nothing (check exits 2): its JUnit has one error saying so;
+// errors="0" skipped="2" read as green on a dashboard (a UX review, session 34). A run that tested something has none.
+TEST(ReportJunit, ARunThatTestedNothingIsAnError) {
+  RunReport r = sample_report();
+  std::erase_if(r.entries, [](const RunEntry& e) {
+    return e.outcome.status == Status::kPass || e.outcome.status == Status::kFail;
+  });
+  ASSERT_EQ(r.entries.size(), 2u);  // a degenerate and a skip
+  const std::string xml = run_to_junit(r);
+  const Element root = XmlChecker(xml).parse();
+  EXPECT_EQ(root.attrs.at("errors"), "1") << xml;
+  EXPECT_NE(xml.find("<error message=\"nothing was tested: 1 check(s) skipped, 1 discarded as degenerate (attncheck "
+                     "check exits 2)\" type=\"nothing_tested\"/>"),
+            std::string::npos)
+      << xml;
+  EXPECT_EQ(run_to_junit(sample_report()).find("nothing_tested"), std::string::npos);
+}
+
 // One kernel fault met by several checks is said once below the table, with the checks; a fault met once, or
 // failures that are no fault, add nothing.
 TEST(SummaryTable, SaysOnceWhereOneKernelFaultFailedSeveralChecks) {
