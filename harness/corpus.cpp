@@ -30,7 +30,7 @@
 #include "harness/json_fields.h"
 #include "harness/run_report.h"
 #include "properties/report.h"
-#include "properties/shrink.h"  // fault_signature
+#include "properties/shrink.h"  // fault_kind
 
 namespace attncheck {
 
@@ -484,10 +484,7 @@ std::string finding_file_name(const Case& c) {
                     std::to_string(c.instance_index);
   // A kernel fault is another finding than a wrong output, and a SIGSEGV another than an abort or a stray write, on
   // the same shrunk family: each saved over the last under one name (a UX review, session 34). Other names stay.
-  if (const std::string fault = fault_signature(c.note); !fault.empty()) {
-    const std::size_t kernel_end = fault.find(": ");  // "K: kind[: signal]": not the kernel's name (--kernel replays)
-    key += "\n" + (kernel_end == std::string::npos ? fault : fault.substr(kernel_end + 2));
-  }
+  if (const std::string kind = fault_kind(c.note); !kind.empty()) key += "\n" + kind;
   char hash[16];
   std::snprintf(hash, sizeof hash, "%08llx", static_cast<unsigned long long>(fnv1a(key) & 0xffffffffull));
   return sanitise(c.kernel) + "-" + sanitise(c.property) + "-" + sanitise(c.family.generator) + "-" + hash + ".json";

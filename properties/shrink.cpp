@@ -83,6 +83,12 @@ std::string fault_signature(const std::string& message) {
   return signature;
 }
 
+std::string fault_kind(const std::string& message) {
+  const std::string signature = fault_signature(message);
+  const std::size_t kernel_end = signature.find(": ");  // kernel names hold ':' but never ": "
+  return kernel_end == std::string::npos ? signature : signature.substr(kernel_end + 2);
+}
+
 bool shrinks_fault(const std::string& message) {
   const std::string s = fault_signature(message);
   return !s.empty() && s.find(": timeout") == std::string::npos;

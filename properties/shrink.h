@@ -38,6 +38,9 @@ std::vector<Family> shrink_candidates(const Family& f);
 // "plugin:x: crash: killed by SIGSEGV", an error or a stray write its kind alone ("plugin:x: out_of_bounds"); "" for
 // a message that is no kernel fault (kernel_fault_message, harness/problem.h).
 std::string fault_signature(const std::string& message);
+// The signature without the kernel's name ("crash: killed by SIGSEGV"): what a replay under --kernel compares, and
+// what a finding's file name keeps. "" for a message that is no kernel fault.
+std::string fault_kind(const std::string& message);
 // Whether a fault is shrunk: a crash, an error or a stray write is (each try is one call); a hang is not (each try
 // would cost the call's whole time limit).
 bool shrinks_fault(const std::string& message);

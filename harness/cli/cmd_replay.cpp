@@ -20,7 +20,7 @@
 #include "harness/cli/commands.h"
 #include "harness/corpus.h"
 #include "harness/plugin/plugin_cli.h"
-#include "properties/shrink.h"  // failure_kind, fault_signature
+#include "properties/shrink.h"  // failure_kind, fault_kind
 
 namespace attncheck::cli {
 
@@ -173,10 +173,8 @@ std::string recorded_failure(const std::string& message) {
   static const std::regex per_instance(R"(^instance \d+: (O|LSE|dQ|dK|dV|delta)\b)");
   std::smatch m;
   if (std::regex_search(message, m, per_instance)) return "on " + m[1].str();
-  const std::string fault = fault_signature(message);
-  if (fault.empty()) return "";
-  const std::size_t kernel_end = fault.find(": ");
-  return "a kernel fault (" + (kernel_end == std::string::npos ? fault : fault.substr(kernel_end + 2)) + ")";
+  const std::string kind = fault_kind(message);
+  return kind.empty() ? "" : "a kernel fault (" + kind + ")";
 }
 
 // Same verdict (fail), but not the finding the file saved (its note records another tensor or another fault): what
