@@ -210,12 +210,10 @@ Family with_values(Family f, const FamilySpec& s) {
   return f;
 }
 
-// Whether the family's first `count` instances are the same bits as g's (inputs, mask and bias).
+// Whether the family's first `count` instances are the same bits as g's (corpus.h's instance_difference).
 bool same_instances(const Family& f, const Family& g, std::uint64_t count) {
-  for (std::uint64_t i = 0; i < count; ++i) {
-    const Instance a = make_instance(f, i), b = make_instance(g, i);
-    if (a.q != b.q || a.k != b.k || a.v != b.v || a.d_o != b.d_o || a.mask != b.mask || a.bias != b.bias) return false;
-  }
+  for (std::uint64_t i = 0; i < count; ++i)
+    if (!instance_difference(make_instance(f, i), make_instance(g, i)).empty()) return false;
   return true;
 }
 
@@ -266,10 +264,12 @@ std::vector<SuiteEntry> pick_entries(const CheckOptions& opt) {
   for (const auto& p : opt.properties) get_property(p);  // Error lists the known properties
   std::vector<SuiteEntry> out;
   std::set<std::string> checks;  // property and family of each entry in `out`
+  const auto property_wanted = [&](const SuiteEntry& e) {
+    return opt.properties.empty() ||
+           std::find(opt.properties.begin(), opt.properties.end(), e.property) != opt.properties.end();
+  };
   for (auto& e : all) {
-    if (!opt.properties.empty() &&
-        std::find(opt.properties.begin(), opt.properties.end(), e.property) == opt.properties.end())
-      continue;
+    if (!property_wanted(e)) continue;
     if (opt.seed_given) e.family.seed = reseeded(e.family.seed, opt.seed);
     if (specs.empty()) {
       out.push_back(std::move(e));
@@ -300,12 +300,9 @@ std::vector<SuiteEntry> pick_entries(const CheckOptions& opt) {
       if (other == opt.suite) continue;
       const std::vector<SuiteEntry> entries = suite(other);
       const bool any = std::any_of(entries.begin(), entries.end(), [&](const SuiteEntry& e) {
-        const bool property = opt.properties.empty() || std::find(opt.properties.begin(), opt.properties.end(),
-                                                                  e.property) != opt.properties.end();
-        const bool family = specs.empty() || std::any_of(specs.begin(), specs.end(), [&](const FamilySpec& s) {
-                              return s.generator == e.family.generator;
-                            });
-        return property && family;
+        return property_wanted(e) && (specs.empty() || std::any_of(specs.begin(), specs.end(), [&](const FamilySpec& s) {
+                                        return s.generator == e.family.generator;
+                                      }));
       });
       if (any) elsewhere.push_back("--suite " + other);
     }
