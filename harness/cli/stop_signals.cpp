@@ -59,21 +59,25 @@ namespace {
 char g_check_stop_message[256];
 std::size_t g_check_stop_message_size = 0;
 
-extern "C" void stop_check(int sig) {
-  if (same_request_again()) return;
-  if (g_end_at_next.exchange(true)) return end_as_before(sig);  // the next SIGINT or SIGTERM, either one
+// Counts the first signal (true) and ends attncheck at the next SIGINT or SIGTERM, either one; a repeat is neither.
+bool count_then_end_at_next(int sig) {
+  if (same_request_again()) return false;
+  if (g_end_at_next.exchange(true)) {
+    end_as_before(sig);
+    return false;
+  }
   g_last_stop_signal = sig;
   ++g_stop_signals;
+  return true;
+}
+
+extern "C" void stop_check(int sig) {
+  if (!count_then_end_at_next(sig)) return;
   request_stop();
   (void)!::write(2, g_check_stop_message, g_check_stop_message_size);
 }
 
-extern "C" void count_then_end(int sig) {  // one_more()
-  if (same_request_again()) return;
-  if (g_end_at_next.exchange(true)) return end_as_before(sig);
-  g_last_stop_signal = sig;
-  ++g_stop_signals;
-}
+extern "C" void count_then_end(int sig) { count_then_end_at_next(sig); }  // one_more()
 }  // namespace
 
 StopSignals::StopSignals(For what) {
