@@ -70,12 +70,10 @@ std::string replay_command(const std::string& finding_path, const std::string& e
 
 std::string family_label(const RunEntry& e) { return e.label.empty() ? e.outcome.family.generator : e.label; }
 
-namespace {
-// The statistic key_number shows, and its size for key_size.
-std::pair<std::string, double> key_stat(const Outcome& o) {
-  if (!o.stats.is_object()) return {"", -1};
+std::pair<std::string, double> key_number_and_size(const json& stats) {
+  if (!stats.is_object()) return {"", -1};
   // NaN or infinite outputs first: a statistic beside them leaves them out (`unbiased`), so it is not the reason.
-  if (auto nf = o.stats.find("not_finite"); nf != o.stats.end() && nf->is_object() && nf->contains("count")) {
+  if (auto nf = stats.find("not_finite"); nf != stats.end() && nf->is_object() && nf->contains("count")) {
     char buf[64];
     const double count = nf->value("count", 0.0);
     std::snprintf(buf, sizeof buf, "non-finite=%lld %s", static_cast<long long>(count),
@@ -87,8 +85,8 @@ std::pair<std::string, double> key_stat(const Outcome& o) {
       {"z", "z"}, {"ratio", "err/bound"}, {"error_ratio", "err/bound"}, {"mean_ulp", "mean"},
       {"max_error", "err"}, {"max_ulp", "ulp"}};
   for (const auto& [key, label] : kKeys) {
-    auto it = o.stats.find(key);
-    if (it != o.stats.end() && it->is_number()) {
+    auto it = stats.find(key);
+    if (it != stats.end() && it->is_number()) {
       char buf[48];
       std::snprintf(buf, sizeof buf, "%s=%.3g", label, it->get<double>());
       return {buf, std::fabs(it->get<double>())};
@@ -96,10 +94,8 @@ std::pair<std::string, double> key_stat(const Outcome& o) {
   }
   return {"", -1};
 }
-}  // namespace
 
-std::string key_number(const Outcome& o) { return key_stat(o).first; }
-double key_size(const Outcome& o) { return key_stat(o).second; }
+std::string key_number(const Outcome& o) { return key_number_and_size(o.stats).first; }
 
 std::string signal_name(int sig) {
   const std::string abbrev = signal_abbrev(sig);

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -73,8 +74,9 @@ void set_tool_version(const std::string& version);
 std::string family_label(const RunEntry& e);
 // The statistic that best summarises an outcome in one short cell ("z=9.1", "err/bound=3.2", ...), or "".
 std::string key_number(const Outcome& o);
-// That statistic's size (|z|, err/bound, ...; a non-finite count above any), to pick the worst of several; -1 for none.
-double key_size(const Outcome& o);
+// key_number of a statistic (an outcome's, or its stats_checked) and its size (|z|, err/bound, ...; a non-finite count
+// above any), to pick the worst of several; -1 for none.
+std::pair<std::string, double> key_number_and_size(const nlohmann::json& stats);
 
 // "SIGINT", "SIGTERM", ... ("signal N" for a number glibc has no name for): how the reports name RunReport::interrupted_by.
 std::string signal_name(int sig);

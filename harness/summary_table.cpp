@@ -209,10 +209,9 @@ std::string summary_table(const RunReport& r) {
         // The worst of the cell's failures, on the suite's family as checked: the first failure's shrunk statistic
         // read 1.07e+04 for fa2-fixed's accurate (1.41 at worst as checked) and z=-19 for a z -6.64 check.
         ++c.fail;
-        Outcome checked = e.outcome;
-        if (!checked.stats_checked.is_null()) checked.stats = checked.stats_checked;
-        if (const double size = key_size(checked); c.key.empty() || size > c.key_size)
-          c.key = key_number(checked), c.key_size = size;
+        const Outcome& o = e.outcome;
+        auto [key, size] = key_number_and_size(o.stats_checked.is_null() ? o.stats : o.stats_checked);
+        if (c.key.empty() || size > c.key_size) c.key = std::move(key), c.key_size = size;
         break;
       }
       case Status::kSkip: ++c.skip; break;

@@ -77,11 +77,11 @@ std::string plain_leftovers(const std::vector<std::string>& left, const CLI::App
 }
 
 // An option whose value is missing took the next option as it (`check --json -q` wrote the JSON report to a file
-// named -q, `--findings -k` made a folder -k: a UX review, session 34): what to say, or "". A value that looks like an
+// named -q, `--findings -k` made a folder -k: a UX review, session 34). A value that looks like an
 // option is refused, naming both; a number (-1) is left to the option's own check, and a path that starts with '-'
 // is written ./-q. "-" alone is standard output. Also asked where parsing failed: the option's value may have left
-// the rest unparsable (`--findings --time 2`: "unexpected argument '2'").
-std::string option_taken_as_value(const CLI::App& app) {
+// the rest unparsable (`--findings --time 2`: "unexpected argument '2'"). Says so on stderr, true; else false.
+bool refused_option_taken_as_value(const CLI::App& app) {
   for (const CLI::App* command : app.get_subcommands()) {
     for (const CLI::Option* o : command->get_options()) {
       // a flag, a positional (`replay -- -x.json`), or not given
@@ -91,13 +91,15 @@ std::string option_taken_as_value(const CLI::App& app) {
       for (const std::string& value : o->results()) {
         const auto digit = [&](std::size_t i) { return i < value.size() && std::isdigit(static_cast<unsigned char>(value[i])); };
         if (value.size() < 2 || value[0] != '-' || digit(1) || (value[1] == '.' && digit(2))) continue;  // -1, -.5
-        return o->get_name() + " needs a value, and took the option '" + attncheck::printable(value) + "' as it (" +
-               (path ? "a path that starts with '-' is written ./" + attncheck::printable(value) + "; " : "") +
-               "see attncheck " + command->get_name() + " --help)";
+        std::cerr << "attncheck: error: " << o->get_name() << " needs a value, and took the option '"
+                  << attncheck::printable(value) << "' as it ("
+                  << (path ? "a path that starts with '-' is written ./" + attncheck::printable(value) + "; " : "")
+                  << "see attncheck " << command->get_name() << " --help)\n";
+        return true;
       }
     }
   }
-  return "";
+  return false;
 }
 
 // The exit status when standard output could not be written. A page read by a reader that went away (`attncheck list
@@ -178,10 +180,7 @@ int run_main(int argc, char** argv) {
       const int status = app.exit(e);
       return std::cout.flush() ? status : stdout_lost(/*is_page=*/true);
     }
-    if (const std::string said = option_taken_as_value(app); !said.empty()) {
-      std::cerr << "attncheck: error: " << said << "\n";
-      return cli::kExitUsage;
-    }
+    if (refused_option_taken_as_value(app)) return cli::kExitUsage;
     // A command's own options are in its help, not the top level's (which lists the commands only).
     const std::string help = names_command ? std::string("attncheck ") + argv[1] + " --help" : "attncheck --help";
     const CLI::App* command = names_command ? app.get_subcommand(argv[1]) : nullptr;
@@ -191,10 +190,7 @@ int run_main(int argc, char** argv) {
     std::cerr << "attncheck: error: " << attncheck::printable(said) << " (see " << help << ")\n";
     return cli::kExitUsage;
   }
-  if (const std::string said = option_taken_as_value(app); !said.empty()) {
-    std::cerr << "attncheck: error: " << said << "\n";
-    return cli::kExitUsage;
-  }
+  if (refused_option_taken_as_value(app)) return cli::kExitUsage;
   try {
     const int status = run ? run() : cli::kExitUsage;
     // A report nobody received is not a result: a closed or full standard output (`attncheck list >&-`) was exit 0.
