@@ -15,6 +15,7 @@
 #include <functional>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -1194,6 +1195,8 @@ TEST_F(Cli, AnInterruptedCheckWritesItsReportsAndSavesWhatItFound) {
   const json j = json::parse(slurp(report));
   EXPECT_EQ(j["run"]["interrupted"], "SIGINT");
   EXPECT_GE(j["summary"]["fail"].get<int>(), 1);
+  EXPECT_EQ(j["summary"]["verdict"], "fail") << "a failure outranks the interruption";
+  EXPECT_EQ(j["summary"]["exit_status"], 1);
   const std::size_t not_run = j["not_run"].size(), ran = j["outcomes"].size();
   EXPECT_EQ(j["summary"]["not_run"].get<std::size_t>(), not_run);
   ASSERT_GE(not_run, 1u) << "the run went to the end: no interruption tested";
@@ -1235,7 +1238,8 @@ TEST_F(Cli, AnInterruptedCheckThatFoundNothingEndsByTheSignal) {
     ASSERT_TRUE(fs::exists(report)) << err;
     const json j = json::parse(slurp(report));
     EXPECT_EQ(j["run"]["interrupted"], "SIGTERM");
-    EXPECT_EQ(j["summary"], json::parse(R"({"pass": 0, "fail": 0, "skip": 0, "degenerate": 0, "not_run": 1})"));
+    EXPECT_EQ(j["summary"], json::parse(R"({"pass": 0, "fail": 0, "skip": 0, "degenerate": 0, "not_run": 1,
+                                          "verdict": "interrupted", "exit_status": 143})"));  // 128 + SIGTERM
     EXPECT_EQ(j["outcomes"].size(), 0u);
     fs::remove_all(findings);
   }
@@ -1383,6 +1387,27 @@ TEST_F(Cli, FailureIsSavedAndReplays) {
   const json lost_report = json::parse(slurp(report));  // named: a range-for over a temporary's member dangles
   for (const auto& o : lost_report["outcomes"]) named |= o["finding_error"].is_string();
   EXPECT_TRUE(named) << "the JSON report does not say which finding was lost";
+  EXPECT_EQ(lost_report["summary"]["verdict"], "findings_unsaved") << lost_report["summary"].dump();
+  EXPECT_EQ(lost_report["summary"]["exit_status"], lost.status);
+}
+
+// The JSON report's summary.verdict and summary.exit_status say what check's exit status says, so a reader of the
+// report alone need not re-derive it from the counts (summary.fail == 0 was read as a pass for a run that tested
+// nothing; UX review, session 34). Interrupted and unsaved runs: their own tests above and below.
+TEST_F(Cli, TheReportSaysTheVerdictAndExitStatus) {
+  const std::string tied = "check -q --property unbiased --family tied_max --no-shrink --findings " +
+                           (dir_ / "f").string() + " --json " + (dir_ / "r.json").string();
+  for (const auto& [args, verdict, status] : {std::tuple<std::string, std::string, int>{" -k oracle --instances 24", "pass", 0},
+                                              {" -k paper --instances 24", "fail", 1},
+                                              {" -k paper --instances 2", "nothing_tested", 2}}) {
+    fs::remove(dir_ / "r.json");
+    const CmdResult r = run(tied + args);
+    EXPECT_EQ(r.status, status) << args << "\n" << r.out << r.err;
+    ASSERT_TRUE(fs::exists(dir_ / "r.json")) << args << "\n" << r.err;
+    const json summary = json::parse(slurp(dir_ / "r.json"))["summary"];
+    EXPECT_EQ(summary["verdict"], verdict) << args << ": " << summary.dump();
+    EXPECT_EQ(summary["exit_status"], r.status) << args << ": " << summary.dump();
+  }
 }
 
 // A finding from a time budget pins the instances its check drew, not the seconds: a replay on a slower machine

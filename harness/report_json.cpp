@@ -3,7 +3,8 @@
 //          "run":{"attncheck":"<commit>"|null (set_tool_version),"kernels":[...],"suite":"default",
 //                 "seed":N|"0x<16 hex>"|null (seed_to_json),"budget":{...},
 //                 "jobs":n (the workers that ran the checks),"started_at":"...","wall_seconds":x},
-//          "summary":{"pass":n,"fail":n,"skip":n,"degenerate":n},
+//          "summary":{"verdict":"pass"|"fail"|"interrupted"|"nothing_tested"|"findings_unsaved" (run_verdict),
+//                     "exit_status":n (check's, by the verdict),"pass":n,"fail":n,"skip":n,"degenerate":n,"not_run":n},
 //          "outcomes":[{"kernel","property","family","family_label","family_description","family_checked",
 //                       "status","message","stats","message_checked","stats_checked" (a shrunk failure's verdict on
 //                       the family as checked; null otherwise),"instance_index","instances_run","seconds","shrink_seconds",
@@ -16,7 +17,7 @@
 // A run stopped by a signal (run_report.h): run.interrupted names it ("SIGINT"; null for a run that went to the
 // end), summary.not_run counts the checks it never ran and "not_run" lists them as [{"kernel","property",
 // "family_label","family_checked"}] (empty for a complete run). A reader that gates on summary.fail alone would take an
-// interrupted run for a pass: check run.interrupted (or the exit status, 128 + the signal).
+// interrupted run for a pass: gate on summary.verdict == "pass" (or check's exit status, the same as summary.exit_status).
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -35,6 +36,19 @@ int RunReport::count(Status s) const {
   int n = 0;
   for (const auto& e : entries) n += e.outcome.status == s;
   return n;
+}
+
+RunVerdict run_verdict(const RunReport& r) {
+  // The order of cmd_check.cpp's exits: a lost finding outranks the failure it records, any failure outranks an
+  // interruption (what ran found one), and a run that tested nothing is not a pass.
+  const bool unsaved = std::any_of(r.entries.begin(), r.entries.end(), [](const RunEntry& e) {
+    return !e.finding_error.empty();
+  });
+  if (unsaved) return {"findings_unsaved", 2};
+  if (r.count(Status::kFail)) return {"fail", 1};
+  if (r.interrupted_by) return {"interrupted", 128 + r.interrupted_by};
+  if (r.count(Status::kPass) == 0) return {"nothing_tested", 2};
+  return {"pass", 0};
 }
 
 std::string shell_word(const std::string& s) {
@@ -149,7 +163,9 @@ json run_to_json(const RunReport& r) {
             {"wall_seconds", r.wall_seconds},
             {"interrupted", r.interrupted_by ? json(signal_name(r.interrupted_by)) : json(nullptr)}}},
           {"summary",
-           {{"pass", r.count(Status::kPass)},
+           {{"verdict", run_verdict(r).name},
+            {"exit_status", run_verdict(r).exit_status},
+            {"pass", r.count(Status::kPass)},
             {"fail", r.count(Status::kFail)},
             {"skip", r.count(Status::kSkip)},
             {"degenerate", r.count(Status::kDegenerate)},

@@ -80,6 +80,8 @@ TEST(ReportJson, ParsesBackWithEveryField) {
   EXPECT_EQ(j["summary"]["pass"], 1);
   EXPECT_EQ(j["summary"]["skip"], 1);
   EXPECT_EQ(j["summary"]["degenerate"], 1);
+  EXPECT_EQ(j["summary"]["verdict"], "fail");
+  EXPECT_EQ(j["summary"]["exit_status"], 1);
   ASSERT_EQ(j["outcomes"].size(), 5u);
   const json& o = j["outcomes"][0];
   EXPECT_EQ(o["kernel"], "paper");

@@ -57,6 +57,17 @@ struct RunReport {
   int count(Status s) const;
 };
 
+// What a check run comes to, in one word, and the exit status `attncheck check` gives it: "findings_unsaved" (2: a
+// failure's case could not be written), else "fail" (1), else "interrupted" (128 + the signal, no failure found),
+// else "nothing_tested" (2: every check skipped or discarded), else "pass" (0). The JSON report's summary.verdict and
+// summary.exit_status; cmd_check.cpp exits by it, so a reader of the report and a shell see the same. (A report that
+// could not be written also makes check exit 2: that report does not exist to say so.)
+struct RunVerdict {
+  const char* name;
+  int exit_status;
+};
+RunVerdict run_verdict(const RunReport& r);
+
 // s as one word of a POSIX shell: unchanged when it holds only characters no shell treats specially, else in
 // single quotes (a ' as '\''), so a printed command can be pasted as it is (a findings path with a space broke it).
 std::string shell_word(const std::string& s);

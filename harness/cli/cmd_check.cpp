@@ -620,22 +620,26 @@ int run_check(const CheckOptions& opt) {
       std::cerr << "attncheck: error: " << printable(report_errors[i]) << "\n";
     throw Error(report_errors.back());
   }
-  if (unsaved > 0) {  // a finding that exists only on a terminal is lost: not a plain "a property failed"
+  // The exit status is the reports' summary.verdict (run_verdict): what each verdict but "pass" says is below.
+  const RunVerdict verdict = run_verdict(report);
+  const std::string said = verdict.name;
+  if (said == "findings_unsaved") {  // a finding that exists only on a terminal is lost: not a plain "a property failed"
     std::cerr << "attncheck: error: " << unsaved << " finding(s) could not be saved in " << printable(opt.findings)
               << " (the reports above name them)\n";
-    return kExitUsage;
+    return verdict.exit_status;
   }
-  if (report.count(Status::kFail)) return kExitFail;
-  if (const int sig = report.interrupted_by) {  // not a pass, whatever ran: ended by the signal, as a shell expects
+  if (said == "fail") return verdict.exit_status;
+  if (said == "interrupted") {  // not a pass, whatever ran: ended by the signal, as a shell expects
+    const int sig = report.interrupted_by;
     std::cerr << "attncheck: interrupted by " << signal_name(sig) << " after " << report.entries.size() << " of "
               << report.entries.size() + report.not_run.size() << " checks, with no failure found\n";
     std::cout.flush();
     std::fflush(stdout);
     ::signal(sig, SIG_DFL);
     ::raise(sig);
-    return 128 + sig;  // not reached where the signal's default action ends the process
+    return verdict.exit_status;  // not reached where the signal's default action ends the process
   }
-  if (report.count(Status::kPass) == 0) {  // every check skipped or discarded: a green run that tested nothing
+  if (said == "nothing_tested") {  // every check skipped or discarded: a green run that tested nothing
     // The summary table says only "skip": the reasons (distinct ones, in order, at most 5) are said here.
     std::vector<std::string> why;
     for (const RunEntry& e : report.entries) {
@@ -653,9 +657,9 @@ int run_check(const CheckOptions& opt) {
     if (!shaped && std::any_of(why.begin(), why.end(), for_head_dim))
       std::cerr << "  (the default, bias and quick suites' families have head dims of 16 and less: --suite long has 64 "
                    "and 128, and --family 'GENERATOR[head_dim=64]' sets a suite family's head dim)\n";
-    return kExitUsage;
+    return verdict.exit_status;
   }
-  return kExitPass;
+  return verdict.exit_status;  // "pass"
 }
 
 }  // namespace
