@@ -1391,6 +1391,49 @@ TEST_F(Cli, FailureIsSavedAndReplays) {
   EXPECT_EQ(lost_report["summary"]["exit_status"], lost.status);
 }
 
+// Under each FAIL block, a `re-check:` line is the check command that runs that check again (its kernel, suite,
+// property, --family, seed and budget); the JSON has it as "recheck" for every outcome. It runs the check to the
+// same statistic, and says where it also runs the suite's other families of the generator (a UX review, session 34:
+// the block said how to replay the minimal case, not how to re-check the family with more instances).
+TEST_F(Cli, AFailureSaysHowToCheckItAgain) {
+  const fs::path findings = dir_ / "found here";  // a path that needs quoting
+  const std::string args = "check -q -k paper --suite bias --property unbiased --family 'tied_max[ties=3]' --seed 3 "
+                           "--instances 32 --no-shrink --findings " + shell_word(findings.string());
+  const CmdResult r = run(args + " --json " + (dir_ / "r.json").string());
+  ASSERT_EQ(r.status, 1) << r.out << r.err;
+  const json first = json::parse(slurp(dir_ / "r.json"));
+  ASSERT_FALSE(first["outcomes"].empty());
+  const json o = first["outcomes"][0];
+  const std::string recheck = o["recheck"].get<std::string>();
+  EXPECT_EQ(recheck, kExe + " check -k paper --suite bias --property unbiased --family 'tied_max[ties=3]' --seed 3 "
+                            "--instances 32 --findings " + shell_word(findings.string()))
+      << "the options that chose the check, -q and --no-shrink aside";
+  EXPECT_NE(r.out.find("\nre-check: " + recheck + "   (with the suite's " +
+                       std::to_string(first["outcomes"].size() - 1) + " other tied_max families for unbiased)\n"),
+            std::string::npos) << r.out;
+  // Pasted, it checks the same family to the same statistic.
+  ASSERT_EQ(recheck.rfind(kExe + " ", 0), 0u) << recheck;
+  const CmdResult again = run(recheck.substr(kExe.size() + 1) + " --no-shrink --json " + (dir_ / "again.json").string());
+  EXPECT_EQ(again.status, 1) << again.out << again.err;
+  const json second = json::parse(slurp(dir_ / "again.json"));
+  ASSERT_EQ(second["outcomes"].size(), first["outcomes"].size());
+  for (std::size_t i = 0; i < second["outcomes"].size(); ++i) {
+    EXPECT_EQ(second["outcomes"][i]["family"], first["outcomes"][i]["family"]) << i;
+    EXPECT_EQ(second["outcomes"][i]["stats"], first["outcomes"][i]["stats"]) << i;
+  }
+  // A family alone in its suite for the property: no note; a passing check has its line in the JSON too.
+  const CmdResult alone = run("check -q -k paper -k oracle --property unbiased --family tied_max --instances 24 "
+                              "--no-shrink --findings " + shell_word(findings.string()) + " --json " + (dir_ / "a.json").string());
+  ASSERT_EQ(alone.status, 1) << alone.out << alone.err;
+  EXPECT_NE(alone.out.find("\nre-check: " + kExe + " check -k paper --property unbiased --family tied_max --instances 24 "
+                           "--findings " + shell_word(findings.string()) + "\n"), std::string::npos) << alone.out;
+  const json a = json::parse(slurp(dir_ / "a.json"));
+  ASSERT_EQ(a["outcomes"].size(), 2u);
+  EXPECT_EQ(a["outcomes"][1]["status"], "pass");
+  EXPECT_EQ(a["outcomes"][1]["recheck"], kExe + " check -k oracle --property unbiased --family tied_max --instances 24 "
+                                                "--findings " + shell_word(findings.string()));
+}
+
 // The JSON report's summary.verdict and summary.exit_status say what check's exit status says, so a reader of the
 // report alone need not re-derive it from the counts (summary.fail == 0 was read as a pass for a run that tested
 // nothing; UX review, session 34). Interrupted and unsaved runs: their own tests above and below.

@@ -8,7 +8,7 @@
 //          "outcomes":[{"kernel","property","family","family_label","family_description","family_checked",
 //                       "status","message","stats","message_checked","stats_checked" (a shrunk failure's verdict on
 //                       the family as checked; null otherwise),"instance_index","instances_run","seconds","shrink_seconds",
-//                       "shrink_steps","finding","replay","finding_error"}]}
+//                       "shrink_steps","finding","replay","finding_error","recheck" (RunEntry::recheck, or null)}]}
 // family and family_description are the outcome's family (a failure's: shrunk); family_checked describes the
 // suite's family as checked, before any shrinking (two suite entries of one generator differ there). instance_index
 // is the failing instance, or for `unbiased` the exemplar (an instance erring in the direction of the mean).
@@ -78,8 +78,12 @@ void set_replay_program(const std::string& argv0) {
   replay_program() = argv0.find('/') != std::string::npos ? shell_word(argv0) : std::string("attncheck");
 }
 
+std::string attncheck_command(const std::string& args, const std::string& env) {
+  return env + replay_program() + " " + args;
+}
+
 std::string replay_command(const std::string& finding_path, const std::string& extra, const std::string& env) {
-  return env + replay_program() + " replay " + shell_word(finding_path) + extra;
+  return attncheck_command("replay " + shell_word(finding_path) + extra, env);
 }
 
 std::string family_label(const RunEntry& e) { return e.label.empty() ? e.outcome.family.generator : e.label; }
@@ -138,7 +142,8 @@ json run_to_json(const RunReport& r) {
                         {"shrink_steps", o.shrink_steps},
                         {"finding", e.finding.empty() ? json(nullptr) : json(e.finding)},
                         {"replay", e.finding.empty() ? json(nullptr) : json(replay_command(e.finding, e.replay_extra, e.replay_env))},
-                        {"finding_error", e.finding_error.empty() ? json(nullptr) : json(e.finding_error)}});
+                        {"finding_error", e.finding_error.empty() ? json(nullptr) : json(e.finding_error)},
+                        {"recheck", e.recheck.empty() ? json(nullptr) : json(e.recheck)}});
   }
   json not_run = json::array();
   for (const auto& e : r.not_run)

@@ -31,6 +31,12 @@ struct RunEntry {
                               // the run then exits 2, and every report says so
   std::string replay_extra;  // what its replay needs besides the file, as shell words (" --plugin P"), or ""
   std::string replay_env;    // environment it needs, as shell words before the program ("ATTNCHECK_PLUGIN_PAD=3 "), or ""
+  // The `check` command that runs this check again (attncheck_command: program, kernel, suite, property, --family,
+  // seed and budget as given), to re-check a failure with more instances or another seed; it runs the suite's other
+  // families of the generator for the property too where there are (recheck_siblings counts them, this one included).
+  // Terminal (`re-check:` under a FAIL) and JSON ("recheck"); "" where not filled.
+  std::string recheck;
+  int recheck_siblings = 1;
 };
 
 struct RunReport {
@@ -75,6 +81,8 @@ std::string shell_word(const std::string& s);
 // word, then `extra` (RunEntry::replay_extra), all after `env` (RunEntry::replay_env). The program is "attncheck"
 // unless set_replay_program named another.
 std::string replay_command(const std::string& finding_path, const std::string& extra = "", const std::string& env = "");
+// `env` + the program (as replay_command names it) + " " + `args`: an attncheck command line to print.
+std::string attncheck_command(const std::string& args, const std::string& env = "");
 // The program as it was invoked (main's argv[0]) when that is a path (build/harness/attncheck): the printed line
 // then runs as pasted from the same directory; a bare name (found on PATH) stays "attncheck".
 void set_replay_program(const std::string& argv0);

@@ -257,12 +257,19 @@ Family with_acting_values(const Family& base, const FamilySpec& s) {
   return f;
 }
 
-std::vector<SuiteEntry> pick_entries(const CheckOptions& opt) {
+// A check the run will make: the suite entry, and the --family argument that picks it again (the spec it came from,
+// or its generator) for RunEntry::recheck.
+struct Picked {
+  SuiteEntry entry;
+  std::string family_arg;
+};
+
+std::vector<Picked> pick_entries(const CheckOptions& opt) {
   std::vector<SuiteEntry> all = suite(opt.suite);  // Error on an unknown suite
   std::vector<FamilySpec> specs;
   for (const auto& text : opt.families) specs.push_back(parse_family(text));
   for (const auto& p : opt.properties) get_property(p);  // Error lists the known properties
-  std::vector<SuiteEntry> out;
+  std::vector<Picked> out;
   std::set<std::string> checks;  // property and family of each entry in `out`
   const auto property_wanted = [&](const SuiteEntry& e) {
     return opt.properties.empty() ||
@@ -272,7 +279,8 @@ std::vector<SuiteEntry> pick_entries(const CheckOptions& opt) {
     if (!property_wanted(e)) continue;
     if (opt.seed_given) e.family.seed = reseeded(e.family.seed, opt.seed);
     if (specs.empty()) {
-      out.push_back(std::move(e));
+      const std::string generator = e.family.generator;
+      out.push_back({std::move(e), generator});
       continue;
     }
     for (const FamilySpec& s : specs) {  // each spec of its generator: a copy of the entry with the spec's values
@@ -289,7 +297,7 @@ std::vector<SuiteEntry> pick_entries(const CheckOptions& opt) {
       // One check per property and family: `--family normal --family 'normal[]'`, or values the family has already,
       // ran it twice under one name (JUnit's and compare_verdicts' keys).
       if (checks.insert(copy.property + " " + family_to_json(copy.family).dump()).second)
-        out.push_back(std::move(copy));
+        out.push_back({std::move(copy), s.text});
     }
   }
   if (out.empty()) {
@@ -438,13 +446,30 @@ int run_check(const CheckOptions& opt) {
   // when a check runs, not its outcome; results are printed and reported in this order whatever order they end in.
   struct Slot {
     const Kernel* kernel;
-    const SuiteEntry* entry;
+    const Picked* picked;
     RunEntry result;
     bool ran = false, done = false;
   };
   std::vector<Slot> slots;
   for (const Kernel* k : kernels)
-    for (const SuiteEntry& e : entries) slots.push_back({k, &e, {}});
+    for (const Picked& e : entries) slots.push_back({k, &e, {}});
+  std::map<std::pair<std::string, std::string>, int> recheck_runs;  // (property, family_arg) -> the checks it picks
+  for (const Picked& e : entries) ++recheck_runs[{e.entry.property, e.family_arg}];
+  // RunEntry::recheck: the options that chose this check, its own kernel, property and --family.
+  const auto recheck = [&](const std::string& kernel, const Picked& e, bool is_plugin) {
+    std::string args = "check -k " + shell_word(kernel);
+    if (opt.suite != CheckOptions{}.suite) args += " --suite " + shell_word(opt.suite);
+    args += " --property " + shell_word(e.entry.property) + " --family " + shell_word(e.family_arg);
+    if (opt.seed_given) args += " --seed " + shell_word(opt.seed_text);
+    if (opt.instances > 0) args += " --instances " + std::to_string(opt.instances);
+    if (opt.seconds >= 0) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.17g", opt.seconds);
+      args += std::string(" --seconds ") + text;
+    }
+    if (opt.findings != CheckOptions{}.findings) args += " --findings " + shell_word(opt.findings);
+    return is_plugin ? attncheck_command(args + plugin_replay_args(), plugin_replay_env()) : attncheck_command(args);
+  };
   Progress progress(slots.size(), opt.quiet);
   int unsaved = 0;  // failures whose case could not be written
   std::mutex mu;    // guards the slots' done flags, next/printed/finished, unsaved, the progress line and printing
@@ -478,6 +503,14 @@ int run_check(const CheckOptions& opt) {
       if (!entry.finding.empty())  // the reports keep the command exact; the terminal gets it as text
         std::cout << "replay: " << printable(replay_command(entry.finding, entry.replay_extra, entry.replay_env))
                   << "\n";
+      if (!entry.recheck.empty()) {  // the check again, to try more instances (--instances) or another --seed
+        const int others = entry.recheck_siblings - 1;
+        std::cout << "re-check: " << printable(entry.recheck);
+        if (others > 0)
+          std::cout << "   (with the suite's " << others << " other " << o.family.generator << " famil"
+                    << (others == 1 ? "y" : "ies") << " for " << o.property << ")";
+        std::cout << "\n";
+      }
       std::cout << std::flush;
       if (!entry.finding_error.empty())  // said where errors go, and again at the end: the case is lost
         std::cerr << "attncheck: error: could not save the finding: " << printable(entry.finding_error) << "\n";
@@ -486,11 +519,13 @@ int run_check(const CheckOptions& opt) {
   // Runs one check and saves its finding (to disk before anything is printed: a crash after this loses nothing).
   const auto run_slot = [&](Slot& slot) {
     const Kernel& k = *slot.kernel;
-    const SuiteEntry& e = *slot.entry;
+    const SuiteEntry& e = slot.picked->entry;
     const Property& p = get_property(e.property);
     RunEntry& entry = slot.result;
     entry.label = e.label;
     entry.checked = e.family.describe();
+    entry.recheck = recheck(k.name(), *slot.picked, k.caps().device == "plugin");
+    entry.recheck_siblings = recheck_runs[{e.property, slot.picked->family_arg}];
     entry.outcome.kernel = k.name();
     entry.outcome.property = p.name;
     // A plugin's check runs alone, its finding's save included: its calls fork (isolated_call.h), and a child forked
