@@ -190,6 +190,13 @@ TEST_F(Cli, HelpAndUsageErrors) {
   const CmdResult gens = run("list generators");
   EXPECT_NE(gens.out.find("\n  ties_min: an integer in [1, "), std::string::npos) << gens.out;
   EXPECT_NE(gens.out.find("\n  tie_rows: [0, 1] (fraction of rows"), std::string::npos) << gens.out;
+  // Each suite says what it is for (quick was named in --help and described nowhere: a UX review, session 34).
+  const CmdResult suites = run("list suites");
+  EXPECT_EQ(suites.status, 0) << suites.err;
+  for (const char* name : {"default", "bias", "gpu", "long", "quick"}) {
+    const std::regex head(std::string("\n  ") + name + R"( \(\d+ checks per kernel\): \S[^\n]{20,}\n)");
+    EXPECT_TRUE(std::regex_search(suites.out, head)) << name << "\n" << suites.out.substr(0, 400);
+  }
   for (const char* bad : {"", "frobnicate", "check --bogus", "check --instances 0", "check --seconds -1", "replay",
                           "check -k no-such-kernel", "check --suite no-such-suite", "check --property no-such-property",
                           "check --family no-such-generator", "check -k 'paper[bad'"}) {

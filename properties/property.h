@@ -115,6 +115,7 @@ struct SuiteEntry {
 };
 std::vector<SuiteEntry> suite(const std::string& name);  // "default", "bias", "gpu", "quick"; throws Error otherwise
 std::vector<std::string> suite_names();
+std::string suite_purpose(const std::string& name);  // one line: what the suite is for (`list suites`, README)
 // The seed of a suite entry's family in a run with seed N (`attncheck check --seed N`): its own seed mixed with N, so
 // another N draws other instances of the same families.
 std::uint64_t reseeded(std::uint64_t family_seed, std::uint64_t run_seed);

@@ -49,7 +49,7 @@ int run_list(const std::string& what) {
     o << "suites:\n";
     for (const std::string& s : suite_names()) {
       const auto entries = suite(s);
-      o << "  " << s << " (" << entries.size() << " checks per kernel)\n";
+      o << "  " << s << " (" << entries.size() << " checks per kernel): " << suite_purpose(s) << "\n";
       for (const SuiteEntry& e : entries) o << "      " << e.property << " on " << e.family.describe() << "\n";
     }
   }
