@@ -106,7 +106,9 @@ std::string bias_table(const RunReport& r) {
   }
   if (any_blind)
     s << "ok? = passes, but the tensor shown is too noisy there to fail below " << kBlindUlp
-      << " ulp (its exact values cancel; the smallest failing mean is in the check's message and JSON)\n";
+      << " ulp: its errors spread too widely over the instances (exact values that cancel to near zero, or a few "
+         "large errors), so even a mean of several ulps is not significant; the smallest failing mean is in the "
+         "check's message and JSON\n";
   return s.str();
 }
 
