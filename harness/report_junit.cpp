@@ -18,16 +18,7 @@
 namespace attncheck {
 
 namespace {
-// "property / family as checked", the family's seed left out: `check --seed N` (a nightly run's new draw) renamed
-// every testcase, and a dashboard's history broke every night (a UX review, session 33). The seed is in the failure
-// text (the shrunk family) and the JSON report; no suite holds two entries that differ only by seed (report_test).
-std::string junit_name_of(const std::string& property, const std::string& family) {
-  const std::size_t seed = family.rfind(" seed=");
-  return property + " / " + (seed == std::string::npos ? family : family.substr(0, seed));
-}
-std::string junit_name(const RunEntry& e) {
-  return junit_name_of(e.outcome.property, e.checked.empty() ? e.outcome.family.describe() : e.checked);
-}
+std::string junit_name(const RunEntry& e) { return check_name(e).substr(e.outcome.kernel.size() + 3); }
 // The length of the well-formed UTF-8 sequence at s[i] that XML 1.0 allows (no surrogates, nothing past
 // U+10FFFF, no overlong forms, not U+FFFE/U+FFFF), or 0.
 std::size_t utf8_char_at(const std::string& s, std::size_t i) {

@@ -300,6 +300,13 @@ TEST(ReportJunit, TestcaseNamesDoNotDependOnTheSeedAndStayUnique) {
       EXPECT_EQ(n.find("seed="), std::string::npos) << n;
       EXPECT_TRUE(names.insert(n).second) << name << ": two testcases named " << n;
     }
+    // The JSON names each check as JUnit does, kernel first: the same under --seed N.
+    const json ja = run_to_json(plain), jb = run_to_json(seeded);
+    ASSERT_EQ(ja["outcomes"].size(), a.children[0].children.size());
+    for (std::size_t i = 0; i < ja["outcomes"].size(); ++i) {
+      EXPECT_EQ(ja["outcomes"][i]["check"], "k / " + a.children[0].children[i].attrs.at("name")) << name;
+      EXPECT_EQ(ja["outcomes"][i]["check"], jb["outcomes"][i]["check"]) << name;
+    }
   }
 }
 

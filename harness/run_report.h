@@ -89,6 +89,9 @@ void set_replay_program(const std::string& argv0);
 // What attncheck this is (`attncheck --version`: the commit it was built from), written as the JSON report's
 // run.attncheck; null in the report until it is set (a test program that is not the attncheck executable).
 void set_tool_version(const std::string& version);
+// "kernel / property / family as checked" without the family's seed: one check's name in every run, whatever --seed
+// drew (JSON outcomes[].check; JUnit's testcase is named by what follows "kernel / ", its classname "attncheck.kernel").
+std::string check_name(const RunEntry& e);
 // How the reports name an entry's family: the suite entry's label, else the generator.
 std::string family_label(const RunEntry& e);
 // The statistic that best summarises an outcome in one short cell ("z=9.1", "err/bound=3.2", ...), or "".
