@@ -1441,6 +1441,73 @@ TEST_F(Cli, AFailureSaysHowToCheckItAgain) {
                                                 "--findings " + shell_word(findings.string()));
 }
 
+// `check --baseline FILE`: a CI job keeps last run's report and fails on new failures only. A check that failed in
+// the baseline fails again as a known failure (printed, saved, reported), and the run exits 0; one that did not fail
+// there fails the run; one that failed there and passes now is listed. The baseline may be this run's --json file.
+// A report from before outcomes[].check is read by kernel, property and family_checked. Names carry no seed, so a
+// nightly --seed run still matches. Bad files are exit 2 before any check runs.
+TEST_F(Cli, ABaselineGatesOnNewFailuresOnly) {
+  const std::string f = " --no-shrink -q --findings " + (dir_ / "f").string();
+  const fs::path base = dir_ / "base.json", run_json = dir_ / "run.json";
+  const std::string bias = "check -k paper -k oracle --suite bias" + f;
+  ASSERT_EQ(run(bias + " --json " + base.string()).status, 1);
+  const json before = json::parse(slurp(base));
+  const int fails = before["summary"]["fail"].get<int>();
+  ASSERT_GE(fails, 2) << "paper fails the bias suite";
+  // This run's report as its own baseline: read before it is replaced.
+  fs::copy_file(base, run_json);
+  const CmdResult again = run(bias + " --seed 5 --baseline " + run_json.string() + " --json " + run_json.string());
+  const json after = json::parse(slurp(run_json));
+  const int known = after["baseline"]["known_fail"].get<int>();
+  EXPECT_GE(known, 1) << after["baseline"].dump();
+  if (after["summary"]["fail"].get<int>() == known) {
+    EXPECT_EQ(again.status, 0) << again.out << again.err;
+    EXPECT_EQ(after["summary"]["verdict"], "known_failures");
+    EXPECT_NE(again.err.find("every failure (" + std::to_string(known) + ") failed in the baseline too: exit 0"),
+              std::string::npos) << again.err;
+  } else {  // --seed 5 drew a failure the baseline did not have: new, and the run fails
+    EXPECT_EQ(again.status, 1) << again.out << again.err;
+    EXPECT_EQ(after["summary"]["verdict"], "fail");
+  }
+  EXPECT_NE(again.out.find("(known: it failed in the baseline too)"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("known FAIL "), std::string::npos) << again.out;
+  // A failure the baseline did not have fails the run: the baseline with paper's first failure marked a pass.
+  json edited = before;
+  std::string first_fail, a_pass;
+  for (json& o : edited["outcomes"]) {
+    if (first_fail.empty() && o["status"] == "fail") first_fail = o["check"], o["status"] = "pass";
+    else if (a_pass.empty() && o["status"] == "pass" && o["kernel"] == "oracle") a_pass = o["check"], o["status"] = "fail";
+  }
+  std::ofstream(dir_ / "edited.json") << edited.dump();
+  const CmdResult strict = run(bias + " --baseline " + (dir_ / "edited.json").string() + " --json " + run_json.string());
+  EXPECT_EQ(strict.status, 1) << strict.out << strict.err;
+  EXPECT_NE(strict.out.find(std::to_string(fails - 1) + " of the " + std::to_string(fails) +
+                            " failures failed there too; 1 NEW (the run fails)"), std::string::npos) << strict.out;
+  const json s = json::parse(slurp(run_json));
+  EXPECT_EQ(s["baseline"]["now_pass"], json::array({a_pass})) << "the oracle check marked failed in the baseline";
+  EXPECT_NE(strict.out.find("failed in the baseline, pass now (1; "), std::string::npos) << strict.out;
+  // A report written before outcomes[].check: the same known failures.
+  json old = before;
+  for (json& o : old["outcomes"]) o.erase("check");
+  std::ofstream(dir_ / "old.json") << old.dump();
+  const CmdResult from_old = run(bias + " --baseline " + (dir_ / "old.json").string() + " --json " + run_json.string());
+  EXPECT_EQ(from_old.status, 0) << from_old.out << from_old.err;
+  EXPECT_EQ(json::parse(slurp(run_json))["baseline"]["known_fail"], fails);
+  // A baseline with none of the run's checks is said (every failure is then new).
+  const CmdResult other = run("check -k fa2 --suite quick" + f + " --baseline " + base.string());
+  EXPECT_NE(other.err.find("has none of this run's 5 checks"), std::string::npos) << other.err;
+  // Files that are not run reports: exit 2, said, before any check.
+  std::ofstream(dir_ / "empty.json") << "{}";
+  for (const auto& [file, said] : {std::pair<std::string, std::string>{(dir_ / "nope.json").string(), "cannot read"},
+                                   {dir_.string(), "not a regular file"},
+                                   {(dir_ / "empty.json").string(), "not a run report"}}) {
+    const CmdResult bad = run("check -k paper --suite quick" + f + " --baseline " + file);
+    EXPECT_EQ(bad.status, 2) << file << "\n" << bad.out << bad.err;
+    EXPECT_NE(bad.err.find(said), std::string::npos) << file << ": " << bad.err;
+    EXPECT_EQ(bad.out.find("checks:"), std::string::npos) << file << ": ran checks anyway";
+  }
+}
+
 // The JSON report's summary.verdict and summary.exit_status say what check's exit status says, so a reader of the
 // report alone need not re-derive it from the counts (summary.fail == 0 was read as a pass for a run that tested
 // nothing; UX review, session 34). Interrupted and unsaved runs: their own tests above and below.

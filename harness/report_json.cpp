@@ -3,12 +3,17 @@
 //          "run":{"attncheck":"<commit>"|null (set_tool_version),"kernels":[...],"suite":"default",
 //                 "seed":N|"0x<16 hex>"|null (seed_to_json),"budget":{...},
 //                 "jobs":n (the workers that ran the checks),"started_at":"...","wall_seconds":x},
-//          "summary":{"verdict":"pass"|"fail"|"interrupted"|"nothing_tested"|"findings_unsaved" (run_verdict),
+//          "summary":{"verdict":"pass"|"known_failures"|"fail"|"interrupted"|"nothing_tested"|"findings_unsaved"
+//                     (run_verdict),
 //                     "exit_status":n (check's, by the verdict),"pass":n,"fail":n,"skip":n,"degenerate":n,"not_run":n},
-//          "outcomes":[{"check" (check_name: the same in every --seed's run),"kernel","property","family","family_label","family_description","family_checked",
-//                       "status","message","stats","message_checked","stats_checked" (a shrunk failure's verdict on
-//                       the family as checked; null otherwise),"instance_index","instances_run","seconds","shrink_seconds",
-//                       "shrink_steps","finding","replay","finding_error","recheck" (RunEntry::recheck, or null)}]}
+//          "outcomes":[{"check" (check_name: the same in every --seed's run),"kernel","property","family",
+//                       "family_label","family_description","family_checked","status","message","stats",
+//                       "message_checked","stats_checked" (a shrunk failure's verdict on the family as checked; null
+//                       otherwise),"instance_index","instances_run","seconds","shrink_seconds",
+//                       "shrink_steps","finding","replay","finding_error","recheck" (RunEntry::recheck, or null),
+//                       "known_failure" (a failure of a check that failed in --baseline's report too)}],
+//          "baseline":null (no --baseline) | {"path","known_fail":n (failures known from it),"now_pass":[check
+//                      names that failed there and pass here]}}
 // family and family_description are the outcome's family (a failure's: shrunk); family_checked describes the
 // suite's family as checked, before any shrinking (two suite entries of one generator differ there). instance_index
 // is the failing instance, or for `unbiased` the exemplar (an instance erring in the direction of the mean).
@@ -23,6 +28,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "harness/run_report.h"
@@ -38,6 +46,12 @@ int RunReport::count(Status s) const {
   return n;
 }
 
+int RunReport::known_failures() const {
+  int n = 0;
+  for (const auto& e : entries) n += e.outcome.status == Status::kFail && e.known_failure;
+  return n;
+}
+
 RunVerdict run_verdict(const RunReport& r) {
   // The order of cmd_check.cpp's exits: a lost finding outranks the failure it records, any failure outranks an
   // interruption (what ran found one), and a run that tested nothing is not a pass.
@@ -45,9 +59,10 @@ RunVerdict run_verdict(const RunReport& r) {
     return !e.finding_error.empty();
   });
   if (unsaved) return {"findings_unsaved", 2};
-  if (r.count(Status::kFail)) return {"fail", 1};
+  if (r.count(Status::kFail) > r.known_failures()) return {"fail", 1};
   if (r.interrupted_by) return {"interrupted", 128 + r.interrupted_by};
-  if (r.count(Status::kPass) == 0) return {"nothing_tested", 2};
+  if (r.count(Status::kPass) == 0 && r.count(Status::kFail) == 0) return {"nothing_tested", 2};
+  if (r.count(Status::kFail)) return {"known_failures", 0};
   return {"pass", 0};
 }
 
@@ -86,14 +101,61 @@ std::string replay_command(const std::string& finding_path, const std::string& e
   return attncheck_command("replay " + shell_word(finding_path) + extra, env);
 }
 
+namespace {
+std::string check_name_of(const std::string& kernel, const std::string& property, const std::string& family) {
+  const std::size_t seed = family.rfind(" seed=");
+  return kernel + " / " + property + " / " + (seed == std::string::npos ? family : family.substr(0, seed));
+}
+}  // namespace
+
 // The family's seed left out: `check --seed N` (a nightly run's new draw) renamed every JUnit testcase, and a
 // dashboard's history broke every night (a UX review, session 33). The seed is in the JSON's family and the JUnit
 // failure text; no suite holds two entries that differ only by seed (report_test).
 std::string check_name(const RunEntry& e) {
-  const std::string family = e.checked.empty() ? e.outcome.family.describe() : e.checked;
-  const std::size_t seed = family.rfind(" seed=");
-  return e.outcome.kernel + " / " + e.outcome.property + " / " +
-         (seed == std::string::npos ? family : family.substr(0, seed));
+  const std::string& family = e.checked.empty() ? e.outcome.family.describe() : e.checked;
+  return check_name_of(e.outcome.kernel, e.outcome.property, family);
+}
+
+Baseline load_baseline(const std::string& path) {
+  // A report is under a megabyte (the default suite on six kernels: ~0.5 MB); a FIFO or a device is not one.
+  constexpr std::uintmax_t kMaxBytes = std::uintmax_t(256) << 20;
+  const std::string at = "--baseline " + path;
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec) throw Error(at + ": cannot read: " + ec.message());
+  if (!std::filesystem::is_regular_file(st)) throw Error(at + ": not a regular file");
+  if (std::filesystem::file_size(path, ec) > kMaxBytes) throw Error(at + ": larger than 256 MiB: not a run report");
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) throw Error(at + ": cannot read: " + std::strerror(errno));
+  const json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw Error(at + ": not JSON (truncated?): give the file `check --json FILE` wrote");
+  const json format = j.is_object() ? j.value("format", json()) : json();
+  if (format != kRunReportTag)
+    throw Error(at + ": " +
+                (format == "attncheck-case" ? "a saved case" : "its \"format\" is not \"attncheck-run\"") +
+                ": not a run report: give the file `check --json FILE` wrote");
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<long long>() > kRunReportVersion)
+    throw Error(at + ": version " + (j.contains("version") ? j["version"].dump() : std::string("missing")) +
+                " (this attncheck reads version " + std::to_string(kRunReportVersion) + ")");
+  if (!j.contains("outcomes") || !j["outcomes"].is_array()) throw Error(at + ": no \"outcomes\" list");
+  Baseline b;
+  b.path = path;
+  for (std::size_t i = 0; i < j["outcomes"].size(); ++i) {
+    const json& o = j["outcomes"][i];
+    const auto text_at = [&](const char* key) {
+      if (!o.is_object() || !o.contains(key) || !o[key].is_string())
+        throw Error(at + ": outcomes[" + std::to_string(i) + "]." + key + ": missing or not a string");
+      return o[key].get<std::string>();
+    };
+    const std::string name = o.is_object() && o.contains("check")
+                                 ? text_at("check")
+                                 : check_name_of(text_at("kernel"), text_at("property"), text_at("family_checked"));
+    b.checks.insert(name);
+    if (text_at("status") == "fail") b.failed.insert(name);
+  }
+  return b;
 }
 
 std::string family_label(const RunEntry& e) { return e.label.empty() ? e.outcome.family.generator : e.label; }
@@ -154,7 +216,8 @@ json run_to_json(const RunReport& r) {
                         {"finding", e.finding.empty() ? json(nullptr) : json(e.finding)},
                         {"replay", e.finding.empty() ? json(nullptr) : json(replay_command(e.finding, e.replay_extra, e.replay_env))},
                         {"finding_error", e.finding_error.empty() ? json(nullptr) : json(e.finding_error)},
-                        {"recheck", e.recheck.empty() ? json(nullptr) : json(e.recheck)}});
+                        {"recheck", e.recheck.empty() ? json(nullptr) : json(e.recheck)},
+                        {"known_failure", e.known_failure}});
   }
   json not_run = json::array();
   for (const auto& e : r.not_run)
@@ -186,6 +249,10 @@ json run_to_json(const RunReport& r) {
             {"skip", r.count(Status::kSkip)},
             {"degenerate", r.count(Status::kDegenerate)},
             {"not_run", r.not_run.size()}}},
+          {"baseline", r.baseline.empty() ? json(nullptr)
+                                          : json{{"path", r.baseline},
+                                                 {"known_fail", r.known_failures()},
+                                                 {"now_pass", r.now_pass}}},
           {"outcomes", outcomes},
           {"not_run", not_run}};
 }

@@ -143,8 +143,11 @@ std::string run_to_junit(const RunReport& r) {
         // case's (a dashboard showed paper-fixed's dV:tied at z -19, the minimal case's, for a z -6.64 check).
         const std::string message = o.message_checked.empty() ? o.message : o.message_checked;
         if (!o.message_checked.empty()) body = "shrunk: " + o.message + "\n" + body;
-        x << "      <failure message=\"" << xml_escape(message) << "\" type=\"" << xml_escape(o.property) << "\">"
-          << xml_escape(body) << "</failure>\n";
+        // A failure known from --baseline stays a failure here (the kernel still fails the property), typed so a
+        // dashboard can tell it from a new one; the exit status is what gates.
+        const std::string known = e->known_failure ? "known (failed in the baseline too): " : "";
+        x << "      <failure message=\"" << xml_escape(known + message) << "\" type=\""
+          << xml_escape(e->known_failure ? "known_failure" : o.property) << "\">" << xml_escape(body) << "</failure>\n";
       } else {
         const std::string why = o.status == Status::kDegenerate ? "degenerate family: " + o.message : o.message;
         x << "      <skipped message=\"" << xml_escape(why) << "\"/>\n";

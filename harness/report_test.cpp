@@ -58,6 +58,43 @@ RunReport sample_report_with_a_shrunk_failure() {
   return r;
 }
 
+// --baseline: failures known from an earlier report do not fail the run; one new failure does, and an interruption
+// or a lost finding still outranks them (run_verdict's order). Each rendering says which failures are known.
+TEST(ReportBaseline, KnownFailuresPassTheGateAndEveryReportSaysSo) {
+  RunReport r = sample_report();
+  r.baseline = "base.json";
+  ASSERT_EQ(r.count(Status::kFail), 2);
+  EXPECT_STREQ(run_verdict(r).name, "fail");
+  r.entries[0].known_failure = true;
+  EXPECT_STREQ(run_verdict(r).name, "fail") << "one failure is still new";
+  EXPECT_NE(summary_table(r).find("2 FAIL (1 known)"), std::string::npos) << summary_table(r);
+  EXPECT_NE(summary_table(r).find("1 of the 2 failures failed there too; 1 NEW"), std::string::npos) << summary_table(r);
+  r.entries[4].known_failure = true;
+  EXPECT_STREQ(run_verdict(r).name, "known_failures");
+  EXPECT_EQ(run_verdict(r).exit_status, 0);
+  const std::string table = summary_table(r);
+  EXPECT_NE(table.find("known FAIL 1/1 z=-9.25"), std::string::npos) << table;
+  EXPECT_NE(table.find("2 of the 2 failures failed there too\n"), std::string::npos) << table;
+  r.now_pass = {"paper / accurate / x"};
+  EXPECT_NE(summary_table(r).find("failed in the baseline, pass now (1; "), std::string::npos) << summary_table(r);
+  const json j = run_to_json(r);
+  EXPECT_EQ(j["summary"]["verdict"], "known_failures");
+  EXPECT_EQ(j["baseline"], json({{"path", "base.json"}, {"known_fail", 2}, {"now_pass", {"paper / accurate / x"}}}));
+  EXPECT_EQ(j["outcomes"][0]["known_failure"], true);
+  EXPECT_EQ(j["outcomes"][1]["known_failure"], false);
+  const std::string xml = run_to_junit(r);
+  EXPECT_NE(xml.find("message=\"known (failed in the baseline too): "), std::string::npos) << xml;
+  EXPECT_NE(xml.find("type=\"known_failure\""), std::string::npos) << xml;
+  r.interrupted_by = SIGTERM;
+  EXPECT_STREQ(run_verdict(r).name, "interrupted");
+  r.entries[0].finding_error = "disk full";
+  EXPECT_STREQ(run_verdict(r).name, "findings_unsaved");
+  // Without a baseline the report says null, and the table no "known".
+  RunReport plain = sample_report();
+  EXPECT_TRUE(run_to_json(plain)["baseline"].is_null());
+  EXPECT_EQ(summary_table(plain).find("known"), std::string::npos) << summary_table(plain);
+}
+
 // A printed command pastes into a shell as it is: plain words stay, anything else is single-quoted (' as '\'').
 TEST(ReportJson, ShellWordQuotesWhatAShellWouldSplit) {
   EXPECT_EQ(shell_word("corpus/findings/paper-unbiased-1.json"), "corpus/findings/paper-unbiased-1.json");

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,7 +38,19 @@ struct RunEntry {
   // Terminal (`re-check:` under a FAIL) and JSON ("recheck"); "" where not filled.
   std::string recheck;
   int recheck_siblings = 1;
+  // A failure of a check that failed in the baseline too (`check --baseline FILE`): still a failure, printed, saved
+  // and reported, but it does not fail the run (RunVerdict "known_failures").
+  bool known_failure = false;
 };
+
+// An earlier `check --json` report given to `check --baseline`: the checks it ran and those that failed, by
+// check_name (a report from before outcomes[].check: built from kernel, property and family_checked the same way).
+struct Baseline {
+  std::string path;
+  std::set<std::string> checks, failed;
+};
+// Error naming the file and the field where it is not a readable attncheck-run report.
+Baseline load_baseline(const std::string& path);
 
 struct RunReport {
   std::vector<std::string> kernels;
@@ -59,13 +72,19 @@ struct RunReport {
   // the cells they leave incomplete.
   int interrupted_by = 0;
   std::vector<RunEntry> not_run;
+  // `check --baseline FILE`: its path ("" when none was given), and the checks that failed there and passed in this
+  // run (check_name, in suite order): JSON "baseline", the summary's last lines.
+  std::string baseline;
+  std::vector<std::string> now_pass;
 
   int count(Status s) const;
+  int known_failures() const;  // failures with known_failure set
 };
 
 // What a check run comes to, in one word, and the exit status `attncheck check` gives it: "findings_unsaved" (2: a
-// failure's case could not be written), else "fail" (1), else "interrupted" (128 + the signal, no failure found),
-// else "nothing_tested" (2: every check skipped or discarded), else "pass" (0). The JSON report's summary.verdict and
+// failure's case could not be written), else "fail" (1: a failure not known from --baseline), else "interrupted"
+// (128 + the signal, no new failure found), else "nothing_tested" (2: every check skipped or discarded), else
+// "known_failures" (0: every failure failed in the baseline too), else "pass" (0). The JSON report's summary.verdict and
 // summary.exit_status; cmd_check.cpp exits by it, so a reader of the report and a shell see the same. (A report that
 // could not be written also makes check exit 2: that report does not exist to say so.)
 struct RunVerdict {

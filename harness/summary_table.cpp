@@ -2,7 +2,8 @@
 // A cell aggregates every family of that property: FAIL k/n (k of the n families checked failed, with the first
 // failure's key number), else pass if any passed, else degen / skip; "-" when the suite has no such pair. An
 // interrupted run's cell short of checks reads "k/n run" (k of its n checks ran, none failed), "not run", or
-// "FAIL k/n (m not run)". Below the table: why checks skipped, a line per reason.
+// "FAIL k/n (m not run)"; with --baseline, "known FAIL k/n" where each failed in the baseline too, "FAIL k/n (j known)"
+// where some did. Below the table: the baseline's count, then why checks skipped, a line per reason.
 // bias_table: the `unbiased` and `unbiased_at_ties` properties family by family (rows) and kernel by kernel
 // (columns), because a kernel can pass one tie family and fail another (paper-fixed: tied_max passes, max_zero
 // fails), and that is the point of the property. Plain ASCII, fixed width. Tested by report_test.cpp.
@@ -193,7 +194,7 @@ std::string summary_table(const RunReport& r) {
     if (std::find(props.begin(), props.end(), e.outcome.property) == props.end()) props.push_back(e.outcome.property);
   }
   struct Cell {
-    int pass = 0, fail = 0, skip = 0, degen = 0, not_run = 0;
+    int pass = 0, fail = 0, known = 0, skip = 0, degen = 0, not_run = 0;
     std::string key;  // the worst failure's key_number, as checked
     double key_size = -1;
   };
@@ -211,6 +212,7 @@ std::string summary_table(const RunReport& r) {
         // The worst of the cell's failures, on the suite's family as checked: the first failure's shrunk statistic
         // read 1.07e+04 for fa2-fixed's accurate (1.41 at worst as checked) and z=-19 for a z -6.64 check.
         ++c.fail;
+        c.known += e.known_failure;
         const Outcome& o = e.outcome;
         auto [key, size] = key_number_and_size(o.stats_checked.is_null() ? o.stats : o.stats_checked);
         if (c.key.empty() || size > c.key_size) c.key = std::move(key), c.key_size = size;
@@ -225,9 +227,14 @@ std::string summary_table(const RunReport& r) {
     if (it == cells.end()) return "-";
     const Cell& c = it->second;
     if (c.fail) {  // "FAIL 2/7 (3 not run)": 2 of the 7 checks that ran failed, 3 did not run (an interrupted run)
+      // --baseline: "known FAIL 2/7" where both failed there too, "FAIL 2/7 (1 known)" where one did.
       const int n = c.pass + c.fail + c.degen;
-      return "FAIL " + std::to_string(c.fail) + "/" + std::to_string(n) +
-             (c.not_run ? " (" + std::to_string(c.not_run) + " not run)" : "") + (c.key.empty() ? "" : " " + c.key);
+      const std::string known = c.known == c.fail ? "known " : "";
+      std::string notes;
+      if (c.known && c.known < c.fail) notes += std::to_string(c.known) + " known";
+      if (c.not_run) notes += (notes.empty() ? "" : ", ") + std::to_string(c.not_run) + " not run";
+      return known + "FAIL " + std::to_string(c.fail) + "/" + std::to_string(n) + (notes.empty() ? "" : " (" + notes + ")") +
+             (c.key.empty() ? "" : " " + c.key);
     }
     if (c.not_run) {  // "3/10 run": 3 checks ran (none failed), 7 did not
       const int ran = c.pass + c.skip + c.degen;
@@ -256,12 +263,22 @@ std::string summary_table(const RunReport& r) {
     for (std::size_t i = 0; i < props.size(); ++i) s << "  " << pad(text(k, props[i]), pw[i]);
     s << "\n";
   }
-  s << r.entries.size() << " checks: " << r.count(Status::kPass) << " pass, " << r.count(Status::kFail) << " FAIL, "
+  s << r.entries.size() << " checks: " << r.count(Status::kPass) << " pass, " << r.count(Status::kFail) << " FAIL"
+    << (r.baseline.empty() ? std::string() : " (" + std::to_string(r.known_failures()) + " known)") << ", "
     << r.count(Status::kSkip) << " skip, " << r.count(Status::kDegenerate) << " degenerate (discarded) in "
     << static_cast<int>(r.wall_seconds * 10) / 10.0 << " s\n";
   if (r.interrupted_by)
     s << "INTERRUPTED by " << signal_name(r.interrupted_by) << ": " << r.not_run.size() << " of "
       << r.entries.size() + r.not_run.size() << " checks not run; this is not a complete run\n";
+  if (!r.baseline.empty()) {
+    const int fails = r.count(Status::kFail), known = r.known_failures();
+    s << "baseline " << printable(r.baseline) << ": "
+      << (fails ? std::to_string(known) + " of the " + std::to_string(fails) + " failures failed there too" : "no failure");
+    s << (fails > known ? "; " + std::to_string(fails - known) + " NEW (the run fails)" : "") << "\n";
+    if (!r.now_pass.empty())
+      s << "  failed in the baseline, pass now (" << r.now_pass.size() << "; a new baseline would drop them): "
+        << printable(join_some(r.now_pass, 5)) << "\n";
+  }
   s << shared_faults(r) << skip_reasons(r);
   return s.str();
 }

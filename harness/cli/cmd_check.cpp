@@ -77,6 +77,7 @@ struct CheckOptions {
   std::uint64_t seed = 0;
   bool seed_given = false, json_given = false, junit_given = false;
   std::string json_path, junit_path;
+  std::string baseline_path;  // --baseline FILE ("" = none)
   std::string findings = "corpus/findings";
   bool no_shrink = false;
   bool quiet = false;
@@ -409,6 +410,9 @@ int run_check(const CheckOptions& opt) {
   if (!std::isfinite(opt.seconds)) throw Error("--seconds: not a finite number");
   const auto kernels = pick_kernels(opt);
   const auto entries = pick_entries(opt);
+  // Read before the earlier report at --json is removed below: `--baseline run.json --json run.json` is the loop a CI
+  // job runs (last run's report as this run's baseline).
+  const Baseline baseline = opt.baseline_path.empty() ? Baseline{} : load_baseline(opt.baseline_path);
   // Where findings and reports go is checked before anything runs: a finding is written before it is printed,
   // and a run must not end with it (or the report) unwritable.
   require_writable_dir(opt.findings, "--findings");
@@ -438,6 +442,7 @@ int run_check(const CheckOptions& opt) {
   report.suite = opt.suite;
   report.seed = opt.seed;
   report.seed_given = opt.seed_given;
+  report.baseline = baseline.path;
   if (opt.instances > 0) report.budget.instances = opt.instances;
   if (opt.seconds >= 0) report.budget.seconds = opt.seconds;
   report.started_at = utc_now_iso8601();
@@ -484,7 +489,8 @@ int run_check(const CheckOptions& opt) {
       if (!slots[printed].ran || entry.outcome.status != Status::kFail) continue;
       const Outcome& o = entry.outcome;
       progress.clear();
-      std::cout << "\nFAIL " << o.kernel << " / " << o.property << " / " << o.family.generator << "\n";
+      std::cout << "\nFAIL " << o.kernel << " / " << o.property << " / " << o.family.generator
+                << (entry.known_failure ? "   (known: it failed in the baseline too)" : "") << "\n";
       // A kernel fault met again (a plugin that crashes on every call fails each property's first check) is said in
       // two lines, not a second whole block: the same inputs and "outputs unavailable" read as another bug (a UX
       // review, session 33). Its case is saved and replays as before.
@@ -557,6 +563,7 @@ int run_check(const CheckOptions& opt) {
     slot.ran = true;
     const Outcome& o = entry.outcome;
     if (o.status != Status::kFail) return;
+    entry.known_failure = baseline.failed.count(check_name(entry)) > 0;
     // A plugin kernel's replay needs its library loaded again and the settings its calls ran under (pad, timeout,
     // isolation); a built-in kernel's needs neither.
     const bool is_plugin = where == "plugin";
@@ -622,6 +629,14 @@ int run_check(const CheckOptions& opt) {
   for (std::thread& t : threads) t.join();
   if (worker_error) std::rethrow_exception(worker_error);
   for (Slot& slot : slots) (slot.ran ? report.entries : report.not_run).push_back(std::move(slot.result));
+  std::size_t in_baseline = 0;
+  for (const RunEntry& e : report.entries) {
+    in_baseline += baseline.checks.count(check_name(e));
+    if (e.outcome.status == Status::kPass && baseline.failed.count(check_name(e))) report.now_pass.push_back(check_name(e));
+  }
+  if (!baseline.path.empty() && in_baseline == 0 && !report.entries.empty())  // every failure is then new
+    std::cerr << "attncheck: warning: --baseline " << printable(baseline.path) << " has none of this run's "
+              << report.entries.size() << " checks (another suite or kernel, or another attncheck's families?)\n";
   // From here a signal ends attncheck as it would have (the reports then are missing, not old); the second of one
   // request delivered twice (GNU timeout's, to attncheck and its group) does not, even where the run ended between.
   on_signal.end_at_next();
@@ -664,6 +679,10 @@ int run_check(const CheckOptions& opt) {
     return verdict.exit_status;
   }
   if (said == "fail") return verdict.exit_status;
+  if (said == "known_failures") {  // the table's last lines said which; this says why the exit is 0
+    std::cerr << "attncheck: every failure (" << report.count(Status::kFail) << ") failed in the baseline too: exit 0\n";
+    return verdict.exit_status;
+  }
   if (said == "interrupted") {  // not a pass, whatever ran: ended by the signal, as a shell expects
     const int sig = report.interrupted_by;
     std::cerr << "attncheck: interrupted by " << signal_name(sig) << " after " << report.entries.size() << " of "
@@ -735,6 +754,11 @@ void add_check(CLI::App& app, Runner& run) {
                   ->type_name("FILE");
   auto* junit = sub->add_option("--junit", opt->junit_path, "Write a JUnit XML report to FILE ('-': as for --json)")
                    ->type_name("FILE");
+  sub->add_option("--baseline", opt->baseline_path,
+                  "An earlier run's --json report: a check that failed there too is a known failure (printed, saved "
+                  "and reported as one) and does not fail the run; only new failures do. It may be the --json FILE of "
+                  "this run (read before it is replaced)")
+      ->type_name("FILE");
   sub->add_option("--findings", opt->findings, "Directory for failing cases")->capture_default_str()->type_name("DIR");
   sub->add_flag("--no-shrink", opt->no_shrink, "Report failures unshrunk (faster)");
   sub->add_flag("-q,--quiet", opt->quiet, "No progress line");
@@ -746,10 +770,11 @@ void add_check(CLI::App& app, Runner& run) {
       ->check(number_in(1, 1024));
   add_plugin_option(*sub);  // --plugin PATH (harness/plugin/plugin_cli.h)
   sub->footer(
-      "Exit status: 0 every check passed, 1 a property failed, 2 usage or input error (or nothing was tested: every\n"
-      "check skipped or degenerate; or a failure's case could not be saved). Interrupted (SIGINT, SIGTERM): the check in\n"
-      "progress ends early, the summary and reports are written and marked interrupted, and the exit is 1 if a property\n"
-      "failed, else by the signal (130, 143); a second signal stops at once.\n"
+      "Exit status: 0 every check passed (with --baseline: or failed there too), 1 a property failed (with --baseline:\n"
+      "a check that did not fail there), 2 usage or input error (or nothing was tested: every check skipped or\n"
+      "degenerate; or a failure's case could not be saved). Interrupted (SIGINT, SIGTERM): the check in progress ends\n"
+      "early, the summary and reports are written and marked interrupted, and the exit is 1 if a property failed, else\n"
+      "by the signal (130, 143); a second signal stops at once. The JSON report's summary.verdict says which.\n"
       "Another draw of every family: --seed N (RapidCheck's RC_PARAMS is for the ctest tests; attncheck ignores it).");
   sub->callback([&run, opt, seed, json, junit] {
     opt->seed_given = seed->count() > 0;
