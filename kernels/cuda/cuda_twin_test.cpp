@@ -32,6 +32,20 @@ using cuda::Variant;
 // The CUDA kernels pack doubles into bf16 rows. A value that is not a bf16 value is refused (it would be rounded
 // behind the caller's back); a NaN is a bf16 value and goes in as the canonical 0x7FC0 (gpu_matches_cpu_model found
 // the backward refusing its own forward's NaN O on large_logits, 2026-11-30); ±inf and −0 keep their bits.
+// The GPU tests' agreement line: one flipped rounding at an exact value near 0 is ~1e33 ulps of that element (a GPU
+// run printed "max diff 6.13e+33 ulp"); in ulps at the tensor's rms it is what it is, one ulp there.
+TEST(GpuTestSupport, AgreementSaysTheDifferenceAtTheTensorsScaleToo) {
+  Agreement a;
+  a.add({1.0, -2.0, 0x1.0p-7 + 0x1.0p-100}, {1.0, -2.0, 0x1.0p-100}, Format::kBF16);  // rms ~1.3: its ulp 2^-7
+  EXPECT_EQ(a.equal, 2u);
+  EXPECT_GT(a.max_ulp, 1e20) << a.describe();
+  EXPECT_DOUBLE_EQ(a.max_rms_ulp(), 1.0) << a.describe();
+  EXPECT_NE(a.describe().find("1 ulp of the tensor's rms"), std::string::npos) << a.describe();
+  Agreement same;
+  same.add({1.0}, {1.0}, Format::kBF16);
+  EXPECT_EQ(same.max_rms_ulp(), 0.0);
+}
+
 TEST(HostPacking, NanGoesInCanonicalAndNonBf16ValuesAreRefused) {
   const std::vector<double> row = {1.5, NAN, -INFINITY, -0.0, -NAN};
   std::uint16_t out[8];

@@ -33,15 +33,23 @@ inline std::string gtest_name(std::string n) {
 }
 
 // How often two tensors agree bit for bit, and their largest difference in ulps of `fmt` at the expected
-// value (NaN == NaN and equal infinities count as agreement; a NaN/inf mismatch counts as an infinite ulp).
+// value (NaN == NaN and equal infinities count as agreement; a NaN/inf mismatch counts as an infinite ulp). An expected
+// value near 0 (cancellation) has a tiny ulp, so one flipped rounding there reads as ~1e33 ulps: describe() also gives
+// the largest difference in ulps of `fmt` at the expected tensor's rms, the scale the bias properties use.
 struct Agreement {
   std::size_t total = 0, equal = 0;
   double max_ulp = 0;
-  void add(const std::vector<double>& got, const std::vector<double>& want, Format fmt) {
+  double max_abs = 0;                  // the largest |got − want| among finite pairs
+  double sum_sq = 0;                   // Σ want² over finite want, for the rms
+  std::size_t finite = 0;
+  Format fmt = Format::kBF16;          // the last add()'s, for describe()
+  void add(const std::vector<double>& got, const std::vector<double>& want, Format f) {
     EXPECT_EQ(got.size(), want.size());
+    fmt = f;
     for (std::size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
       ++total;
       const double a = got[i], b = want[i];
+      if (std::isfinite(b)) sum_sq += b * b, ++finite;
       if (a == b || (std::isnan(a) && std::isnan(b))) {
         ++equal;
         continue;
@@ -50,14 +58,20 @@ struct Agreement {
         max_ulp = HUGE_VAL;
         continue;
       }
-      max_ulp = std::max(max_ulp, std::fabs(a - b) / ulp(b, fmt));
+      max_ulp = std::max(max_ulp, std::fabs(a - b) / ulp(b, f));
+      max_abs = std::max(max_abs, std::fabs(a - b));
     }
   }
   double rate() const { return total ? double(equal) / double(total) : 1.0; }
+  // The largest finite difference in ulps of `fmt` at the expected tensor's rms (0 when all agree).
+  double max_rms_ulp() const {
+    const double rms = finite ? std::sqrt(sum_sq / double(finite)) : 0.0;
+    return max_abs == 0 ? 0.0 : rms > 0 ? max_abs / ulp(rms, fmt) : HUGE_VAL;
+  }
   std::string describe() const {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%zu/%zu bitwise equal (%.4f%%), max diff %.3g ulp", equal, total, 100.0 * rate(),
-                  max_ulp);
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "%zu/%zu bitwise equal (%.4f%%), max diff %.3g ulp of the element, %.3g ulp of the "
+                  "tensor's rms", equal, total, 100.0 * rate(), max_ulp, max_rms_ulp());
     return buf;
   }
 };
