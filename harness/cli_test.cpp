@@ -1441,11 +1441,12 @@ TEST_F(Cli, AFailureSaysHowToCheckItAgain) {
                                                 "--findings " + shell_word(findings.string()));
 }
 
-// `check --baseline FILE`: a CI job keeps last run's report and fails on new failures only. A check that failed in
-// the baseline fails again as a known failure (printed, saved, reported), and the run exits 0; one that did not fail
-// there fails the run; one that failed there and passes now is listed. The baseline may be this run's --json file.
-// A report from before outcomes[].check is read by kernel, property and family_checked. Names carry no seed, so a
-// nightly --seed run still matches. Bad files are exit 2 before any check runs.
+// `check --baseline FILE`: a CI job keeps an accepted run's report and fails on new failures only. A check that failed
+// in the baseline fails again as a known failure (printed, saved, reported), and the run exits 0; one that did not
+// fail there fails the run; one that failed there and passes now is listed. A report from before outcomes[].check is
+// read by kernel, property and family_checked. Names carry no seed, so a --seed run still matches. The baseline is not
+// this run's --json or --junit (a retry made a new failure known; a killed run deleted the baseline). Bad files are
+// exit 2 before any check runs.
 TEST_F(Cli, ABaselineGatesOnNewFailuresOnly) {
   const std::string f = " --no-shrink -q --findings " + (dir_ / "f").string();
   const fs::path base = dir_ / "base.json", run_json = dir_ / "run.json";
@@ -1454,23 +1455,23 @@ TEST_F(Cli, ABaselineGatesOnNewFailuresOnly) {
   const json before = json::parse(slurp(base));
   const int fails = before["summary"]["fail"].get<int>();
   ASSERT_GE(fails, 2) << "paper fails the bias suite";
-  // This run's report as its own baseline: read before it is replaced.
-  fs::copy_file(base, run_json);
-  const CmdResult again = run(bias + " --seed 5 --baseline " + run_json.string() + " --json " + run_json.string());
+  // The same run against it: every failure known, exit 0, said in the table, the blocks, JSON and JUnit.
+  const CmdResult again = run(bias + " --baseline " + base.string() + " --json " + run_json.string() + " --junit " +
+                              (dir_ / "run.xml").string());
+  EXPECT_EQ(again.status, 0) << again.out << again.err;
   const json after = json::parse(slurp(run_json));
-  const int known = after["baseline"]["known_fail"].get<int>();
-  EXPECT_GE(known, 1) << after["baseline"].dump();
-  if (after["summary"]["fail"].get<int>() == known) {
-    EXPECT_EQ(again.status, 0) << again.out << again.err;
-    EXPECT_EQ(after["summary"]["verdict"], "known_failures");
-    EXPECT_NE(again.err.find("every failure (" + std::to_string(known) + ") failed in the baseline too: exit 0"),
-              std::string::npos) << again.err;
-  } else {  // --seed 5 drew a failure the baseline did not have: new, and the run fails
-    EXPECT_EQ(again.status, 1) << again.out << again.err;
-    EXPECT_EQ(after["summary"]["verdict"], "fail");
-  }
+  EXPECT_EQ(after["summary"]["verdict"], "known_failures");
+  EXPECT_EQ(after["baseline"]["known_fail"], fails);
+  EXPECT_NE(again.err.find("every failure (" + std::to_string(fails) + ") failed in the baseline too: exit 0"),
+            std::string::npos) << again.err;
   EXPECT_NE(again.out.find("(known: it failed in the baseline too)"), std::string::npos) << again.out;
   EXPECT_NE(again.out.find("known FAIL "), std::string::npos) << again.out;
+  const std::string xml = slurp(dir_ / "run.xml");
+  EXPECT_NE(xml.find("failures=\"0\""), std::string::npos) << "known failures are not JUnit failures\n" << xml;
+  EXPECT_NE(xml.find("<skipped message=\"known failure (failed in the baseline too): "), std::string::npos) << xml;
+  // Another --seed draws other instances of the same checks: its failures match by name.
+  const CmdResult seeded = run(bias + " --seed 5 --baseline " + base.string() + " --json " + run_json.string());
+  EXPECT_GE(json::parse(slurp(run_json))["baseline"]["known_fail"].get<int>(), 1) << seeded.out;
   // A failure the baseline did not have fails the run: the baseline with paper's first failure marked a pass.
   json edited = before;
   std::string first_fail, a_pass;
@@ -1486,6 +1487,12 @@ TEST_F(Cli, ABaselineGatesOnNewFailuresOnly) {
   const json s = json::parse(slurp(run_json));
   EXPECT_EQ(s["baseline"]["now_pass"], json::array({a_pass})) << "the oracle check marked failed in the baseline";
   EXPECT_NE(strict.out.find("failed in the baseline, pass now (1; "), std::string::npos) << strict.out;
+  // A failure of another kind is new: the baseline's first failure as a kernel crash there.
+  json crashed = before;
+  for (json& o : crashed["outcomes"])
+    if (o["check"] == first_fail) o["message"] = "kernel fault: paper: crash: killed by SIGSEGV (signal 11)";
+  std::ofstream(dir_ / "crashed.json") << crashed.dump();
+  EXPECT_EQ(run(bias + " --baseline " + (dir_ / "crashed.json").string()).status, 1);
   // A report written before outcomes[].check: the same known failures.
   json old = before;
   for (json& o : old["outcomes"]) o.erase("check");
@@ -1493,19 +1500,70 @@ TEST_F(Cli, ABaselineGatesOnNewFailuresOnly) {
   const CmdResult from_old = run(bias + " --baseline " + (dir_ / "old.json").string() + " --json " + run_json.string());
   EXPECT_EQ(from_old.status, 0) << from_old.out << from_old.err;
   EXPECT_EQ(json::parse(slurp(run_json))["baseline"]["known_fail"], fails);
-  // A baseline with none of the run's checks is said (every failure is then new).
+  // Said as warnings: a baseline with none of the run's checks (every failure is then new), an interrupted one.
   const CmdResult other = run("check -k fa2 --suite quick" + f + " --baseline " + base.string());
   EXPECT_NE(other.err.find("has none of this run's 5 checks"), std::string::npos) << other.err;
-  // Files that are not run reports: exit 2, said, before any check.
+  json cut = before;
+  cut["run"]["interrupted"] = "SIGTERM";
+  cut["not_run"] = json::array({json::object(), json::object()});
+  std::ofstream(dir_ / "cut.json") << cut.dump();
+  EXPECT_NE(run(bias + " --baseline " + (dir_ / "cut.json").string()).err.find(
+                "is an interrupted run (SIGTERM, 2 checks not run): their failures here count as new"),
+            std::string::npos);
+  // Not this run's own report, by either name (a link too); files that are not run reports: exit 2, before any check.
+  fs::create_symlink(base, dir_ / "link.json");
+  for (const std::string& own : {" --json " + base.string(), " --junit " + base.string(),
+                                 " --json " + (dir_ / "link.json").string()}) {
+    const CmdResult r = run("check -k paper --suite quick" + f + " --baseline " + base.string() + own);
+    EXPECT_EQ(r.status, 2) << own << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find("is the --baseline file: keep the baseline apart"), std::string::npos) << own << r.err;
+    EXPECT_EQ(r.out.find("checks:"), std::string::npos) << own << ": ran checks anyway";
+  }
+  EXPECT_EQ(json::parse(slurp(base)), before) << "the baseline was written over";
+  json bad_version = before, not_array = before, a_number = before;
+  bad_version["version"] = -5;
+  not_array["outcomes"] = json::object();
+  a_number["outcomes"][0] = 7;
   std::ofstream(dir_ / "empty.json") << "{}";
+  std::ofstream(dir_ / "cut_short.json") << before.dump().substr(0, 100);
+  std::ofstream(dir_ / "version.json") << bad_version.dump();
+  std::ofstream(dir_ / "not_array.json") << not_array.dump();
+  std::ofstream(dir_ / "number.json") << a_number.dump();
   for (const auto& [file, said] : {std::pair<std::string, std::string>{(dir_ / "nope.json").string(), "cannot read"},
                                    {dir_.string(), "not a regular file"},
-                                   {(dir_ / "empty.json").string(), "not a run report"}}) {
+                                   {"''", "--baseline: an empty path"},
+                                   {(dir_ / "empty.json").string(), "not a run report"},
+                                   {(dir_ / "cut_short.json").string(), "not JSON (truncated?)"},
+                                   {(dir_ / "version.json").string(), "version -5 (this attncheck reads version 1)"},
+                                   {(dir_ / "not_array.json").string(), "no \"outcomes\" list"},
+                                   {(dir_ / "number.json").string(), "outcomes[0]: not an object"}}) {
     const CmdResult bad = run("check -k paper --suite quick" + f + " --baseline " + file);
     EXPECT_EQ(bad.status, 2) << file << "\n" << bad.out << bad.err;
     EXPECT_NE(bad.err.find(said), std::string::npos) << file << ": " << bad.err;
     EXPECT_EQ(bad.out.find("checks:"), std::string::npos) << file << ": ran checks anyway";
   }
+}
+
+// Reports, JUnit and --baseline name a check by its printed family: two --family values that print alike (6
+// significant digits) are refused, where they ran as two checks under one name.
+TEST_F(Cli, TwoFamiliesThatPrintAlikeAreRefused) {
+  const CmdResult r = run("check -q -k paper --suite quick --property accurate --family 'normal[scale=0.12345670163631439]' "
+                          "--family 'normal[scale=0.12345670908689499]' --findings " + (dir_ / "f").string());
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--family: two families print alike"), std::string::npos) << r.err;
+  EXPECT_EQ(run("check -q -k oracle --suite quick --property accurate --family 'normal[scale=0.125]' "
+                "--family 'normal[scale=0.25]' --findings " + (dir_ / "f").string()).status, 0);
+}
+
+// A JUnit report that cannot be written is said in the JSON report, written after it: its verdict and exit status are
+// the run's (it read "pass", 0 for a run that exited 2).
+TEST_F(Cli, AnUnwrittenJunitReportIsInTheJsonVerdict) {
+  const CmdResult r = run("check -q -k oracle --suite quick --findings " + (dir_ / "f").string() + " --json " +
+                          (dir_ / "r.json").string() + " --junit /dev/full");
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  const json summary = json::parse(slurp(dir_ / "r.json"))["summary"];
+  EXPECT_EQ(summary["verdict"], "report_unwritten") << summary.dump();
+  EXPECT_EQ(summary["exit_status"], 2);
 }
 
 // The JSON report's summary.verdict and summary.exit_status say what check's exit status says, so a reader of the

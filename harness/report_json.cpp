@@ -3,8 +3,8 @@
 //          "run":{"attncheck":"<commit>"|null (set_tool_version),"kernels":[...],"suite":"default",
 //                 "seed":N|"0x<16 hex>"|null (seed_to_json),"budget":{...},
 //                 "jobs":n (the workers that ran the checks),"started_at":"...","wall_seconds":x},
-//          "summary":{"verdict":"pass"|"known_failures"|"fail"|"interrupted"|"nothing_tested"|"findings_unsaved"
-//                     (run_verdict),
+//          "summary":{"verdict":"pass"|"known_failures"|"fail"|"interrupted"|"nothing_tested"|"findings_unsaved"|
+//                     "report_unwritten" (run_verdict),
 //                     "exit_status":n (check's, by the verdict),"pass":n,"fail":n,"skip":n,"degenerate":n,"not_run":n},
 //          "outcomes":[{"check" (check_name: the same in every --seed's run),"kernel","property","family",
 //                       "family_label","family_description","family_checked","status","message","stats",
@@ -20,9 +20,10 @@
 // finding/replay are null when no case was written; finding_error says why a failure's case could not be written
 // (else null).
 // A run stopped by a signal (run_report.h): run.interrupted names it ("SIGINT"; null for a run that went to the
-// end), summary.not_run counts the checks it never ran and "not_run" lists them as [{"kernel","property",
+// end), summary.not_run counts the checks it never ran and "not_run" lists them as [{"check","kernel","property",
 // "family_label","family_checked"}] (empty for a complete run). A reader that gates on summary.fail alone would take an
-// interrupted run for a pass: gate on summary.verdict == "pass" (or check's exit status, the same as summary.exit_status).
+// interrupted run for a pass: gate on summary.exit_status == 0 (verdict "pass", or "known_failures" with --baseline),
+// check's own exit status.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -35,6 +36,7 @@
 
 #include "harness/run_report.h"
 #include "harness/signal_util.h"
+#include "properties/shrink.h"  // fault_kind
 
 namespace attncheck {
 
@@ -59,6 +61,7 @@ RunVerdict run_verdict(const RunReport& r) {
     return !e.finding_error.empty();
   });
   if (unsaved) return {"findings_unsaved", 2};
+  if (!r.junit_error.empty()) return {"report_unwritten", 2};
   if (r.count(Status::kFail) > r.known_failures()) return {"fail", 1};
   if (r.interrupted_by) return {"interrupted", 128 + r.interrupted_by};
   if (r.count(Status::kPass) == 0 && r.count(Status::kFail) == 0) return {"nothing_tested", 2};
@@ -116,10 +119,21 @@ std::string check_name(const RunEntry& e) {
   return check_name_of(e.outcome.kernel, e.outcome.property, family);
 }
 
+std::string baseline_kind(const std::string& message) {
+  return message.rfind("error: ", 0) == 0 ? "error" : fault_kind(message);
+}
+
+bool known_in(const Baseline& b, const RunEntry& e) {
+  if (e.outcome.status != Status::kFail) return false;
+  const auto it = b.failed.find(check_name(e));
+  return it != b.failed.end() && it->second == baseline_kind(e.outcome.message);
+}
+
 Baseline load_baseline(const std::string& path) {
   // A report is under a megabyte (the default suite on six kernels: ~0.5 MB); a FIFO or a device is not one.
   constexpr std::uintmax_t kMaxBytes = std::uintmax_t(256) << 20;
   const std::string at = "--baseline " + path;
+  if (path.empty()) throw Error("--baseline: an empty path");
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
   if (ec) throw Error(at + ": cannot read: " + ec.message());
@@ -136,25 +150,36 @@ Baseline load_baseline(const std::string& path) {
     throw Error(at + ": " +
                 (format == "attncheck-case" ? "a saved case" : "its \"format\" is not \"attncheck-run\"") +
                 ": not a run report: give the file `check --json FILE` wrote");
-  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<long long>() > kRunReportVersion)
-    throw Error(at + ": version " + (j.contains("version") ? j["version"].dump() : std::string("missing")) +
+  const json version = j.value("version", json());
+  const auto number = version.is_number_unsigned() ? version.get<std::uint64_t>() : 0;
+  if (number < 1 || number > static_cast<std::uint64_t>(kRunReportVersion))
+    throw Error(at + ": version " + (version.is_null() ? std::string("missing") : version.dump()) +
                 " (this attncheck reads version " + std::to_string(kRunReportVersion) + ")");
   if (!j.contains("outcomes") || !j["outcomes"].is_array()) throw Error(at + ": no \"outcomes\" list");
   Baseline b;
   b.path = path;
   for (std::size_t i = 0; i < j["outcomes"].size(); ++i) {
     const json& o = j["outcomes"][i];
+    if (!o.is_object()) throw Error(at + ": outcomes[" + std::to_string(i) + "]: not an object");
     const auto text_at = [&](const char* key) {
-      if (!o.is_object() || !o.contains(key) || !o[key].is_string())
+      if (!o.contains(key) || !o[key].is_string())
         throw Error(at + ": outcomes[" + std::to_string(i) + "]." + key + ": missing or not a string");
       return o[key].get<std::string>();
     };
-    const std::string name = o.is_object() && o.contains("check")
-                                 ? text_at("check")
-                                 : check_name_of(text_at("kernel"), text_at("property"), text_at("family_checked"));
+    std::string name;
+    if (o.contains("check")) {
+      name = text_at("check");
+    } else {
+      const std::string kernel = text_at("kernel"), property = text_at("property");  // in this order, for the error
+      name = check_name_of(kernel, property, text_at("family_checked"));
+    }
     b.checks.insert(name);
-    if (text_at("status") == "fail") b.failed.insert(name);
+    if (text_at("status") == "fail") b.failed[name] = baseline_kind(text_at("message"));
   }
+  // An interrupted baseline lacks the checks it never ran: their failures here read as new (check warns).
+  if (j.contains("run") && j["run"].is_object() && j["run"].value("interrupted", json()).is_string())
+    b.interrupted = j["run"]["interrupted"].get<std::string>();
+  if (j.contains("not_run") && j["not_run"].is_array()) b.not_run = j["not_run"].size();
   return b;
 }
 
@@ -221,7 +246,8 @@ json run_to_json(const RunReport& r) {
   }
   json not_run = json::array();
   for (const auto& e : r.not_run)
-    not_run.push_back({{"kernel", e.outcome.kernel},
+    not_run.push_back({{"check", check_name(e)},
+                       {"kernel", e.outcome.kernel},
                        {"property", e.outcome.property},
                        {"family_label", e.label},
                        {"family_checked", e.checked}});

@@ -1,8 +1,8 @@
 // report_junit.cpp — JUnit XML for CI dashboards: one <testsuite> per kernel, one <testcase> per (property,
 // family), named by the family as checked (not the shrunk one, so a check keeps its name in a dashboard's history
 // when it starts failing); <failure message=...> holds the verdict as checked (on that family), its text the shrunk
-// verdict and report and the replay command; skips and degenerate
-// families are <skipped message=.../>; a check an interrupted run never ran is <error type="interrupted"/>, and a run
+// verdict and report and the replay command; skips and degenerate families are <skipped message=.../>, and so is a
+// failure known from `check --baseline` (its text the failure's, the run's exit 0); a check an interrupted run never ran is <error type="interrupted"/>, and a run
 // that tested nothing (every check skipped or degenerate) has one <error type="nothing_tested"/>. Every
 // attribute and text node goes through xml_escape, which also drops characters XML 1.0 forbids (control characters
 // other than tab, newline, carriage return) and writes U+FFFD for bytes that are not UTF-8.
@@ -91,13 +91,16 @@ std::string run_to_junit(const RunReport& r) {
   const std::string not_run_message =
       "not run: the run was interrupted by " + signal_name(r.interrupted_by) + " before this check ended";
   std::ostringstream x;
-  const int skipped = r.count(Status::kSkip) + r.count(Status::kDegenerate);
+  // A failure known from --baseline is <skipped> with its failure text: the run exits 0 on it, and a dashboard that
+  // counted it as a failure turned the build red (or Jenkins' "unstable") where check's gate is green.
+  const int skipped = r.count(Status::kSkip) + r.count(Status::kDegenerate) + r.known_failures();
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   // A complete run where every check skipped or was discarded tested nothing (check exits 2): one error says so, where
   // a dashboard read errors="0" skipped="N" as green (a UX review, session 34).
   const bool nothing_tested = std::string(run_verdict(r).name) == "nothing_tested";
   x << "<testsuites name=\"attncheck " << xml_escape(r.suite) << "\" tests=\""
-    << r.entries.size() + r.not_run.size() + nothing_tested << "\" failures=\"" << r.count(Status::kFail)
+    << r.entries.size() + r.not_run.size() + nothing_tested << "\" failures=\""
+    << r.count(Status::kFail) - r.known_failures()
     << "\" errors=\"" << r.not_run.size() + nothing_tested << "\" skipped=\"" << skipped << "\" time=\""
     << secs(r.wall_seconds) << "\">\n";
   if (nothing_tested)
@@ -115,8 +118,8 @@ std::string run_to_junit(const RunReport& r) {
         ++errors;
         continue;
       }
-      fails += e->outcome.status == Status::kFail;
-      skips += e->outcome.status == Status::kSkip || e->outcome.status == Status::kDegenerate;
+      fails += e->outcome.status == Status::kFail && !e->known_failure;
+      skips += e->outcome.status == Status::kSkip || e->outcome.status == Status::kDegenerate || e->known_failure;
       time += e->outcome.seconds + e->outcome.shrink_seconds;
     }
     x << "  <testsuite name=\"" << xml_escape(kernel) << "\" tests=\"" << es.size() << "\" failures=\"" << fails
@@ -143,11 +146,12 @@ std::string run_to_junit(const RunReport& r) {
         // case's (a dashboard showed paper-fixed's dV:tied at z -19, the minimal case's, for a z -6.64 check).
         const std::string message = o.message_checked.empty() ? o.message : o.message_checked;
         if (!o.message_checked.empty()) body = "shrunk: " + o.message + "\n" + body;
-        // A failure known from --baseline stays a failure here (the kernel still fails the property), typed so a
-        // dashboard can tell it from a new one; the exit status is what gates.
-        const std::string known = e->known_failure ? "known (failed in the baseline too): " : "";
-        x << "      <failure message=\"" << xml_escape(known + message) << "\" type=\""
-          << xml_escape(e->known_failure ? "known_failure" : o.property) << "\">" << xml_escape(body) << "</failure>\n";
+        if (e->known_failure)
+          x << "      <skipped message=\"" << xml_escape("known failure (failed in the baseline too): " + message)
+            << "\">" << xml_escape(body) << "</skipped>\n";
+        else
+          x << "      <failure message=\"" << xml_escape(message) << "\" type=\"" << xml_escape(o.property) << "\">"
+            << xml_escape(body) << "</failure>\n";
       } else {
         const std::string why = o.status == Status::kDegenerate ? "degenerate family: " + o.message : o.message;
         x << "      <skipped message=\"" << xml_escape(why) << "\"/>\n";

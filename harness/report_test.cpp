@@ -83,16 +83,50 @@ TEST(ReportBaseline, KnownFailuresPassTheGateAndEveryReportSaysSo) {
   EXPECT_EQ(j["outcomes"][0]["known_failure"], true);
   EXPECT_EQ(j["outcomes"][1]["known_failure"], false);
   const std::string xml = run_to_junit(r);
-  EXPECT_NE(xml.find("message=\"known (failed in the baseline too): "), std::string::npos) << xml;
-  EXPECT_NE(xml.find("type=\"known_failure\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<skipped message=\"known failure (failed in the baseline too): "), std::string::npos) << xml;
+  EXPECT_EQ(xml.find("<failure"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<testsuites name=\"attncheck default\" tests=\"5\" failures=\"0\""), std::string::npos) << xml;
   r.interrupted_by = SIGTERM;
   EXPECT_STREQ(run_verdict(r).name, "interrupted");
   r.entries[0].finding_error = "disk full";
   EXPECT_STREQ(run_verdict(r).name, "findings_unsaved");
+  // The JSON verdict says a JUnit report that could not be written (exit 2), before the failures it outranks.
+  r.interrupted_by = 0;
+  r.entries[0].finding_error.clear();
+  r.junit_error = "/dev/full: No space left on device";
+  EXPECT_STREQ(run_verdict(r).name, "report_unwritten");
+  EXPECT_EQ(run_verdict(r).exit_status, 2);
   // Without a baseline the report says null, and the table no "known".
   RunReport plain = sample_report();
   EXPECT_TRUE(run_to_json(plain)["baseline"].is_null());
   EXPECT_EQ(summary_table(plain).find("known"), std::string::npos) << summary_table(plain);
+}
+
+// A failure is known from a baseline where the same check failed there the same way: a property's verdict, the same
+// kernel fault, or a check that threw; an accuracy failure there and a crash here (or the reverse) is new.
+TEST(ReportBaseline, AFailureIsKnownOnlyAsTheSameKind) {
+  EXPECT_EQ(baseline_kind("instance 3: O(b0,h0,i1,c2) = 1 but exact 2"), "");
+  EXPECT_EQ(baseline_kind("biased: dV: mean +0.1 ulp"), "");
+  EXPECT_EQ(baseline_kind("error: boom"), "error");
+  EXPECT_EQ(baseline_kind("kernel fault: plugin:x: crash: killed by SIGSEGV (signal 11)"), "crash: killed by SIGSEGV");
+  RunEntry e;
+  e.outcome.kernel = "paper";
+  e.outcome.property = "accurate";
+  e.checked = "normal [b1] seed=7";
+  e.outcome.status = Status::kFail;
+  e.outcome.message = "instance 0: O(b0,h0,i0,c0) = 1 but exact 2";
+  Baseline b;
+  EXPECT_FALSE(known_in(b, e));
+  b.failed["paper / accurate / normal [b1]"] = "";  // the seed is not in the name
+  EXPECT_TRUE(known_in(b, e));
+  e.outcome.message = "kernel fault: paper: crash: killed by SIGSEGV (signal 11)";
+  EXPECT_FALSE(known_in(b, e)) << "a crash where the baseline failed on accuracy";
+  b.failed["paper / accurate / normal [b1]"] = "crash: killed by SIGSEGV";
+  EXPECT_TRUE(known_in(b, e));
+  e.outcome.message = "kernel fault: paper: crash: killed by SIGABRT (signal 6)";
+  EXPECT_FALSE(known_in(b, e)) << "another signal";
+  e.outcome.status = Status::kPass;
+  EXPECT_FALSE(known_in(b, e)) << "a pass is no known failure";
 }
 
 // A printed command pastes into a shell as it is: plain words stay, anything else is single-quoted (' as '\'').
@@ -409,7 +443,8 @@ TEST(ReportInterrupted, JsonSaysWhichSignalAndListsTheChecksNotRun) {
   EXPECT_EQ(j["run"]["interrupted"], "SIGINT");
   EXPECT_EQ(j["summary"]["not_run"], 3);
   ASSERT_EQ(j["not_run"].size(), 3u);
-  EXPECT_EQ(j["not_run"][0], json({{"kernel", "oracle"}, {"property", "unbiased"}, {"family_label", "tied_max"},
+  EXPECT_EQ(j["not_run"][0], json({{"check", "oracle / unbiased / tied_max [" + kHostile + "]"},
+                                    {"kernel", "oracle"}, {"property", "unbiased"}, {"family_label", "tied_max"},
                                     {"family_checked", "tied_max [" + kHostile + "]"}}));
   EXPECT_EQ(j["outcomes"].size(), 3u);
   const json whole = json::parse(run_to_json(sample_report()).dump());  // a run that went to the end

@@ -3,11 +3,12 @@
 //
 // JSON: {"format": "attncheck-run", "version": 1, "run": {...}, "summary": {...}, "outcomes": [...], "not_run": [...]},
 // one outcome per (kernel, property, family) checked. JUnit: one <testsuite> per kernel, one <testcase> per
-// (property, family), <failure> carrying the message, the report and the replay command, <skipped/> for skips
-// and degenerate families. Everything is escaped. Tests: report_test.cpp parses both back.
+// (property, family), <failure> carrying the message, the report and the replay command, <skipped/> for skips,
+// degenerate families and failures known from --baseline. Everything is escaped. Tests: report_test.cpp parses both back.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -44,13 +45,23 @@ struct RunEntry {
 };
 
 // An earlier `check --json` report given to `check --baseline`: the checks it ran and those that failed, by
-// check_name (a report from before outcomes[].check: built from kernel, property and family_checked the same way).
+// check_name (a report from before outcomes[].check: built from kernel, property and family_checked the same way),
+// each failure with its baseline_kind.
 struct Baseline {
   std::string path;
-  std::set<std::string> checks, failed;
+  std::set<std::string> checks;
+  std::map<std::string, std::string> failed;  // check_name -> baseline_kind
+  std::string interrupted;                    // its run.interrupted ("SIGTERM"), "" for a complete run
+  std::size_t not_run = 0;                    // the checks that run never ran
 };
 // Error naming the file and the field where it is not a readable attncheck-run report.
 Baseline load_baseline(const std::string& path);
+// What kind of failure a message is: "" for a property's verdict, a kernel fault's kind (fault_kind: "crash: killed by
+// SIGSEGV"), or "error" for a check that threw. A failure is known from a baseline only as the same kind: a check that
+// failed on accuracy there and crashes the kernel now is a new failure.
+std::string baseline_kind(const std::string& message);
+// Whether `e` is a failure the baseline has: the same check, failed there with the same baseline_kind.
+bool known_in(const Baseline& b, const RunEntry& e);
 
 struct RunReport {
   std::vector<std::string> kernels;
@@ -76,17 +87,20 @@ struct RunReport {
   // run (check_name, in suite order): JSON "baseline", the summary's last lines.
   std::string baseline;
   std::vector<std::string> now_pass;
+  // Why the JUnit report could not be written ("" when it was, or none was asked for): check exits 2 (RunVerdict).
+  std::string junit_error;
 
   int count(Status s) const;
   int known_failures() const;  // failures with known_failure set
 };
 
 // What a check run comes to, in one word, and the exit status `attncheck check` gives it: "findings_unsaved" (2: a
-// failure's case could not be written), else "fail" (1: a failure not known from --baseline), else "interrupted"
+// failure's case could not be written), else "report_unwritten" (2: the JUnit report could not be written; the JSON
+// one is written after it, so it can say so), else "fail" (1: a failure not known from --baseline), else "interrupted"
 // (128 + the signal, no new failure found), else "nothing_tested" (2: every check skipped or discarded), else
-// "known_failures" (0: every failure failed in the baseline too), else "pass" (0). The JSON report's summary.verdict and
-// summary.exit_status; cmd_check.cpp exits by it, so a reader of the report and a shell see the same. (A report that
-// could not be written also makes check exit 2: that report does not exist to say so.)
+// "known_failures" (0: every failure failed in the baseline too), else "pass" (0). The JSON report's
+// summary.verdict and summary.exit_status; cmd_check.cpp exits by it, so a reader of the report and a shell see the same. (A JSON report
+// that could not be written also makes check exit 2: it does not exist to say so.)
 struct RunVerdict {
   const char* name;
   int exit_status;
@@ -109,7 +123,8 @@ void set_replay_program(const std::string& argv0);
 // run.attncheck; null in the report until it is set (a test program that is not the attncheck executable).
 void set_tool_version(const std::string& version);
 // "kernel / property / family as checked" without the family's seed: one check's name in every run, whatever --seed
-// drew (JSON outcomes[].check; JUnit's testcase is named by what follows "kernel / ", its classname "attncheck.kernel").
+// drew (JSON outcomes[].check; JUnit's testcase is named by what follows "kernel / ", its classname
+// "attncheck.kernel").
 std::string check_name(const RunEntry& e);
 // How the reports name an entry's family: the suite entry's label, else the generator.
 std::string family_label(const RunEntry& e);

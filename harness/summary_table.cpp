@@ -233,8 +233,8 @@ std::string summary_table(const RunReport& r) {
       std::string notes;
       if (c.known && c.known < c.fail) notes += std::to_string(c.known) + " known";
       if (c.not_run) notes += (notes.empty() ? "" : ", ") + std::to_string(c.not_run) + " not run";
-      return known + "FAIL " + std::to_string(c.fail) + "/" + std::to_string(n) + (notes.empty() ? "" : " (" + notes + ")") +
-             (c.key.empty() ? "" : " " + c.key);
+      return known + "FAIL " + std::to_string(c.fail) + "/" + std::to_string(n) +
+             (notes.empty() ? "" : " (" + notes + ")") + (c.key.empty() ? "" : " " + c.key);
     }
     if (c.not_run) {  // "3/10 run": 3 checks ran (none failed), 7 did not
       const int ran = c.pass + c.skip + c.degen;
@@ -273,7 +273,8 @@ std::string summary_table(const RunReport& r) {
   if (!r.baseline.empty()) {
     const int fails = r.count(Status::kFail), known = r.known_failures();
     s << "baseline " << printable(r.baseline) << ": "
-      << (fails ? std::to_string(known) + " of the " + std::to_string(fails) + " failures failed there too" : "no failure");
+      << (fails ? std::to_string(known) + " of the " + std::to_string(fails) + " failures failed there too"
+                : "no failure");
     s << (fails > known ? "; " + std::to_string(fails - known) + " NEW (the run fails)" : "") << "\n";
     if (!r.now_pass.empty())
       s << "  failed in the baseline, pass now (" << r.now_pass.size() << "; a new baseline would drop them): "

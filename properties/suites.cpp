@@ -180,15 +180,17 @@ std::vector<SuiteEntry> quick_suite() {
 std::vector<std::string> suite_names() { return {"default", "bias", "gpu", "long", "quick"}; }
 
 std::string suite_purpose(const std::string& name) {
-  if (name == "default") return "every property but gpu_matches_cpu_model on small families (d16 and d7, n_k <= 40): the "
-                                "main job";
-  if (name == "bias") return "unbiased and unbiased_at_ties on every tie family and its sign and tile variants: the bias, "
-                             "more ways than default";
+  if (name == "default")
+    return "every property but gpu_matches_cpu_model on small families (d16 and d7, n_k <= 40): the main job";
+  if (name == "bias")
+    return "unbiased and unbiased_at_ties on every tie family and its sign and tile variants: the bias, more ways "
+           "than default";
   if (name == "gpu") return "gpu_matches_cpu_model: each cuda: kernel against its CPU twin (CPU kernels skip it)";
-  if (name == "long") return "the properties tiling bugs break, at 130-260 queries and keys, d64 and d128, in the "
+  if (name == "long") return "the properties tiling bugs break, at 70-260 queries and keys, d64 and d128, in the "
                              "kernel's own tiles";
-  if (name == "quick") return "one family each of accurate, finite, deterministic, masked_row and unbiased: a smoke test "
-                              "(under a second on the CPU kernels)";
+  if (name == "quick")
+    return "one family each of accurate, finite, deterministic, masked_row and unbiased: a smoke test (under a "
+           "second on the CPU kernels)";
   throw Error("unknown suite '" + name + "'");
 }
 

@@ -77,7 +77,8 @@ struct CheckOptions {
   std::uint64_t seed = 0;
   bool seed_given = false, json_given = false, junit_given = false;
   std::string json_path, junit_path;
-  std::string baseline_path;  // --baseline FILE ("" = none)
+  std::string baseline_path;  // --baseline FILE
+  bool baseline_given = false;
   std::string findings = "corpus/findings";
   bool no_shrink = false;
   bool quiet = false;
@@ -320,6 +321,18 @@ std::vector<Picked> pick_entries(const CheckOptions& opt) {
                                    : "; " + comma_list(elsewhere) + " " + (elsewhere.size() == 1 ? "has" : "have") +
                                          " such checks"));
   }
+  // Reports, JUnit and --baseline name a check by its printed family (check_name), whose numbers keep 6 significant
+  // digits: two --family values closer than that were two checks under one name (a review, session 35).
+  std::map<std::string, std::string> named;  // check name without the kernel -> the family as JSON
+  for (const Picked& p : out) {
+    RunEntry e;
+    e.outcome.property = p.entry.property;
+    e.checked = p.entry.family.describe();
+    const auto [it, is_new] = named.emplace(check_name(e), family_to_json(p.entry.family).dump());
+    if (!is_new && it->second != family_to_json(p.entry.family).dump())
+      throw Error("--family: two families print alike, as '" + it->first.substr(3) + "' (reports and --baseline "
+                  "name a check by it, numbers to 6 significant digits): give values that differ sooner");
+  }
   return out;
 }
 
@@ -410,9 +423,7 @@ int run_check(const CheckOptions& opt) {
   if (!std::isfinite(opt.seconds)) throw Error("--seconds: not a finite number");
   const auto kernels = pick_kernels(opt);
   const auto entries = pick_entries(opt);
-  // Read before the earlier report at --json is removed below: `--baseline run.json --json run.json` is the loop a CI
-  // job runs (last run's report as this run's baseline).
-  const Baseline baseline = opt.baseline_path.empty() ? Baseline{} : load_baseline(opt.baseline_path);
+  const Baseline baseline = opt.baseline_given ? load_baseline(opt.baseline_path) : Baseline{};
   // Where findings and reports go is checked before anything runs: a finding is written before it is printed,
   // and a run must not end with it (or the report) unwritable.
   require_writable_dir(opt.findings, "--findings");
@@ -425,6 +436,18 @@ int run_check(const CheckOptions& opt) {
   if (opt.junit_given && !junit_stdout) require_writable_file(opt.junit_path, "--junit");
   if (opt.json_given && opt.junit_given && !json_stdout && !junit_stdout && one_regular_file(opt.json_path, opt.junit_path))
     throw Error("--json and --junit name one file (" + opt.junit_path + "): the JUnit report would replace the JSON one");
+  // The baseline is not this run's report: as its own --json, a failure became known by the run that found it (a CI
+  // retry turned red into green), and a run killed after the earlier report was removed left no baseline at all.
+  const std::tuple<bool, bool, std::string, const char*> reports[] = {
+      {opt.json_given, json_stdout, opt.json_path, "--json"}, {opt.junit_given, junit_stdout, opt.junit_path, "--junit"}};
+  for (const auto& [given, to_stdout, path, option] : reports)
+    if (opt.baseline_given && given && !to_stdout && one_regular_file(opt.baseline_path, path))
+      throw Error(std::string(option) + " " + path + " is the --baseline file: keep the baseline apart (a file you "
+                  "refresh by hand, `cp run.json baseline.json`, after a run whose failures you accept)");
+  if (!baseline.interrupted.empty())
+    std::cerr << "attncheck: warning: --baseline " << printable(baseline.path) << " is an interrupted run ("
+              << printable(baseline.interrupted) << ", " << baseline.not_run << " checks not run): their failures here "
+              << "count as new\n";
   // An earlier run's report at --json / --junit is removed before any check. Reports are written at the end: a run
   // interrupted or killed before it (Ctrl-C, a CI job's SIGTERM or time limit) left the earlier report in place, and a
   // CI step that reads the path anyway (a JUnit publisher run "always") took it, all passes perhaps, for this run's.
@@ -467,9 +490,12 @@ int run_check(const CheckOptions& opt) {
     args += " --property " + shell_word(e.entry.property) + " --family " + shell_word(e.family_arg);
     if (opt.seed_given) args += " --seed " + shell_word(opt.seed_text);
     if (opt.instances > 0) args += " --instances " + std::to_string(opt.instances);
-    if (opt.seconds >= 0) {
+    if (opt.seconds >= 0) {  // the shortest digits that read back as the value (0.1, not 0.10000000000000001)
       char text[32];
-      std::snprintf(text, sizeof text, "%.17g", opt.seconds);
+      for (int digits = 1; digits <= 17; ++digits) {
+        std::snprintf(text, sizeof text, "%.*g", digits, opt.seconds);
+        if (std::strtod(text, nullptr) == opt.seconds) break;
+      }
       args += std::string(" --seconds ") + text;
     }
     if (opt.findings != CheckOptions{}.findings) args += " --findings " + shell_word(opt.findings);
@@ -563,7 +589,7 @@ int run_check(const CheckOptions& opt) {
     slot.ran = true;
     const Outcome& o = entry.outcome;
     if (o.status != Status::kFail) return;
-    entry.known_failure = baseline.failed.count(check_name(entry)) > 0;
+    entry.known_failure = known_in(baseline, entry);
     // A plugin kernel's replay needs its library loaded again and the settings its calls ran under (pad, timeout,
     // isolation); a built-in kernel's needs neither.
     const bool is_plugin = where == "plugin";
@@ -632,9 +658,10 @@ int run_check(const CheckOptions& opt) {
   std::size_t in_baseline = 0;
   for (const RunEntry& e : report.entries) {
     in_baseline += baseline.checks.count(check_name(e));
-    if (e.outcome.status == Status::kPass && baseline.failed.count(check_name(e))) report.now_pass.push_back(check_name(e));
+    if (e.outcome.status == Status::kPass && baseline.failed.count(check_name(e)))
+      report.now_pass.push_back(check_name(e));
   }
-  if (!baseline.path.empty() && in_baseline == 0 && !report.entries.empty())  // every failure is then new
+  if (opt.baseline_given && in_baseline == 0 && !report.entries.empty())  // every failure is then new
     std::cerr << "attncheck: warning: --baseline " << printable(baseline.path) << " has none of this run's "
               << report.entries.size() << " checks (another suite or kernel, or another attncheck's families?)\n";
   // From here a signal ends attncheck as it would have (the reports then are missing, not old); the second of one
@@ -647,9 +674,10 @@ int run_check(const CheckOptions& opt) {
   if (!bias.empty()) std::cout << "\n" << bias;
   std::cout << "\n" << summary_table(report);
   // Both reports are attempted: one that cannot be written does not cost the other (the run exits 2 after both).
-  std::vector<std::string> report_errors;
+  // JUnit first, so the JSON report's verdict can say it was not written ("report_unwritten": its summary.exit_status
+  // read 0 for a run that exited 2).
   const auto emit = [&](bool given, bool to_stdout, const std::string& path, const std::function<std::string()>& text) {
-    if (!given) return;
+    if (!given) return std::string();
     try {
       if (to_stdout) {
         terminal.restore();
@@ -658,35 +686,39 @@ int run_check(const CheckOptions& opt) {
         write_text_file(path, text());
       }
     } catch (const std::exception& e) {
-      report_errors.push_back(e.what());
+      return std::string(e.what());
     }
+    return std::string();
   };
-  emit(opt.json_given, json_stdout, opt.json_path, [&] {
+  report.junit_error = emit(opt.junit_given, junit_stdout, opt.junit_path, [&] { return run_to_junit(report); });
+  const std::string json_error = emit(opt.json_given, json_stdout, opt.json_path, [&] {
     return run_to_json(report).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   });
-  emit(opt.junit_given, junit_stdout, opt.junit_path, [&] { return run_to_junit(report); });
-  if (!report_errors.empty()) {
-    for (std::size_t i = 0; i + 1 < report_errors.size(); ++i)
-      std::cerr << "attncheck: error: " << printable(report_errors[i]) << "\n";
-    throw Error(report_errors.back());
-  }
+  if (!report.junit_error.empty() && !json_error.empty())
+    std::cerr << "attncheck: error: " << printable(report.junit_error) << "\n";
+  if (!json_error.empty() || !report.junit_error.empty())
+    throw Error(json_error.empty() ? report.junit_error : json_error);
   // The exit status is the reports' summary.verdict (run_verdict): what each verdict but "pass" says is below.
   const RunVerdict verdict = run_verdict(report);
   const std::string said = verdict.name;
-  if (said == "findings_unsaved") {  // a finding that exists only on a terminal is lost: not a plain "a property failed"
+  if (said == "findings_unsaved") {  // a finding only on a terminal is lost: not a plain "a property failed"
     std::cerr << "attncheck: error: " << unsaved << " finding(s) could not be saved in " << printable(opt.findings)
               << " (the reports above name them)\n";
     return verdict.exit_status;
   }
   if (said == "fail") return verdict.exit_status;
   if (said == "known_failures") {  // the table's last lines said which; this says why the exit is 0
-    std::cerr << "attncheck: every failure (" << report.count(Status::kFail) << ") failed in the baseline too: exit 0\n";
+    std::cerr << "attncheck: every failure (" << report.count(Status::kFail)
+              << ") failed in the baseline too: exit 0\n";
     return verdict.exit_status;
   }
   if (said == "interrupted") {  // not a pass, whatever ran: ended by the signal, as a shell expects
-    const int sig = report.interrupted_by;
+    const int sig = report.interrupted_by, known = report.known_failures();
     std::cerr << "attncheck: interrupted by " << signal_name(sig) << " after " << report.entries.size() << " of "
-              << report.entries.size() + report.not_run.size() << " checks, with no failure found\n";
+              << report.entries.size() + report.not_run.size() << " checks, with "
+              << (known ? "no new failure found (" + std::to_string(known) + " known from the baseline)"
+                        : std::string("no failure found"))
+              << "\n";
     std::cout.flush();
     std::fflush(stdout);
     ::signal(sig, SIG_DFL);
@@ -754,11 +786,12 @@ void add_check(CLI::App& app, Runner& run) {
                   ->type_name("FILE");
   auto* junit = sub->add_option("--junit", opt->junit_path, "Write a JUnit XML report to FILE ('-': as for --json)")
                    ->type_name("FILE");
-  sub->add_option("--baseline", opt->baseline_path,
-                  "An earlier run's --json report: a check that failed there too is a known failure (printed, saved "
-                  "and reported as one) and does not fail the run; only new failures do. It may be the --json FILE of "
-                  "this run (read before it is replaced)")
-      ->type_name("FILE");
+  auto* baseline = sub->add_option("--baseline", opt->baseline_path,
+                                   "An earlier run's --json report, kept apart (not this run's --json or --junit): a "
+                                   "check that failed there too, in the same way (a property's verdict, or the same "
+                                   "kernel fault), is a known failure (printed, saved and reported as one) and does "
+                                   "not fail the run; only new failures do")
+                       ->type_name("FILE");
   sub->add_option("--findings", opt->findings, "Directory for failing cases")->capture_default_str()->type_name("DIR");
   sub->add_flag("--no-shrink", opt->no_shrink, "Report failures unshrunk (faster)");
   sub->add_flag("-q,--quiet", opt->quiet, "No progress line");
@@ -770,14 +803,16 @@ void add_check(CLI::App& app, Runner& run) {
       ->check(number_in(1, 1024));
   add_plugin_option(*sub);  // --plugin PATH (harness/plugin/plugin_cli.h)
   sub->footer(
-      "Exit status: 0 every check passed (with --baseline: or failed there too), 1 a property failed (with --baseline:\n"
-      "a check that did not fail there), 2 usage or input error (or nothing was tested: every check skipped or\n"
-      "degenerate; or a failure's case could not be saved). Interrupted (SIGINT, SIGTERM): the check in progress ends\n"
-      "early, the summary and reports are written and marked interrupted, and the exit is 1 if a property failed, else\n"
-      "by the signal (130, 143); a second signal stops at once. The JSON report's summary.verdict says which.\n"
+      "Exit status: 0 every check passed (with --baseline: or failed there too), 1 a property failed (with\n"
+      "--baseline: a check that did not fail there), 2 usage or input error (or nothing was tested: every check\n"
+      "skipped or degenerate; a failure's case or a report could not be written). Interrupted (SIGINT, SIGTERM):\n"
+      "the check in progress ends early, the summary and reports are written and marked interrupted, and the exit\n"
+      "is 1 if a property failed, else by the signal (130, 143); a second signal stops at once. The JSON report's\n"
+      "summary.verdict says which.\n"
       "Another draw of every family: --seed N (RapidCheck's RC_PARAMS is for the ctest tests; attncheck ignores it).");
-  sub->callback([&run, opt, seed, json, junit] {
+  sub->callback([&run, opt, seed, json, junit, baseline] {
     opt->seed_given = seed->count() > 0;
+    opt->baseline_given = baseline->count() > 0;
     opt->json_given = json->count() > 0, opt->junit_given = junit->count() > 0;
     run = [opt] {
       if (opt->seed_given) opt->seed = parse_u64(opt->seed_text, "--seed");
