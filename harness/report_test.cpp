@@ -74,6 +74,7 @@ TEST(ReportBaseline, KnownFailuresPassTheGateAndEveryReportSaysSo) {
   EXPECT_EQ(run_verdict(r).exit_status, 0);
   const std::string table = summary_table(r);
   EXPECT_NE(table.find("known FAIL 1/1 z=-9.25"), std::string::npos) << table;
+  EXPECT_NE(bias_table(r).find("known "), std::string::npos) << bias_table(r);
   EXPECT_NE(table.find("2 of the 2 failures failed there too\n"), std::string::npos) << table;
   r.now_pass = {"paper / accurate / x"};
   EXPECT_NE(summary_table(r).find("failed in the baseline, pass now (1; "), std::string::npos) << summary_table(r);

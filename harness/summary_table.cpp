@@ -74,7 +74,7 @@ std::string bias_table(const RunReport& r) {
       for (const auto& f : families) same += f.rfind(base, 0) == 0;
       families.push_back(base + (same ? " (" + std::to_string(same + 1) + ")" : ""));
     }
-    cells[{families[row], o.kernel}] = bias_cell(o);
+    cells[{families[row], o.kernel}] = (e.known_failure ? "known " : "") + bias_cell(o);  // --baseline
     any_blind = any_blind || blind_pass(o);
     any_shrunk = any_shrunk || (o.status == Status::kFail && o.shrink_steps > 0);
   }
