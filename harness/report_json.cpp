@@ -1,4 +1,5 @@
 // report_json.cpp — the versioned JSON report of a check run (run_report.h), plus shared report helpers.
+// Field by field for its readers: harness/REPORT.md (ReportJson.EveryFieldIsDocumented keeps it complete).
 // Layout: {"format":"attncheck-run","version":1,
 //          "run":{"attncheck":"<commit>"|null (set_tool_version),"kernels":[...],"suite":"default",
 //                 "seed":N|"0x<16 hex>"|null (seed_to_json),"budget":{...},

@@ -7,6 +7,9 @@
 #include <iconv.h>
 
 #include <csignal>
+#include <fstream>
+#include <functional>
+#include <sstream>
 #include <map>
 #include <set>
 
@@ -437,6 +440,34 @@ RunReport interrupted_report() {
   r.not_run.push_back(paper_finite);
   r.interrupted_by = SIGINT;
   return r;
+}
+
+// harness/REPORT.md documents the JSON report field by field: every field a report can carry is named there (an
+// interrupted run with a baseline has them all). The properties' statistics and the family object have their own
+// documentation and are not walked.
+TEST(ReportJson, EveryFieldIsDocumented) {
+  std::ifstream in(std::string(ATTNCHECK_SOURCE_DIR) + "/harness/REPORT.md");
+  ASSERT_TRUE(in) << "harness/REPORT.md";
+  std::stringstream doc_text;
+  doc_text << in.rdbuf();
+  const std::string doc = doc_text.str();
+  RunReport r = interrupted_report();
+  r.baseline = "base.json";
+  r.now_pass = {"paper / accurate / normal"};
+  std::vector<std::string> undocumented;
+  std::function<void(const json&, const std::string&)> walk = [&](const json& j, const std::string& path) {
+    const std::string leaf = path.substr(path.rfind('.') + 1);
+    if (j.is_object() && leaf != "stats" && leaf != "stats_checked" && leaf != "family" && !j.empty()) {
+      for (const auto& [key, value] : j.items()) walk(value, path.empty() ? key : path + "." + key);
+    } else if (j.is_array() && !j.empty() && j[0].is_object()) {
+      walk(j[0], path + "[]");
+    } else if (doc.find("`" + path + "`") == std::string::npos) {
+      undocumented.push_back(path);
+    }
+  };
+  walk(run_to_json(r), "");
+  EXPECT_TRUE(undocumented.empty()) << "fields harness/REPORT.md does not name: " << ::testing::PrintToString(undocumented);
+  EXPECT_NE(doc.find("`outcomes[].known_failure`"), std::string::npos);
 }
 
 TEST(ReportInterrupted, JsonSaysWhichSignalAndListsTheChecksNotRun) {
