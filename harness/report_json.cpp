@@ -213,6 +213,13 @@ std::pair<std::string, double> key_number_and_size(const json& stats) {
 
 std::string key_number(const Outcome& o) { return key_number_and_size(o.stats).first; }
 
+std::string interrupted_message(const RunReport& r) {
+  const int known = r.known_failures();
+  return "interrupted by " + signal_name(r.interrupted_by) + " after " + std::to_string(r.entries.size()) + " of " +
+         std::to_string(r.entries.size() + r.not_run.size()) + " checks, with " +
+         (known ? "no new failure found (" + std::to_string(known) + " known from the baseline)" : "no failure found");
+}
+
 std::string signal_name(int sig) {
   const std::string abbrev = signal_abbrev(sig);
   return abbrev.empty() ? "signal " + std::to_string(sig) : abbrev;

@@ -92,6 +92,13 @@ TEST(ReportBaseline, KnownFailuresPassTheGateAndEveryReportSaysSo) {
   EXPECT_NE(xml.find("<testsuites name=\"attncheck default\" tests=\"5\" failures=\"0\""), std::string::npos) << xml;
   r.interrupted_by = SIGTERM;
   EXPECT_STREQ(run_verdict(r).name, "interrupted");
+  EXPECT_EQ(interrupted_message(r), "interrupted by SIGTERM after 5 of 5 checks, with no new failure found (2 known "
+                                    "from the baseline)");
+  RunReport plainly;
+  plainly.interrupted_by = SIGINT;
+  plainly.entries.resize(1);
+  plainly.not_run.resize(2);
+  EXPECT_EQ(interrupted_message(plainly), "interrupted by SIGINT after 1 of 3 checks, with no failure found");
   r.entries[0].finding_error = "disk full";
   EXPECT_STREQ(run_verdict(r).name, "findings_unsaved");
   // The JSON verdict says a JUnit report that could not be written (exit 2), before the failures it outranks.

@@ -134,6 +134,9 @@ std::string key_number(const Outcome& o);
 // above any), to pick the worst of several; -1 for none.
 std::pair<std::string, double> key_number_and_size(const nlohmann::json& stats);
 
+// An interrupted run with no new failure, in one line: "interrupted by SIGTERM after 45 of 49 checks, with no failure
+// found" (or "no new failure found (16 known from the baseline)": it said "no failure" where --baseline knew 16).
+std::string interrupted_message(const RunReport& r);
 // "SIGINT", "SIGTERM", ... ("signal N" for a number glibc has no name for): how the reports name RunReport::interrupted_by.
 std::string signal_name(int sig);
 

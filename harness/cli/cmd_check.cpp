@@ -713,12 +713,8 @@ int run_check(const CheckOptions& opt) {
     return verdict.exit_status;
   }
   if (said == "interrupted") {  // not a pass, whatever ran: ended by the signal, as a shell expects
-    const int sig = report.interrupted_by, known = report.known_failures();
-    std::cerr << "attncheck: interrupted by " << signal_name(sig) << " after " << report.entries.size() << " of "
-              << report.entries.size() + report.not_run.size() << " checks, with "
-              << (known ? "no new failure found (" + std::to_string(known) + " known from the baseline)"
-                        : std::string("no failure found"))
-              << "\n";
+    const int sig = report.interrupted_by;
+    std::cerr << "attncheck: " << interrupted_message(report) << "\n";
     std::cout.flush();
     std::fflush(stdout);
     ::signal(sig, SIG_DFL);
