@@ -1434,6 +1434,21 @@ TEST_F(Cli, AFailureSaysHowToCheckItAgain) {
   ASSERT_EQ(alone.status, 1) << alone.out << alone.err;
   EXPECT_NE(alone.out.find("\nre-check: " + kExe + " check -k paper --property unbiased --family tied_max --instances 24 "
                            "--findings " + shell_word(findings.string()) + "\n"), std::string::npos) << alone.out;
+  // Where the suite has several families of the generator for the property, the line names the values that tell this
+  // one apart, and runs it alone: the bias suite's near_tie and "near_tie, negative max".
+  const CmdResult near = run("check -q -k paper --suite bias --property unbiased --family near_tie --no-shrink "
+                             "--findings " + shell_word(findings.string()) + " --json " + (dir_ / "n.json").string());
+  const json n = json::parse(slurp(dir_ / "n.json"));
+  ASSERT_EQ(n["outcomes"].size(), 2u) << near.out;
+  for (const json& o : n["outcomes"]) {
+    const std::string line = o["recheck"].get<std::string>();
+    EXPECT_NE(line.find(" --family 'near_tie[tie_sign="), std::string::npos) << line;
+    const CmdResult one = run(line.substr(kExe.size() + 1) + " --no-shrink --json " + (dir_ / "one.json").string());
+    const json alone = json::parse(slurp(dir_ / "one.json"));
+    ASSERT_EQ(alone["outcomes"].size(), 1u) << line << "\n" << one.out << one.err;
+    EXPECT_EQ(alone["outcomes"][0]["family"], o["family"]) << line;
+    EXPECT_EQ(alone["outcomes"][0]["stats"], o["stats"]) << line;
+  }
   const json a = json::parse(slurp(dir_ / "a.json"));
   ASSERT_EQ(a["outcomes"].size(), 2u);
   EXPECT_EQ(a["outcomes"][1]["status"], "pass");

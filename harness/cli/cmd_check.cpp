@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <shared_mutex>
 #include <system_error>
@@ -264,7 +265,83 @@ Family with_acting_values(const Family& base, const FamilySpec& s) {
 struct Picked {
   SuiteEntry entry;
   std::string family_arg;
+  int picks = 1;  // the run's checks of this property that family_arg picks, this one included (pin_family_args)
 };
+
+// The shortest decimal that reads back as v (0.1, not 0.10000000000000001), for a command line.
+std::string shortest(double v) {
+  char text[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, v);
+    if (std::strtod(text, nullptr) == v) break;
+  }
+  return text;
+}
+
+// A family's value of a --family key (a shape key or a parameter), or nothing where it has none to write.
+std::optional<double> family_value(const Family& f, const std::string& key) {
+  const Problem& p = f.problem;
+  if (key == "batch") return p.batch;
+  if (key == "heads_q") return p.heads_q;
+  if (key == "heads_kv") return p.heads_kv;
+  if (key == "n_q") return p.n_q;
+  if (key == "n_k") return p.n_k;
+  if (key == "head_dim") return p.head_dim;
+  if (key == "causal") return p.causal ? 1 : 0;
+  if (key == "scale") return p.scale;
+  if (key == "tile_q") return f.tile_q;
+  if (key == "tile_k") return f.tile_k;
+  if (const auto it = f.params.find(key); it != f.params.end()) return it->second;
+  const auto& listed = default_family(f.generator).params;  // the value the generator takes without it
+  if (const auto it = listed.find(key); it != listed.end()) return it->second;
+  return std::nullopt;
+}
+
+// Where several picked checks of one property share a --family argument (the bias suite's five tied_max families:
+// `--family tied_max` picks them all), each gets the values that tell it from the others (`tied_max[v_sign=-1,...]`),
+// so its re-check line runs it alone. Kept as it was where the values cannot be written or do not pick it alone.
+void pin_family_args(std::vector<Picked>& out) {
+  std::map<std::pair<std::string, std::string>, std::vector<Picked*>> groups;
+  for (Picked& p : out) groups[{p.entry.property, p.family_arg}].push_back(&p);
+  std::vector<std::string> keys = kShapeKeys;
+  const std::vector<std::string> params = family_param_names();
+  keys.insert(keys.end(), params.begin(), params.end());
+  for (auto& [_, group] : groups) {
+    if (group.size() < 2) continue;
+    std::vector<std::string> differing;  // keys some member has another value of (or none)
+    for (const std::string& key : keys)
+      for (const Picked* other : group)
+        if (family_value(other->entry.family, key) != family_value(group[0]->entry.family, key)) {
+          differing.push_back(key);
+          break;
+        }
+    std::vector<std::string> pinned(group.size());
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      const std::string& arg = group[i]->family_arg;
+      std::string values;
+      for (const std::string& key : differing)  // a key it has no value for is left out: the check below decides
+        if (const auto v = family_value(group[i]->entry.family, key))
+          values += (values.empty() ? "" : ",") + key + "=" + shortest(*v);
+      if (values.empty()) continue;
+      const std::string text = arg.back() == ']' ? arg.substr(0, arg.size() - 1) + "," + values + "]"
+                                                 : arg + "[" + values + "]";
+      // It pins only if every member of the group, given those values, becomes this member's family.
+      try {
+        const FamilySpec spec = parse_family(text);
+        const std::string want = family_to_json(group[i]->entry.family).dump();
+        bool alone = true;
+        for (const Picked* other : group)
+          alone = alone && family_to_json(with_acting_values(other->entry.family, spec)).dump() == want;
+        if (alone) pinned[i] = text;
+      } catch (const Error&) {  // a value a generator refuses at another member's shape: keep the shared argument
+      }
+    }
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      if (pinned[i].empty()) group[i]->picks = static_cast<int>(group.size());
+      else group[i]->family_arg = pinned[i];
+    }
+  }
+}
 
 std::vector<Picked> pick_entries(const CheckOptions& opt) {
   std::vector<SuiteEntry> all = suite(opt.suite);  // Error on an unknown suite
@@ -321,6 +398,7 @@ std::vector<Picked> pick_entries(const CheckOptions& opt) {
                                    : "; " + comma_list(elsewhere) + " " + (elsewhere.size() == 1 ? "has" : "have") +
                                          " such checks"));
   }
+  pin_family_args(out);
   // Reports, JUnit and --baseline name a check by its printed family (check_name), whose numbers keep 6 significant
   // digits: two --family values closer than that were two checks under one name (a review, session 35).
   std::map<std::string, std::string> named;  // check name without the kernel -> the family as JSON
@@ -481,8 +559,6 @@ int run_check(const CheckOptions& opt) {
   std::vector<Slot> slots;
   for (const Kernel* k : kernels)
     for (const Picked& e : entries) slots.push_back({k, &e, {}});
-  std::map<std::pair<std::string, std::string>, int> recheck_runs;  // (property, family_arg) -> the checks it picks
-  for (const Picked& e : entries) ++recheck_runs[{e.entry.property, e.family_arg}];
   // RunEntry::recheck: the options that chose this check, its own kernel, property and --family.
   const auto recheck = [&](const std::string& kernel, const Picked& e, bool is_plugin) {
     std::string args = "check -k " + shell_word(kernel);
@@ -490,14 +566,7 @@ int run_check(const CheckOptions& opt) {
     args += " --property " + shell_word(e.entry.property) + " --family " + shell_word(e.family_arg);
     if (opt.seed_given) args += " --seed " + shell_word(opt.seed_text);
     if (opt.instances > 0) args += " --instances " + std::to_string(opt.instances);
-    if (opt.seconds >= 0) {  // the shortest digits that read back as the value (0.1, not 0.10000000000000001)
-      char text[32];
-      for (int digits = 1; digits <= 17; ++digits) {
-        std::snprintf(text, sizeof text, "%.*g", digits, opt.seconds);
-        if (std::strtod(text, nullptr) == opt.seconds) break;
-      }
-      args += std::string(" --seconds ") + text;
-    }
+    if (opt.seconds >= 0) args += " --seconds " + shortest(opt.seconds);
     if (opt.findings != CheckOptions{}.findings) args += " --findings " + shell_word(opt.findings);
     return is_plugin ? attncheck_command(args + plugin_replay_args(), plugin_replay_env()) : attncheck_command(args);
   };
@@ -557,7 +626,7 @@ int run_check(const CheckOptions& opt) {
     entry.label = e.label;
     entry.checked = e.family.describe();
     entry.recheck = recheck(k.name(), *slot.picked, k.caps().device == "plugin");
-    entry.recheck_siblings = recheck_runs[{e.property, slot.picked->family_arg}];
+    entry.recheck_siblings = slot.picked->picks;
     entry.outcome.kernel = k.name();
     entry.outcome.property = p.name;
     // A plugin's check runs alone, its finding's save included: its calls fork (isolated_call.h), and a child forked
