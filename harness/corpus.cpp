@@ -396,16 +396,29 @@ std::string not_utf8_text(const std::string& t) {
   return "binary data (NUL bytes), not a JSON text";
 }
 
-// The whole file as text; Error naming the path when it cannot be read.
-std::string read_text(const std::string& path) {
+// The whole file as text; Error naming `label` (the path where it is empty) when it cannot be read.
+std::string read_text(const std::string& path, const std::string& label = "") {
+  const std::string& said = label.empty() ? path : label;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot read: " + std::strerror(errno));
+  if (!in) throw Error(said + ": cannot read: " + std::strerror(errno));
   std::ostringstream buf;
   buf << in.rdbuf();
-  if (in.bad()) throw Error(path + ": cannot read");
+  if (in.bad()) throw Error(said + ": cannot read");
   return buf.str();
 }
 }  // namespace
+
+std::string read_bounded_file(const std::string& path, std::uintmax_t max_bytes, const std::string& label,
+                              const std::string& limit_name) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec) throw Error(label + ": cannot read: " + ec.message());
+  if (!std::filesystem::is_regular_file(st)) throw Error(label + ": not a regular file");
+  if (const auto size = std::filesystem::file_size(path, ec); !ec && size > max_bytes)
+    throw Error(label + ": " + std::to_string(size) + " bytes, more than " + limit_name + "'s limit of " +
+                std::to_string(max_bytes >> 20) + " MiB");
+  return read_text(path, label);
+}
 
 namespace {
 // Rewrites the case file at `path` (which load_case has read: valid, bounded in size and depth) with `edit` applied;
@@ -434,13 +447,7 @@ Case load_case(const std::string& path) {
   // Case files are small (the largest committed one is ~25 KB): a FIFO would block the replay and /dev/zero would
   // fill memory, so only a regular file of at most kMaxCaseBytes is read.
   constexpr std::uintmax_t kMaxCaseBytes = std::uintmax_t(64) << 20;
-  std::error_code ec;
-  const auto st = std::filesystem::status(path, ec);
-  if (ec) throw Error(path + ": cannot read: " + ec.message());
-  if (!std::filesystem::is_regular_file(st)) throw Error(path + ": not a regular file");
-  if (const auto size = std::filesystem::file_size(path, ec); !ec && size > kMaxCaseBytes)
-    throw Error(path + ": " + std::to_string(size) + " bytes, more than a case file's limit of 64 MiB");
-  const std::string text = read_text(path);
+  const std::string text = read_bounded_file(path, kMaxCaseBytes, path, "a case file");
   if (text.empty()) throw Error(path + ": empty file (truncated?)");
   // Saved as UTF-16 or UTF-32 (an editor's "Unicode", PowerShell's `>`): the parser saw a byte 0xFF or 0 at line 1,
   // column 1 and said only "invalid literal".

@@ -94,6 +94,11 @@ std::string utc_now_iso8601();
 // replaced; a hard-linked one is replaced under this name only. Throws Error naming path on failure (a full disk, a
 // read-only file included).
 void write_text_file(const std::string& path, const std::string& text);
+// The text of a regular file of at most max_bytes: a FIFO would block the reader and /dev/zero fill memory. Error
+// naming `label` (the path, or "--baseline PATH") where it is missing, not a regular file, larger ("N bytes, more
+// than <limit_name>'s limit of M MiB") or unreadable. Case files (load_case) and --baseline reports read through it.
+std::string read_bounded_file(const std::string& path, std::uintmax_t max_bytes, const std::string& label,
+                              const std::string& limit_name);
 // Whether file_name (no folder) is such a write's temporary, "<target>.tmp.<pid>.<8 hex digits>" (`target` gets the
 // name it was to replace). One is left behind only when the process was killed mid-write (SIGKILL, a power loss).
 bool is_save_temporary(const std::string& file_name, std::string* target = nullptr);

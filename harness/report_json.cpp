@@ -30,11 +30,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
+#include "harness/corpus.h"  // read_bounded_file
 #include "harness/run_report.h"
 #include "harness/signal_util.h"
 #include "properties/shrink.h"  // fault_kind
@@ -131,20 +129,12 @@ bool known_in(const Baseline& b, const RunEntry& e) {
 }
 
 Baseline load_baseline(const std::string& path) {
-  // A report is under a megabyte (the default suite on six kernels: ~0.5 MB); a FIFO or a device is not one.
+  // A report is under a megabyte (the default suite on six kernels: ~0.5 MB).
   constexpr std::uintmax_t kMaxBytes = std::uintmax_t(256) << 20;
   const std::string at = "--baseline " + path;
   if (path.empty()) throw Error("--baseline: an empty path");
-  std::error_code ec;
-  const auto st = std::filesystem::status(path, ec);
-  if (ec) throw Error(at + ": cannot read: " + ec.message());
-  if (!std::filesystem::is_regular_file(st)) throw Error(at + ": not a regular file");
-  if (std::filesystem::file_size(path, ec) > kMaxBytes) throw Error(at + ": larger than 256 MiB: not a run report");
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) throw Error(at + ": cannot read: " + std::strerror(errno));
-  const json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  const json j = json::parse(read_bounded_file(path, kMaxBytes, at, "a run report"), nullptr,
+                             /*allow_exceptions=*/false);
   if (j.is_discarded()) throw Error(at + ": not JSON (truncated?): give the file `check --json FILE` wrote");
   const json format = j.is_object() ? j.value("format", json()) : json();
   if (format != kRunReportTag)
@@ -252,6 +242,7 @@ json run_to_json(const RunReport& r) {
                         {"recheck", e.recheck.empty() ? json(nullptr) : json(e.recheck)},
                         {"known_failure", e.known_failure}});
   }
+  const RunVerdict verdict = run_verdict(r);
   json not_run = json::array();
   for (const auto& e : r.not_run)
     not_run.push_back({{"check", check_name(e)},
@@ -276,8 +267,8 @@ json run_to_json(const RunReport& r) {
             {"wall_seconds", r.wall_seconds},
             {"interrupted", r.interrupted_by ? json(signal_name(r.interrupted_by)) : json(nullptr)}}},
           {"summary",
-           {{"verdict", run_verdict(r).name},
-            {"exit_status", run_verdict(r).exit_status},
+           {{"verdict", verdict.name},
+            {"exit_status", verdict.exit_status},
             {"pass", r.count(Status::kPass)},
             {"fail", r.count(Status::kFail)},
             {"skip", r.count(Status::kSkip)},

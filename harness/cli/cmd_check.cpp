@@ -406,8 +406,9 @@ std::vector<Picked> pick_entries(const CheckOptions& opt) {
     RunEntry e;
     e.outcome.property = p.entry.property;
     e.checked = p.entry.family.describe();
-    const auto [it, is_new] = named.emplace(check_name(e), family_to_json(p.entry.family).dump());
-    if (!is_new && it->second != family_to_json(p.entry.family).dump())
+    const std::string family = family_to_json(p.entry.family).dump();
+    const auto [it, is_new] = named.emplace(check_name(e), family);
+    if (!is_new && it->second != family)
       throw Error("--family: two families print alike, as '" + it->first.substr(3) + "' (reports and --baseline "
                   "name a check by it, numbers to 6 significant digits): give values that differ sooner");
   }
@@ -726,9 +727,9 @@ int run_check(const CheckOptions& opt) {
   for (Slot& slot : slots) (slot.ran ? report.entries : report.not_run).push_back(std::move(slot.result));
   std::size_t in_baseline = 0;
   for (const RunEntry& e : report.entries) {
-    in_baseline += baseline.checks.count(check_name(e));
-    if (e.outcome.status == Status::kPass && baseline.failed.count(check_name(e)))
-      report.now_pass.push_back(check_name(e));
+    const std::string name = check_name(e);
+    in_baseline += baseline.checks.count(name);
+    if (e.outcome.status == Status::kPass && baseline.failed.count(name)) report.now_pass.push_back(name);
   }
   if (opt.baseline_given && in_baseline == 0 && !report.entries.empty())  // every failure is then new
     std::cerr << "attncheck: warning: --baseline " << printable(baseline.path) << " has none of this run's "
