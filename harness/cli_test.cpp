@@ -1080,7 +1080,10 @@ TEST_F(Cli, FamilyValuesSetParametersAndShape) {
            {"normal[tile_q=100000]", "tiles must be in [0, 65536]"},
            // A parameter the generator neither lists nor reads did nothing, and the run read as a test of it.
            {"normal[rank=2]", "rank changes nothing normal makes here, at this value or others (its first "
-                              "instances are the same bits without it); low_rank lists it"}}) {
+                              "instances are the same bits without it); low_rank lists it"},
+           // A count past the shape's limit acts as the limit: the run was a test of 31 masked keys, read as 1000.
+           {"padding[pad=1000]", "pad = 1000 acts as 31 in padding at "},
+           {"near_tie[ties=8]", "ties = 8 acts as 7 in near_tie at "}}) {
     const CmdResult e = run("check -q -k oracle --family '" + args + "'");
     EXPECT_EQ(e.status, 2) << args << ": " << e.out << e.err;
     EXPECT_NE(e.err.find(said), std::string::npos) << args << ": " << e.err;

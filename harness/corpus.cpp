@@ -29,6 +29,7 @@
 
 #include "harness/json_fields.h"
 #include "harness/run_report.h"
+#include "properties/family_internal.h"  // with_acting_params
 #include "properties/report.h"
 #include "properties/shrink.h"  // fault_kind
 
@@ -574,7 +575,7 @@ Case case_from_outcome(const Outcome& o, const Budget& b, const std::string& fou
   Case c;
   c.kernel = o.kernel;
   c.property = o.property;
-  c.family = o.family;
+  c.family = with_acting_params(o.family);  // the same instances, the counts as they act (pad 31 at n_k 32, not 1000)
   c.budget = b;
   if (b.seconds > 0 && o.instances_run > 0) {
     // A time budget is not replayable: a replay on a slower or busier machine draws fewer instances (a per-instance

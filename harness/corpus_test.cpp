@@ -516,6 +516,19 @@ TEST(Corpus, TimeBudgetIsPinnedToTheInstancesRun) {
   EXPECT_EQ(counted.budget.instances, 100000);
 }
 
+// A finding's case writes a count past its shape's limit as it acts (family_internal.h): the fuzzer's decoded
+// families and unshrunk failures read pad 1000 at n_k 32, for 31 masked keys.
+TEST(Corpus, ACaseWritesCountsAsTheyAct) {
+  Outcome o;
+  o.kernel = "paper";
+  o.property = "masked_value";
+  o.family = default_family("padding");
+  o.family.params["pad"] = 1000;
+  o.status = Status::kFail;
+  const Case c = case_from_outcome(o, Budget{}, "check");
+  EXPECT_EQ(c.family.param("pad", -1), o.family.problem.n_k - 1);
+}
+
 TEST(Corpus, ReplayDetectsGeneratorDrift) {
   Registry r;
   r.add(std::make_unique<NullKernel>());

@@ -45,6 +45,26 @@ std::string describe_domain(const ParamDomain& d);
 double clamp_to_domain(const ParamDomain& d, double value);
 // Positions of the tied keys of (b, kv head) in instance `index` (empty when the family has none).
 std::vector<int> tie_positions(const Family& f, std::uint64_t index, int b, int hkv);
+// Counts limited by the shape (pad and first_masked < n_k, rank <= head_dim, ties <= n_k (near ties: 7), ties_min <=
+// ties, sink_pos <= n_k - ties_min): the generators read a larger value as the limit, so that shrinking the shape
+// keeps a family valid. shape_limit: the most `key` acts as in f, where f's generator reads it (nullopt: not read
+// here, or no limit of the shape's); why: the limit in words ("n_k - 1").
+struct ShapeLimit {
+  int most;
+  std::string why;
+};
+std::optional<ShapeLimit> shape_limit(const Family& f, const std::string& key);
+// f's parameters that act as less than they say (pad 1000 at n_k 32 acts as 31), in key order.
+struct ClampedParam {
+  std::string key;
+  double given;
+  int acting;
+  ShapeLimit limit;
+};
+std::vector<ClampedParam> clamped_params(const Family& f);
+// f with each of those written as it acts: the same instances, bit for bit, read as they are made (a shrunk case
+// at n_k 4 reads pad 3, not the pad 7 it started with).
+Family with_acting_params(Family f);
 // Throws Error for an unknown generator, a bad shape, negative tiles, non-finite parameters or a parameter
 // outside its domain (the domains are listed in family.cpp; the message names the parameter and its domain).
 void validate_family(const Family& f);

@@ -264,6 +264,47 @@ TEST(Family, MasksAreAsDeclared) {
   }
 }
 
+// A count past the shape's limit acts as the limit; clamped_params names it and with_acting_params writes it as it
+// acts, the same instances bit for bit. Before, nothing said so: pad 1000 at n_k 32 was run, shrunk and saved as 1000.
+TEST(Family, CountsPastTheShapeActAsTheLimitAndAreWrittenSo) {
+  struct Row {
+    const char* generator;
+    const char* key;
+    double given;
+    int acting;  // at the generator's default shape, n_k 32 and head_dim 16 (asserted below)
+  };
+  for (const Row& r : {Row{"padding", "pad", 1000, 31}, Row{"first_tile_masked", "first_masked", 40, 31},
+                       Row{"low_rank", "rank", 17, 16}, Row{"tied_max", "ties", 33, 32}, Row{"near_tie", "ties", 8, 7},
+                       Row{"tied_max", "ties_min", 5, 4}, Row{"sink", "sink_pos", 500, 31}}) {
+    SCOPED_TRACE(std::string(r.generator) + " " + r.key);
+    Family f = default_family(r.generator);
+    ASSERT_EQ(f.problem.n_k, 32);
+    ASSERT_EQ(f.problem.head_dim, 16);
+    EXPECT_TRUE(clamped_params(f).empty()) << "the default family acts as written";
+    f.params[r.key] = r.given;
+    const std::vector<ClampedParam> c = clamped_params(f);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].key, r.key);
+    EXPECT_EQ(c[0].given, r.given);
+    EXPECT_EQ(c[0].acting, r.acting);
+    EXPECT_FALSE(c[0].limit.why.empty());
+    const Family g = with_acting_params(f);
+    EXPECT_EQ(g.param(r.key, -1), r.acting);
+    EXPECT_TRUE(clamped_params(g).empty());
+    for (std::uint64_t i = 0; i < 3; ++i) {
+      const Instance a = make_instance(f, i), b = make_instance(g, i);
+      EXPECT_TRUE(a.q == b.q && a.k == b.k && a.v == b.v && a.d_o == b.d_o && a.mask == b.mask) << "instance " << i;
+    }
+    Family at = f;  // at the limit: as written
+    at.params[r.key] = r.acting;
+    EXPECT_TRUE(clamped_params(at).empty());
+  }
+  // A count the generator does not read is not clamped (pad without mask = 1: nothing to say here).
+  Family normal = default_family("normal");
+  normal.params["pad"] = 1000;
+  EXPECT_TRUE(clamped_params(normal).empty());
+}
+
 TEST(Family, BiasValuePatternsAreOneSignOneBinade) {
   Family f = default_family("tied_max");
   for (double x : make_instance(f, 0).v) EXPECT_TRUE(x >= 1.0 && x < 2.0) << x;

@@ -23,6 +23,7 @@
 #include <utility>
 #include <numeric>
 #include <sstream>
+#include <string_view>
 
 #include "harness/kernel.h"
 #include "properties/family.h"
@@ -77,6 +78,15 @@ double round_down(double x, Format fmt) {
 }
 
 int iparam(const Family& f, const char* k, double fallback) { return static_cast<int>(std::lround(f.param(k, fallback))); }
+
+// A shape-limited count read at most as its limit (above it the generator reads the limit), at least as its
+// domain's least value: one rule for make_instance, lead_layout, tie_positions and shape_limits (family_internal.h).
+int acting_count(const Family& f, const char* key, int fallback) {
+  const int lo = std::string_view(key) == "pad" || std::string_view(key) == "first_masked" ? 0 : 1;
+  const int v = std::max(lo, iparam(f, key, fallback));
+  const std::optional<ShapeLimit> limit = shape_limit(f, key);
+  return limit ? std::max(lo, std::min(v, limit->most)) : v;
+}
 
 struct ValueSpec {
   int sign = 0;
@@ -136,7 +146,7 @@ LeadLayout lead_layout(const Family& f) {
   } else if (f.param("ties", 0) >= 1) {
     L.active = true;
     L.near = f.param("near", 0) != 0;
-    L.ties = std::clamp(iparam(f, "ties", 2), 1, std::min(p.n_k, L.near ? 7 : p.n_k));
+    L.ties = acting_count(f, "ties", 2);
     const int sgn = iparam(f, "tie_sign", 1);
     const double level = std::fabs(f.param("tie_level", 2));
     if (L.near) {
@@ -181,7 +191,7 @@ Instance make_instance_uncached(const Family& f, std::uint64_t index) {
 
   const std::string& g = f.generator;
   if (g == "low_rank") {
-    const int rank = std::clamp(iparam(f, "rank", 2), 1, std::max(1, d));
+    const int rank = acting_count(f, "rank", 2);
     for (int b = 0; b < p.batch; ++b) {
       for (int h = 0; h < p.heads_q; ++h) fill_low_rank(in.q, r, p.q_at(b, h, 0, 0), p.n_q, d, rank);
       for (int h = 0; h < p.heads_kv; ++h) {
@@ -251,10 +261,10 @@ Instance make_instance_uncached(const Family& f, std::uint64_t index) {
     in.mask.assign(p.scores_size(), 1);
     const int off = p.n_k - p.n_q;
     // The kinds' parameters, read once (the same values the per-element reads gave).
-    const int pad = std::clamp(iparam(f, "pad", 1), 0, p.n_k - 1);
+    const int pad = acting_count(f, "pad", 1);
     const int window = std::max(1, iparam(f, "window", 4));
     const int masked_every = std::max(1, iparam(f, "masked_every", 3));
-    const int first_masked = std::clamp(iparam(f, "first_masked", 8), 0, p.n_k - 1);
+    const int first_masked = acting_count(f, "first_masked", 8);
     const double keep_p = f.param("keep", 0.5);
     for (int b = 0; b < p.batch; ++b)
       for (int h = 0; h < p.heads_q; ++h)
@@ -327,7 +337,7 @@ std::vector<int> tie_positions(const Family& f, std::uint64_t index, int b, int 
   // The count varies in [ties_min, ties] per (instance, b, kv head): with a fixed count every row's sum
   // l ≈ count would round (and its log would round) the same way in every instance, a deterministic error
   // that the bias statistic would rightly flag but that has nothing to do with ties.
-  const int lo = std::clamp(iparam(f, "ties_min", 2), 1, L.ties);
+  const int lo = acting_count(f, "ties_min", 2);
   const int n = lo + r.below(L.ties - lo + 1);
   if (f.param("tie_spread", 1) != 0) {
     std::vector<int> all(p.n_k);
@@ -335,11 +345,42 @@ std::vector<int> tie_positions(const Family& f, std::uint64_t index, int b, int 
     for (int t = 0; t < n; ++t) std::swap(all[t], all[t + r.below(p.n_k - t)]);
     out.assign(all.begin(), all.begin() + n);
   } else {
-    const int start = f.params.count("sink_pos") ? std::clamp(iparam(f, "sink_pos", 0), 0, p.n_k - n)
+    // acting_count's limit is n_k − ties_min, the most for every count; a larger count moves the keys up to fit.
+    const int start = f.params.count("sink_pos") ? std::min(acting_count(f, "sink_pos", 0), p.n_k - n)
                                                  : r.below(p.n_k - n + 1);
     for (int t = 0; t < n; ++t) out.push_back(start + t);
   }
   return out;
+}
+
+std::optional<ShapeLimit> shape_limit(const Family& f, const std::string& key) {
+  const Problem& p = f.problem;
+  // lead_layout's tie branch reads ties, ties_min and (contiguous ties) sink_pos; the mask kinds read their extents.
+  const bool tied = !f.params.count("level") && f.param("ties", 0) >= 1;
+  const int mask = f.param("mask", 0) != 0 ? iparam(f, "mask", 0) : 0;
+  if ((key == "pad" && mask == 1) || (key == "first_masked" && mask == 4)) return ShapeLimit{p.n_k - 1, "n_k - 1"};
+  if (key == "rank" && f.generator == "low_rank") return ShapeLimit{std::max(1, p.head_dim), "head_dim"};
+  if (key == "ties" && tied) {
+    if (f.param("near", 0) != 0 && p.n_k > 7) return ShapeLimit{7, "7, the most near ties"};
+    return ShapeLimit{p.n_k, "n_k"};
+  }
+  if (key == "ties_min" && tied) return ShapeLimit{acting_count(f, "ties", 2), "ties"};
+  if (key == "sink_pos" && tied && f.param("tie_spread", 1) == 0 && f.params.count("sink_pos"))
+    return ShapeLimit{std::max(0, p.n_k - acting_count(f, "ties_min", 2)), "n_k - ties_min"};
+  return std::nullopt;
+}
+
+std::vector<ClampedParam> clamped_params(const Family& f) {
+  std::vector<ClampedParam> out;
+  for (const auto& [key, value] : f.params)
+    if (const std::optional<ShapeLimit> limit = shape_limit(f, key); limit && std::lround(value) > limit->most)
+      out.push_back({key, value, acting_count(f, key.c_str(), 0), *limit});
+  return out;
+}
+
+Family with_acting_params(Family f) {
+  for (const ClampedParam& c : clamped_params(f)) f.params[c.key] = c.acting;
+  return f;
 }
 
 namespace {

@@ -108,8 +108,10 @@ ShrinkOptions default_shrink_options() {
 
 std::vector<Family> shrink_candidates(const Family& f) {
   std::vector<Family> out;
+  // A count the smaller shape limits is written as it acts (family_internal.h): the shrunk case at n_k 4 reads pad 3,
+  // not the pad 7 it started with, and two candidates that make the same instances are one.
   auto push = [&](Family g) {
-    if (valid(g)) out.push_back(std::move(g));
+    if (valid(g)) out.push_back(with_acting_params(std::move(g)));
   };
   const Problem& p = f.problem;
   const int min_d = f.param("near", 0) != 0 ? 2 : 1;  // near ties need the noise-free lead dim and one more

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "properties/family_internal.h"
 #include "properties/shrink.h"
 #include "properties/test_kernels.h"
 
@@ -37,6 +38,22 @@ TEST(Shrink, CandidatesAreSimplerAndValid) {
       }
     }
   }
+}
+
+// A smaller shape's candidates write a count it limits as it acts: the minimal case at n_k 4 reads pad 3 (it read 7).
+TEST(Shrink, CandidatesWriteCountsAsTheyAct) {
+  Family f = default_family("padding");
+  f.params["pad"] = 7;
+  f.problem.n_k = 8;
+  bool met = false;
+  for (const Family& c : shrink_candidates(f)) {
+    EXPECT_TRUE(clamped_params(c).empty()) << c.describe();
+    if (c.problem.n_k == 4) {
+      met = true;
+      EXPECT_EQ(c.param("pad", -1), 3);
+    }
+  }
+  EXPECT_TRUE(met) << "no candidate at n_k 4";
 }
 
 TEST(Shrink, ReachesTheSmallestFailingShape) {

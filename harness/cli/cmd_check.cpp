@@ -220,6 +220,20 @@ bool same_instances(const Family& f, const Family& g, std::uint64_t count) {
   return true;
 }
 
+// The shortest decimal that reads back as v (0.1, not 0.10000000000000001; 1000, not 1e+03), for a command line.
+std::string shortest(double v) {
+  char text[32];
+  if (v == std::floor(v) && std::fabs(v) < 1e6) {
+    std::snprintf(text, sizeof text, "%.0f", v);
+    return text;
+  }
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, v);
+    if (std::strtod(text, nullptr) == v) break;
+  }
+  return text;
+}
+
 // `base` with the spec's values, each of them acting on what the generator makes. Parameters are shared (they
 // compose: normal[ties=3] makes ties), so a parameter the generator does not list is refused where it changes none of
 // the first instances (normal[rank=2], normal[pad=3] without mask=1): it was accepted and did nothing, and the run
@@ -228,6 +242,13 @@ bool same_instances(const Family& f, const Family& g, std::uint64_t count) {
 // the key is refused.
 Family with_acting_values(const Family& base, const FamilySpec& s) {
   const Family f = with_values(base, s);
+  // A count past the shape's limit acts as the limit (pad 1000 at n_k 32 masks 31 keys): accepted, the run read as a
+  // test of a value it never made, and its findings were saved with it.
+  for (const ClampedParam& c : clamped_params(f))
+    if (s.values.count(c.key))
+      throw Error("--family '" + s.text + "': " + c.key + " = " + shortest(c.given) + " acts as " +
+                  std::to_string(c.acting) + " in " + f.generator + " at " + f.problem.describe() + " (at most " +
+                  c.limit.why + "): give " + c.key + " <= " + std::to_string(c.acting) + " here");
   const auto& listed = default_family(s.generator).params;
   for (const auto& [key, value] : s.values) {
     if (is_shape_key(key) || listed.count(key)) continue;
@@ -268,15 +289,6 @@ struct Picked {
   int picks = 1;  // the run's checks of this property that family_arg picks, this one included (pin_family_args)
 };
 
-// The shortest decimal that reads back as v (0.1, not 0.10000000000000001), for a command line.
-std::string shortest(double v) {
-  char text[32];
-  for (int digits = 1; digits <= 17; ++digits) {
-    std::snprintf(text, sizeof text, "%.*g", digits, v);
-    if (std::strtod(text, nullptr) == v) break;
-  }
-  return text;
-}
 
 // A family's value of a --family key (a shape key or a parameter), or nothing where it has none to write.
 std::optional<double> family_value(const Family& f, const std::string& key) {
