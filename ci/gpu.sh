@@ -255,7 +255,7 @@ if "$cli" list 2>/dev/null | grep 'cuda:cudnn' >/dev/null; then
       --json "$out/cudnn-$suite.json" >"$out/cudnn-$suite.log" 2>&1
   done
   { echo "cuda:cudnn (cuDNN fused SDPA) through the property suites:"; echo '```';
-    grep -hE 'FAIL|^ *[0-9]+ checks|summary' "$out"/cudnn-*.log | head -60; echo '```'; } >>"$report"
+    grep -hE 'FAIL|^ *[0-9]+ checks?:|summary' "$out"/cudnn-*.log | head -60; echo '```'; } >>"$report"
 fi
 fi
 

@@ -36,6 +36,9 @@ struct CmdResult {
 // The executable as a shell word: the commands below go through sh, and a build folder may have a space in it.
 const std::string kExe = shell_word(ATTNCHECK_EXE);
 
+// Whether check's summary line is there ("1 check: ..." or "N checks: ..."): the run ran checks.
+bool ran_checks(const std::string& out) { return std::regex_search(out, std::regex("[0-9]+ checks?: ")); }
+
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);
   std::stringstream s;
@@ -292,7 +295,7 @@ TEST_F(Cli, HelpAndUsageErrors) {
     const CmdResult r = run(own_findings ? args + " --findings " + (dir_ / "f").string() : args);
     EXPECT_EQ(r.status, 2) << args << "\n" << r.out << r.err;
     EXPECT_NE(r.err.find(needle), std::string::npos) << args << ": " << r.err;
-    EXPECT_EQ(r.out.find("checks:"), std::string::npos) << args << ": ran checks anyway\n" << r.out;
+    EXPECT_FALSE(ran_checks(r.out)) << args << ": ran checks anyway\n" << r.out;
   }
   // Output nobody received is not a pass: a closed standard output is exit 2 (it was 0).
   const int closed = std::system((kExe + " list >&- 2>/dev/null").c_str());
@@ -640,7 +643,7 @@ TEST_F(Cli, ReportIntoADeviceIsWrittenInPlace) {
   fs::create_symlink(both, both_link);
   const CmdResult via = run(quick + " --json " + both.string() + " --junit " + both_link.string());
   EXPECT_EQ(via.status, 2) << via.out << via.err;
-  EXPECT_EQ(via.out.find("checks:"), std::string::npos) << "ran checks anyway\n" << via.out;
+  EXPECT_FALSE(ran_checks(via.out)) << "ran checks anyway\n" << via.out;
   // A link to a regular file is written through: the link stays, its target gets the report.
   const fs::path target = dir_ / "real.json", to_file = dir_ / "link.json";
   std::ofstream(target) << "{}\n";
@@ -672,13 +675,13 @@ TEST_F(Cli, AReportOnStandardOutputIsAllThatIsThere) {
     ASSERT_FALSE(j.is_discarded()) << "--json " << path << ": standard output is not one JSON document:\n" << r.out;
     EXPECT_EQ(j.at("summary").at("fail"), 1) << j.dump(1);
     EXPECT_NE(r.err.find("FAIL paper / unbiased / tied_max"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("1 checks: 0 pass, 1 FAIL"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("1 check: 0 pass, 1 FAIL"), std::string::npos) << r.err;
   }
   const CmdResult x = run(failing + " --junit - --json " + (dir_ / "r.json").string());
   EXPECT_EQ(x.status, 1) << x.out << x.err;
   EXPECT_EQ(x.out.rfind("<?xml", 0), 0u) << x.out;
   EXPECT_NE(x.out.find("</testsuites>"), std::string::npos) << x.out;
-  EXPECT_EQ(x.out.find("checks:"), std::string::npos) << x.out;
+  EXPECT_FALSE(ran_checks(x.out)) << x.out;
   EXPECT_TRUE(fs::exists(dir_ / "r.json"));
   // One report that cannot be written does not cost the other: both are tried, then exit 2.
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
@@ -698,13 +701,13 @@ TEST_F(Cli, BadShrinkSecondsIsAUsageError) {
     ::unsetenv("ATTNCHECK_SHRINK_SECONDS");
     EXPECT_EQ(r.status, 2) << v << "\n" << r.out << r.err;
     EXPECT_NE(r.err.find(std::string("ATTNCHECK_SHRINK_SECONDS='") + v + "'"), std::string::npos) << r.err;
-    EXPECT_EQ(r.out.find("checks:"), std::string::npos) << v << ": ran checks anyway\n" << r.out;
+    EXPECT_FALSE(ran_checks(r.out)) << v << ": ran checks anyway\n" << r.out;
   }
   ::setenv("ATTNCHECK_SHRINK_SECONDS", "0.5", 1);
   const CmdResult ok = run(args);
   ::unsetenv("ATTNCHECK_SHRINK_SECONDS");
   EXPECT_NE(ok.status, 2) << ok.out << ok.err;  // a valid value runs the check
-  EXPECT_NE(ok.out.find("checks:"), std::string::npos) << ok.out;
+  EXPECT_TRUE(ran_checks(ok.out)) << ok.out;
 }
 
 // One unreadable entry (a link loop named *.json) is reported like any bad file and the others still replay (the
@@ -1535,7 +1538,7 @@ TEST_F(Cli, ABaselineGatesOnNewFailuresOnly) {
     const CmdResult r = run("check -k paper --suite quick" + f + " --baseline " + base.string() + own);
     EXPECT_EQ(r.status, 2) << own << "\n" << r.out << r.err;
     EXPECT_NE(r.err.find("is the --baseline file: keep the baseline apart"), std::string::npos) << own << r.err;
-    EXPECT_EQ(r.out.find("checks:"), std::string::npos) << own << ": ran checks anyway";
+    EXPECT_FALSE(ran_checks(r.out)) << own << ": ran checks anyway";
   }
   EXPECT_EQ(json::parse(slurp(base)), before) << "the baseline was written over";
   json bad_version = before, not_array = before, a_number = before;
@@ -1558,7 +1561,7 @@ TEST_F(Cli, ABaselineGatesOnNewFailuresOnly) {
     const CmdResult bad = run("check -k paper --suite quick" + f + " --baseline " + file);
     EXPECT_EQ(bad.status, 2) << file << "\n" << bad.out << bad.err;
     EXPECT_NE(bad.err.find(said), std::string::npos) << file << ": " << bad.err;
-    EXPECT_EQ(bad.out.find("checks:"), std::string::npos) << file << ": ran checks anyway";
+    EXPECT_FALSE(ran_checks(bad.out)) << file << ": ran checks anyway";
   }
 }
 
