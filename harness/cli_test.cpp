@@ -1086,11 +1086,34 @@ TEST_F(Cli, FamilyValuesSetParametersAndShape) {
                               "instances are the same bits without it); low_rank lists it"},
            // A count past the shape's limit acts as the limit: the run was a test of 31 masked keys, read as 1000.
            {"padding[pad=1000]", "pad = 1000 acts as 31 in padding at "},
+           {"sink[n_k=4,ties=4,ties_min=4,sink_pos=5]", "sink_pos = 5 acts as 0 in sink at "},
            {"near_tie[ties=8]", "ties = 8 acts as 7 in near_tie at "}}) {
     const CmdResult e = run("check -q -k oracle --family '" + args + "'");
     EXPECT_EQ(e.status, 2) << args << ": " << e.out << e.err;
     EXPECT_NE(e.err.find(said), std::string::npos) << args << ": " << e.err;
   }
+}
+
+// A spec's count that fits some of its checks and not others runs those it fits and says which it left out: --suite
+// gpu has first_tile_masked at n_k 32 and 160, and first_masked=100 fits the second only (it was refused whole). A
+// shape key that shrinks a suite's own count reports the count as it acts: near_tie[n_k=3] has ties 3, not 4.
+TEST_F(Cli, FamilyCountsThatFitSomeChecksRunThoseAndActAsReported) {
+  const fs::path json_path = dir_ / "fit.json";
+  const CmdResult some = run("check -q --no-shrink -k oracle --suite gpu --family "
+                             "'first_tile_masked[first_masked=100]' --json " + json_path.string());
+  EXPECT_NE(some.err.find("leaves out 1 of its 2 checks, where first_masked = 100 acts as 31"), std::string::npos)
+      << some.err;
+  ASSERT_TRUE(fs::exists(json_path)) << some.err;
+  const json fit = json::parse(slurp(json_path));
+  ASSERT_EQ(fit["outcomes"].size(), 1u) << fit.dump();
+  EXPECT_EQ(fit["outcomes"][0]["family"]["params"]["first_masked"], 100);
+  EXPECT_EQ(fit["outcomes"][0]["family"]["problem"]["n_k"], 160);
+  const CmdResult shrunk = run("check -q --no-shrink -k oracle --property accurate --family 'near_tie[n_k=3]' --json " +
+                               json_path.string());
+  EXPECT_EQ(shrunk.status, 0) << shrunk.out << shrunk.err;
+  const json acts = json::parse(slurp(json_path));
+  ASSERT_EQ(acts["outcomes"].size(), 1u) << acts.dump();
+  EXPECT_EQ(acts["outcomes"][0]["family"]["params"]["ties"], 3);
 }
 
 TEST_F(Cli, SmallCheckRunWritesReports) {

@@ -263,7 +263,8 @@ std::string summary_table(const RunReport& r) {
     for (std::size_t i = 0; i < props.size(); ++i) s << "  " << pad(text(k, props[i]), pw[i]);
     s << "\n";
   }
-  s << r.entries.size() << (r.entries.size() == 1 ? " check: " : " checks: ") << r.count(Status::kPass) << " pass, " << r.count(Status::kFail) << " FAIL"
+  s << r.entries.size() << (r.entries.size() == 1 ? " check: " : " checks: ") << r.count(Status::kPass) << " pass, "
+    << r.count(Status::kFail) << " FAIL"
     << (r.baseline.empty() ? std::string() : " (" + std::to_string(r.known_failures()) + " known)") << ", "
     << r.count(Status::kSkip) << " skip, " << r.count(Status::kDegenerate) << " degenerate (discarded) in "
     << static_cast<int>(r.wall_seconds * 10) / 10.0 << " s\n";

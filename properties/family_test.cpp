@@ -299,6 +299,18 @@ TEST(Family, CountsPastTheShapeActAsTheLimitAndAreWrittenSo) {
     at.params[r.key] = r.acting;
     EXPECT_TRUE(clamped_params(at).empty());
   }
+  // The limits are the generators' old clamps, lower ends included: sink_pos 0 is key 0 (a review found it read as
+  // key 1 for a moment: with_acting_params compares the new rule with itself, so this pins positions directly).
+  for (const int given : {0, 5, 31, 500}) {
+    Family sink = default_family("sink");
+    sink.params["sink_pos"] = given;
+    for (std::uint64_t i = 0; i < 3; ++i)
+      EXPECT_EQ(tie_positions(sink, i, 0, 1), std::vector<int>{std::min(given, 31)}) << "sink_pos " << given;
+  }
+  Family pad0 = default_family("padding");
+  pad0.params["pad"] = 0;
+  const Instance unpadded = make_instance(pad0, 0);
+  EXPECT_EQ(std::count(unpadded.mask.begin(), unpadded.mask.end(), 0), 0) << "pad 0 masks no key";
   // A count the generator does not read is not clamped (pad without mask = 1: nothing to say here).
   Family normal = default_family("normal");
   normal.params["pad"] = 1000;

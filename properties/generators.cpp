@@ -23,7 +23,6 @@
 #include <utility>
 #include <numeric>
 #include <sstream>
-#include <string_view>
 
 #include "harness/kernel.h"
 #include "properties/family.h"
@@ -80,9 +79,10 @@ double round_down(double x, Format fmt) {
 int iparam(const Family& f, const char* k, double fallback) { return static_cast<int>(std::lround(f.param(k, fallback))); }
 
 // A shape-limited count read at most as its limit (above it the generator reads the limit), at least as its
-// domain's least value: one rule for make_instance, lead_layout, tie_positions and shape_limits (family_internal.h).
+// domain's least value (0 for pad, first_masked and sink_pos, else 1): one rule for make_instance, lead_layout,
+// tie_positions and shape_limit (family_internal.h).
 int acting_count(const Family& f, const char* key, int fallback) {
-  const int lo = std::string_view(key) == "pad" || std::string_view(key) == "first_masked" ? 0 : 1;
+  const int lo = static_cast<int>(param_domain(key, f.problem.input_format).value().lo);
   const int v = std::max(lo, iparam(f, key, fallback));
   const std::optional<ShapeLimit> limit = shape_limit(f, key);
   return limit ? std::max(lo, std::min(v, limit->most)) : v;
@@ -361,7 +361,7 @@ std::optional<ShapeLimit> shape_limit(const Family& f, const std::string& key) {
   if ((key == "pad" && mask == 1) || (key == "first_masked" && mask == 4)) return ShapeLimit{p.n_k - 1, "n_k - 1"};
   if (key == "rank" && f.generator == "low_rank") return ShapeLimit{std::max(1, p.head_dim), "head_dim"};
   if (key == "ties" && tied) {
-    if (f.param("near", 0) != 0 && p.n_k > 7) return ShapeLimit{7, "7, the most near ties"};
+    if (f.param("near", 0) != 0 && p.n_k > 7) return ShapeLimit{7, "near ties' most"};
     return ShapeLimit{p.n_k, "n_k"};
   }
   if (key == "ties_min" && tied) return ShapeLimit{acting_count(f, "ties", 2), "ties"};

@@ -240,15 +240,18 @@ std::string shortest(double v) {
 // read as a test of it. Where the value given changes nothing it may be the one the generator takes without it
 // (tied_max[ties=2,ties_min=2]: 2 is ties_min's own), so other values of its domain are tried on instance 0 before
 // the key is refused.
-Family with_acting_values(const Family& base, const FamilySpec& s) {
+// A count of the spec's past the family's shape acts as the limit (pad 1000 at n_k 32 masks 31 keys): such a check
+// would be a test of a value it never made, reported and saved with it. `past_the_shape` (when given) says why, and
+// the caller leaves the check out (or refuses the spec, where that leaves none). The family comes back with every
+// count as it acts (with_acting_params): a shape key may shrink a suite's own count (near_tie[n_k=3]: ties 4 acts
+// as 3).
+Family with_acting_values(const Family& base, const FamilySpec& s, std::string* past_the_shape = nullptr) {
   const Family f = with_values(base, s);
-  // A count past the shape's limit acts as the limit (pad 1000 at n_k 32 masks 31 keys): accepted, the run read as a
-  // test of a value it never made, and its findings were saved with it.
   for (const ClampedParam& c : clamped_params(f))
-    if (s.values.count(c.key))
-      throw Error("--family '" + s.text + "': " + c.key + " = " + shortest(c.given) + " acts as " +
-                  std::to_string(c.acting) + " in " + f.generator + " at " + f.problem.describe() + " (at most " +
-                  c.limit.why + "): give " + c.key + " <= " + std::to_string(c.acting) + " here");
+    if (s.values.count(c.key) && past_the_shape && past_the_shape->empty())
+      *past_the_shape = c.key + " = " + shortest(c.given) + " acts as " + std::to_string(c.acting) + " in " +
+                        f.generator + " at " + f.problem.describe() + " (at most " + std::to_string(c.acting) + ": " +
+                        c.limit.why + ")";
   const auto& listed = default_family(s.generator).params;
   for (const auto& [key, value] : s.values) {
     if (is_shape_key(key) || listed.count(key)) continue;
@@ -278,7 +281,7 @@ Family with_acting_values(const Family& base, const FamilySpec& s) {
                 "or others (its first instances are the same bits without it)" +
                 (listing.empty() ? "" : "; " + comma_list(listing) + " list" + (listing.size() == 1 ? "s" : "") + " it"));
   }
-  return f;
+  return with_acting_params(f);
 }
 
 // A check the run will make: the suite entry, and the --family argument that picks it again (the spec it came from,
@@ -342,8 +345,11 @@ void pin_family_args(std::vector<Picked>& out) {
         const FamilySpec spec = parse_family(text);
         const std::string want = family_to_json(group[i]->entry.family).dump();
         bool alone = true;
-        for (const Picked* other : group)
-          alone = alone && family_to_json(with_acting_values(other->entry.family, spec)).dump() == want;
+        for (const Picked* other : group) {
+          std::string past;  // a member the spec's counts do not fit is left out of the run (pick_entries)
+          const Family g = with_acting_values(other->entry.family, spec, &past);
+          alone = alone && (!past.empty() || family_to_json(g).dump() == want);
+        }
         if (alone) pinned[i] = text;
       } catch (const Error&) {  // a value a generator refuses at another member's shape: keep the shared argument
       }
@@ -361,6 +367,8 @@ std::vector<Picked> pick_entries(const CheckOptions& opt) {
   for (const auto& text : opt.families) specs.push_back(parse_family(text));
   for (const auto& p : opt.properties) get_property(p);  // Error lists the known properties
   std::vector<Picked> out;
+  std::vector<std::vector<std::string>> left_out(specs.size());  // per spec: checks its counts do not fit, and why
+  std::vector<int> kept(specs.size(), 0);
   std::set<std::string> checks;  // property and family of each entry in `out`
   const auto property_wanted = [&](const SuiteEntry& e) {
     return opt.properties.empty() ||
@@ -374,11 +382,17 @@ std::vector<Picked> pick_entries(const CheckOptions& opt) {
       out.push_back({std::move(e), generator});
       continue;
     }
-    for (const FamilySpec& s : specs) {  // each spec of its generator: a copy of the entry with the spec's values
+    for (std::size_t i = 0; i < specs.size(); ++i) {  // each spec of its generator: the entry with the spec's values
+      const FamilySpec& s = specs[i];
       if (s.generator != e.family.generator) continue;
       SuiteEntry copy = e;
       if (!s.values.empty()) {
-        copy.family = with_acting_values(e.family, s);
+        std::string past;
+        copy.family = with_acting_values(e.family, s, &past);
+        if (!past.empty()) {
+          left_out[i].push_back(past);
+          continue;
+        }
         // A variant's label may name its shape ("sliding_window, n_q 24 > n_k 16"): a new shape drops it.
         const bool reshaped =
             std::any_of(s.values.begin(), s.values.end(), [](const auto& kv) { return is_shape_key(kv.first); });
@@ -387,9 +401,21 @@ std::vector<Picked> pick_entries(const CheckOptions& opt) {
       }
       // One check per property and family: `--family normal --family 'normal[]'`, or values the family has already,
       // ran it twice under one name (JUnit's and compare_verdicts' keys).
+      ++kept[i];
       if (checks.insert(copy.property + " " + family_to_json(copy.family).dump()).second)
         out.push_back({std::move(copy), s.text});
     }
+  }
+  // A spec whose counts fit none of its checks is refused; one that fits some runs those and says which it left out
+  // (--suite gpu's first_tile_masked at n_k 32 and 160: first_masked=100 fits the second only).
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    if (left_out[i].empty()) continue;
+    if (kept[i] == 0)
+      throw Error("--family '" + specs[i].text + "': " + left_out[i].front() +
+                  "; give a count that fits, or a larger shape");
+    std::cerr << "attncheck: note: --family '" << specs[i].text << "' leaves out " << left_out[i].size() << " of its "
+              << left_out[i].size() + kept[i] << " checks, where " << left_out[i].front()
+              << (left_out[i].size() > 1 ? ", and others" : "") << "\n";
   }
   if (out.empty()) {
     // Where such checks are: `--property unbiased --family sink` is in the bias suite, gpu_matches_cpu_model in gpu
