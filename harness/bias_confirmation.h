@@ -11,8 +11,8 @@
 // there. The fresh sample (the family's seed mixed with kConfirmSeed, none of the raw case's instances) at
 // T_c = max(128, 4·T) fails an unbiased kernel about once in 4·10^7 (2.8e-8: t with 127 degrees of freedom past
 // 6.26, five tensors), so both about once in 10^13; a real bias is seen again with more power than it was found
-// with (the standard error halves or better). A bias that is real but sits at ε (fa2's −0.049 ulp lean on low_rank
-// with one-sign V, dO, which the sample mean crosses on 4 of 100 seeds) is not confirmed either: it is below the
+// with (the standard error halves or better). A bias that is real but sits near ε (fa2's −0.042 ulp lean on low_rank
+// with one-sign V, dO, sd 0.0039 over seeds, which the sample mean crosses on 4 of 100 seeds) is not confirmed either: it is below the
 // effect size `unbiased` fails. `check` has no such step: its suites are a fixed, small set of checks at the table's
 // level.
 //

@@ -955,6 +955,58 @@ TEST(Honesty, LogitShiftAllowsAnInfiniteLseWithinItsEnvelopeOfFp32sEdge) {
   EXPECT_EQ(caught_base, caught_shifted) << "of " << tried;
 }
 
+// The generic envelope takes every rounding at bf16 at best, the returned LSE's too: a kernel correct but for an LSE
+// rounded to bf16 (the paper's) failed logit_shift where |LSE| >= 16, on that rounding alone (−28 for −27.875 on
+// negative_rows[level=20]; the envelope charged 2^-22·|LSE|). An LSE off by four such ulps on one copy still fails.
+TEST(Honesty, LogitShiftAllowsAnLseRoundedToBf16) {
+  Family f = default_family("negative_rows");
+  f.params["level"] = 20;
+  Budget b;
+  b.instances = 16;
+  const auto bf16_lse = [](double shifted_off) {
+    return make_kernel("bf16_lse", [shifted_off](const Instance& in) {
+      ForwardOutput o = rounded_reference(in);
+      const bool shifted = in.q[in.problem.head_dim - 1] != 0;  // logit_shift's copy t (its base has Q's last 0)
+      for (double& l : o.lse) l = round_to(l, Format::kBF16) + (shifted ? shifted_off * ulp(l, Format::kBF16) : 0.0);
+      return o;
+    });
+  };
+  const Outcome ok = get_property("logit_shift").check(*bf16_lse(0), f, b);
+  EXPECT_EQ(ok.status, Status::kPass) << ok.message;
+  const Outcome off = get_property("logit_shift").check(*bf16_lse(4), f, b);
+  EXPECT_EQ(off.status, Status::kFail) << off.message;
+}
+
+// σ's count (property_util.h): 2 + 3·max(β, 2), plus 2 for a bias, u32·max|s| each. It took 8 for every kernel: a
+// bias's two roundings and a declared β = 4 went uncounted, and the spec envelope, which takes the smaller bound,
+// could take that one.
+TEST(Envelope, ScoreErrorCountsTheBiasAndTheKernelsShift) {
+  const Instance in = make_instance(default_family("normal"), 0);
+  Instance biased = in;  // a bias of zeros: the same scores, two more roundings
+  biased.problem.has_bias = true;
+  biased.bias.assign(in.problem.scores_size(), 0.0);
+  const Problem& p = in.problem;
+  auto max_s = [&](std::size_t row) {  // row_at order: (b·heads_q + h)·n_q + i
+    const int i = static_cast<int>(row % p.n_q), h = static_cast<int>(row / p.n_q % p.heads_q);
+    const int b = static_cast<int>(row / (std::size_t(p.n_q) * p.heads_q));
+    double m = 0;
+    for (int j = 0; j < p.n_k; ++j) {
+      double s = 0;
+      for (int c = 0; c < p.head_dim; ++c) s += in.q[p.q_at(b, h, i, c)] * in.k[p.kv_at(b, h / p.group(), j, c)];
+      m = std::max(m, std::fabs(p.scale * s));
+    }
+    return m;
+  };
+  const std::vector<double> s2 = score_error_bounds(in), s4 = score_error_bounds(in, 4), s1 = score_error_bounds(in, 1);
+  const std::vector<double> with_bias = score_error_bounds(biased);
+  for (std::size_t r = 0; r < s2.size(); ++r) {
+    ASSERT_GT(max_s(r), 0) << r;
+    EXPECT_EQ(s1[r], s2[r]) << "β below 2 counts as 2";
+    EXPECT_NEAR((s4[r] - s2[r]) / (0x1.0p-24 * max_s(r)), 6, 1e-6) << "3·(4 − 2), row " << r;
+    EXPECT_NEAR((with_bias[r] - s2[r]) / (0x1.0p-24 * max_s(r)), 2, 1e-6) << "a bias's 2, row " << r;
+  }
+}
+
 // The same for key_permutation: one exact LSE a few ulps below fp32's edge, a kernel within its envelope that is
 // one ulp high in one key order and not the other (+inf against the correctly rounded finite LSE), failed. Each
 // family seed draws another permutation, which changes the kernel's order test in about half of them.

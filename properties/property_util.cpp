@@ -117,12 +117,16 @@ double envelope_gamma(const Family& f) {
 double mismatch(double g) { return g < 1 ? g / (1 - g) : HUGE_VAL; }
 
 namespace {
+double sigma_count(double beta, bool bias) { return 2 + 3 * std::max(beta, 2.0) + (bias ? 2 : 0); }
+
 // σ of every row of `in` and, with `last_q` (one Q last column per copy), of copies of `in` whose Q differs only in
 // column d−1 (copy m's row r has last_q[m][r] there; K, V, mask, bias, scale the same): the dot products over
 // columns 0..d−2 are formed once and each copy adds its own last term after them, so every σ is bit for bit what
 // score_error_bounds gives for that copy (the same additions in the same order). With `last_q` empty: σ of `in`.
-std::vector<std::vector<double>> sigma_of(const Instance& in, const std::vector<const std::vector<double>*>& last_q) {
+std::vector<std::vector<double>> sigma_of(const Instance& in, const std::vector<const std::vector<double>*>& last_q,
+                                          double beta) {
   const Problem& p = in.problem;
+  const double count = sigma_count(beta, p.has_bias);  // property_util.h: C = 2 + 3·max(β, 2) + 2·[bias]
   const int d = p.head_dim, n_k = p.n_k;
   const double gamma_d = d * kU32 / (1.0 - d * kU32);
   // The copies: `in` itself (its own last column) when last_q is empty.
@@ -166,7 +170,7 @@ std::vector<std::vector<double>> sigma_of(const Instance& in, const std::vector<
               max_s = std::max(max_s, std::fabs(s));
               max_abs_dot = std::max(max_abs_dot, abs_c[j]);
             }
-            sigma[m][row] = 8 * kU32 * max_s + p.scale * gamma_d * max_abs_dot;  // property_util.h: why 8
+            sigma[m][row] = count * kU32 * max_s + p.scale * gamma_d * max_abs_dot;
           }
         }
     }
@@ -174,15 +178,21 @@ std::vector<std::vector<double>> sigma_of(const Instance& in, const std::vector<
 }
 }  // namespace
 
-std::vector<double> score_error_bounds(const Instance& in) { return std::move(sigma_of(in, {})[0]); }
+double envelope_beta(const Kernel& k) {
+  const NumericsSpec* s = k.numerics();
+  return s && s->max_policy.kind == MaxPolicy::kPaperShift ? std::max(s->max_policy.beta, 2.0) : 2.0;
+}
+
+std::vector<double> score_error_bounds(const Instance& in, double beta) { return std::move(sigma_of(in, {}, beta)[0]); }
 
 std::vector<std::vector<double>> score_error_bounds_last_q(const Instance& in,
-                                                           const std::vector<const std::vector<double>*>& last_q) {
+                                                           const std::vector<const std::vector<double>*>& last_q,
+                                                           double beta) {
   const Problem& p = in.problem;
   for (const auto* col : last_q)
     if (!col || col->size() != p.rows()) throw Error("score_error_bounds_last_q: one value per row expected");
   if (last_q.empty()) return {};
-  return sigma_of(in, last_q);
+  return sigma_of(in, last_q, beta);
 }
 
 std::vector<double> output_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_o) {
@@ -235,7 +245,7 @@ std::vector<double> lse_envelope(const Instance& in, const Family& f, const std:
   std::vector<double> e(p.rows(), 0.0);
   for (std::size_t r = 0; r < p.rows(); ++r) {
     const double l = std::isfinite(exact_lse[r]) ? std::fabs(exact_lse[r]) : 0.0;
-    const double bound = sigma[r] + mismatch(g) + 0x1.0p-22 * l;
+    const double bound = sigma[r] + mismatch(g) + (0x1.0p-22 + 0x1.0p-8) * l;  // property_util.h: bf16 LSE
     e[r] = std::isfinite(bound) ? bound : HUGE_VAL;  // +inf = unbounded, never NaN (as above)
   }
   return e;
@@ -273,7 +283,9 @@ std::vector<SpecRowBound> spec_row_bounds(const Instance& in, const NumericsSpec
   const double delta = pw(kU32, keys) * (1 + u(sp.block_sum_fmt)) * pw(u(sp.rowsum_fmt), 2 * T) - 1;
   const double mis = delta < 1 ? (nu + delta) / (1 - delta) : HUGE_VAL;
   const double e_exp = 0x1.0p-23 / (1 - 0x1.0p-23);  // exp2f within 1 ulp, as a log-error
-  const double sigma_factor = std::max(1.0, (4 + 3 * beta) / 8) + 3.03 * (1 + beta) / 8;
+  // σ was counted for this kernel's β (score_error_bounds(in, envelope_beta(k))): its C covers the scores and the
+  // folded argument; the rescale chain's 3.03(1 + β)·u32·max|s| is 3.03(1 + β)/C of it.
+  const double sigma_factor = 1 + 3.03 * (1 + beta) / sigma_count(beta, p.has_bias);
   const double kappa0 = (T + 1) * e_exp + shared(sp.p_fmt) + T * shared(sp.rescale_fmt);
   const double a_abs = (3.0 * n_k + 5 * T + 2) * 0x1.0p-133;  // n_A subnormal steps of bf16 (>= fp32's)
   constexpr SpecRowBound kNone{HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_VAL};

@@ -44,7 +44,7 @@ bool any_masked_row(const Instance& in, int b, int h, int i) {
 // Not covered, so they can still fail where the kernel is right (never the other way: the allowance only grows
 // from 0): products that underflow fp32 (the one-ulp floor of the rule is then the only slack), and P's error at
 // large scores (an fp32 score errs by ~|s|·2^-24·d, which moves P by that factor in the exponent).
-// A defect of δ itself is far outside it: FA2's δ from the bf16 O errs by up to 2^-9·Σ|dO·O|, ~2^14/d times this
+// A defect of δ itself is far outside it: FA2's δ from the bf16 O errs by up to 2^-8·Σ|dO·O|, ~2^15/d times this
 // where δ does not cancel (the test finds a 2^-9 δ error caught at d 10 to 128); kernels whose dP and δ round in
 // bf16 (the paper's numerics) err far beyond it too.
 struct GradientNoise {
@@ -219,7 +219,7 @@ std::string check_within_v_range(const Kernel& k, const Instance& in, const Fami
   const double g = envelope_gamma(f);
   const NumericsSpec* spec = envelope_spec(k);
   std::vector<SpecRowBound> rows;
-  if (spec) rows = spec_row_bounds(in, *spec, score_error_bounds(in), reference_forward(in).lse);
+  if (spec) rows = spec_row_bounds(in, *spec, score_error_bounds(in, envelope_beta(k)), reference_forward(in).lse);
   int spec_elements = 0;
   double worst = 0;
   std::vector<double> lo_c(p.head_dim), hi_c(p.head_dim), m_c(p.head_dim), slack_c(p.head_dim);

@@ -165,7 +165,7 @@ std::string check_key_permutation(const Kernel& k, const Instance& in, const Fam
   }
   const ReferenceForward rf = reference_forward(in);
   const ForwardOutput a = k.forward(in), b = k.forward(t);
-  const auto sigma = score_error_bounds(in);
+  const auto sigma = score_error_bounds(in, envelope_beta(k));
   const NumericsSpec* spec = envelope_spec(k);  // null: the generic envelope alone
   int spec_elements = 0;
   const auto tol_o = output_envelope(in, f, rf.o, sigma, spec, rf.lse, &spec_elements);
@@ -204,7 +204,7 @@ std::string check_logit_shift(const Kernel& k, const Instance& in0, const Family
   for (std::size_t r = 0; r < lse_t.size(); ++r) lse_t[r] += shift[r];
   const ForwardOutput a = k.forward(base), b = k.forward(t);
   // σ of base and of t (they differ in Q's last column only): score_error_bounds of each, in one pass.
-  const auto sigmas = score_error_bounds_last_q(base, {&q_last_b, &q_last_t});
+  const auto sigmas = score_error_bounds_last_q(base, {&q_last_b, &q_last_t}, envelope_beta(k));
   const std::vector<double>& sigma_b = sigmas[0];
   const std::vector<double>& sigma_t = sigmas[1];
   const NumericsSpec* spec = envelope_spec(k);  // null: the generic envelope alone
