@@ -1007,6 +1007,73 @@ TEST(Envelope, ScoreErrorCountsTheBiasAndTheKernelsShift) {
   }
 }
 
+// A kernel that declares no numerics but has a CPU twin (the CUDA kernels) is counted by its twin's spec: its shift
+// (cuda:fa2-fixed[beta=4] was counted at β = 2) and the format it returns LSE in (cuda:fa2's fp32 LSE was charged
+// bf16's rounding). Without either, β = 2 and bf16. The bf16-LSE kernel that passes logit_shift when its format is
+// unknown fails it once its twin says its LSE is fp32.
+TEST(Envelope, AKernelIsCountedByItsNumericsOrItsTwinsSpec) {
+  const Kernel& fixed4 = default_registry().get("fa2-fixed[beta=4]");
+  ASSERT_NE(fixed4.numerics(), nullptr);
+  EXPECT_EQ(envelope_kernel(fixed4).beta, 4);
+  EXPECT_EQ(envelope_kernel(fixed4).lse_fmt, Format::kF32);
+  EXPECT_EQ(envelope_kernel(default_registry().get("fa2")).beta, 2);
+  EXPECT_EQ(envelope_kernel(default_registry().get("paper")).lse_fmt, Format::kBF16);
+  const auto bf16_lse = [](const Instance& in) {
+    ForwardOutput o = rounded_reference(in);
+    for (double& l : o.lse) l = round_to(l, Format::kBF16);
+    return o;
+  };
+  FnKernel twinned("twinned", bf16_lse);
+  EXPECT_EQ(envelope_kernel(twinned).beta, 2);
+  EXPECT_EQ(envelope_kernel(twinned).lse_fmt, Format::kBF16);
+  twinned.set_twin(bf16_lse, *fixed4.numerics());
+  EXPECT_EQ(envelope_kernel(twinned).beta, 4);
+  EXPECT_EQ(envelope_kernel(twinned).lse_fmt, Format::kF32);
+  Family f = default_family("negative_rows");
+  f.params["level"] = 20;
+  Budget b;
+  b.instances = 16;
+  const Outcome o = get_property("logit_shift").check(twinned, f, b);
+  EXPECT_EQ(o.status, Status::kFail) << o.message;
+  EXPECT_NE(o.message.find("LSE"), std::string::npos) << o.message;
+}
+
+// The spec envelope's shared log-error κ covers what property_util.h counts, in u32·max|s|: the scores and folded
+// argument's 2 + 3β (β at least 2), a bias's 2, the rescale chain's 3.03(1 + β) and the dot product's 1 at d = 1
+// (where it is as small as it gets against max|s|). Given the σ of β = 2 for the β = 4 kernel, it fell short.
+TEST(Envelope, TheSpecEnvelopesKappaCoversTheShiftAndTheBias) {
+  for (const char* name : {"fa2", "fa2-fixed", "fa2-fixed[beta=4]"})
+    for (const bool bias : {false, true}) {
+      SCOPED_TRACE(std::string(name) + (bias ? " with a bias" : ""));
+      const Kernel& k = default_registry().get(name);
+      const NumericsSpec* spec = envelope_spec(k);
+      ASSERT_NE(spec, nullptr);
+      const double beta = spec->max_policy.kind == MaxPolicy::kPaperShift ? spec->max_policy.beta : 1.0;
+      Family f = default_family("normal");
+      f.problem.head_dim = 1;
+      f.problem.scale = 1;
+      f.problem.has_bias = bias;
+      const Instance in = make_instance(f, 0);
+      const Problem& p = in.problem;
+      const std::vector<SpecRowBound> rows =
+          spec_row_bounds(in, *spec, score_error_bounds(in, envelope_kernel(k).beta), reference_forward(in).lse);
+      const double need = 2 + 3 * std::max(beta, 2.0) + (bias ? 2 : 0) + 3.03 * (1 + beta) + 1;
+      int bounded = 0;
+      for (int h = 0; h < p.heads_q; ++h)
+        for (int i = 0; i < p.n_q; ++i) {
+          const SpecRowBound& r = rows[p.row_at(0, h, i)];
+          if (!std::isfinite(r.kappa)) continue;
+          double max_s = 0;
+          for (int j = 0; j < p.n_k; ++j)
+            max_s = std::max(max_s, std::fabs(in.q[p.q_at(0, h, i, 0)] * in.k[p.kv_at(0, h / p.group(), j, 0)] +
+                                              (bias ? in.bias[p.score_at(0, h, i, j)] : 0.0)));
+          EXPECT_GE(r.kappa, need * 0x1.0p-24 * max_s) << "row " << i;
+          ++bounded;
+        }
+      EXPECT_GT(bounded, 0);
+    }
+}
+
 // The same for key_permutation: one exact LSE a few ulps below fp32's edge, a kernel within its envelope that is
 // one ulp high in one key order and not the other (+inf against the correctly rounded finite LSE), failed. Each
 // family seed draws another permutation, which changes the kernel's order test in about half of them.

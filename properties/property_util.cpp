@@ -178,9 +178,15 @@ std::vector<std::vector<double>> sigma_of(const Instance& in, const std::vector<
 }
 }  // namespace
 
-double envelope_beta(const Kernel& k) {
-  const NumericsSpec* s = k.numerics();
-  return s && s->max_policy.kind == MaxPolicy::kPaperShift ? std::max(s->max_policy.beta, 2.0) : 2.0;
+EnvelopeKernel envelope_kernel(const Kernel& k) {
+  const NumericsSpec* declared = k.numerics();
+  const Kernel::CpuTwin twin = declared ? Kernel::CpuTwin{} : k.cpu_twin();
+  const NumericsSpec* s = declared ? declared : twin.kernel ? &twin.spec : nullptr;
+  EnvelopeKernel e;
+  if (!s) return e;
+  if (s->max_policy.kind == MaxPolicy::kPaperShift) e.beta = std::max(s->max_policy.beta, 2.0);
+  e.lse_fmt = s->lse_fmt;
+  return e;
 }
 
 std::vector<double> score_error_bounds(const Instance& in, double beta) { return std::move(sigma_of(in, {}, beta)[0]); }
@@ -239,13 +245,15 @@ std::vector<double> lse_envelope(const Instance& in, const Family& f, const std:
 }
 
 std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse,
-                                 const std::vector<double>& sigma) {
+                                 const std::vector<double>& sigma, Format lse_fmt) {
   const Problem& p = in.problem;
   const double g = envelope_gamma(f);
   std::vector<double> e(p.rows(), 0.0);
   for (std::size_t r = 0; r < p.rows(); ++r) {
     const double l = std::isfinite(exact_lse[r]) ? std::fabs(exact_lse[r]) : 0.0;
-    const double bound = sigma[r] + mismatch(g) + (0x1.0p-22 + 0x1.0p-8) * l;  // property_util.h: bf16 LSE
+    const double e0 = sigma[r] + mismatch(g) + 0x1.0p-22 * l;
+    const double u = lse_fmt == Format::kF32 ? 0.0 : std::ldexp(1.0, -format_info(lse_fmt).precision);
+    const double bound = e0 * (1 + u) + u * l;  // property_util.h: the returned LSE's rounding, of |LSE| + e0
     e[r] = std::isfinite(bound) ? bound : HUGE_VAL;  // +inf = unbounded, never NaN (as above)
   }
   return e;
@@ -283,8 +291,8 @@ std::vector<SpecRowBound> spec_row_bounds(const Instance& in, const NumericsSpec
   const double delta = pw(kU32, keys) * (1 + u(sp.block_sum_fmt)) * pw(u(sp.rowsum_fmt), 2 * T) - 1;
   const double mis = delta < 1 ? (nu + delta) / (1 - delta) : HUGE_VAL;
   const double e_exp = 0x1.0p-23 / (1 - 0x1.0p-23);  // exp2f within 1 ulp, as a log-error
-  // σ was counted for this kernel's β (score_error_bounds(in, envelope_beta(k))): its C covers the scores and the
-  // folded argument; the rescale chain's 3.03(1 + β)·u32·max|s| is 3.03(1 + β)/C of it.
+  // σ was counted for this kernel's β (score_error_bounds(in, envelope_kernel(k).beta)): its C covers the scores and
+  // the folded argument; the rescale chain's 3.03(1 + β)·u32·max|s| is 3.03(1 + β)/C of it.
   const double sigma_factor = 1 + 3.03 * (1 + beta) / sigma_count(beta, p.has_bias);
   const double kappa0 = (T + 1) * e_exp + shared(sp.p_fmt) + T * shared(sp.rescale_fmt);
   const double a_abs = (3.0 * n_k + 5 * T + 2) * 0x1.0p-133;  // n_A subnormal steps of bf16 (>= fp32's)
@@ -340,8 +348,9 @@ std::vector<double> output_envelope(const Instance& in, const Family& f, const s
 }
 
 std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse,
-                                 const std::vector<double>& sigma, const NumericsSpec* spec, int* spec_elements) {
-  std::vector<double> e = lse_envelope(in, f, exact_lse, sigma);
+                                 const std::vector<double>& sigma, Format lse_fmt, const NumericsSpec* spec,
+                                 int* spec_elements) {
+  std::vector<double> e = lse_envelope(in, f, exact_lse, sigma, lse_fmt);
   if (!spec) return e;
   const std::vector<SpecRowBound> rows = spec_row_bounds(in, *spec, sigma, exact_lse);
   for (std::size_t r = 0; r < e.size(); ++r)

@@ -26,7 +26,7 @@
 //     by β, the fma's rounding by 1 + β, 2 + 3β in all (the max is exact); a bias adds 2 (fp32(bias/scale) and
 //     its fp32 sum with the score). The count is C = 2 + 3·max(β, 2) + 2·[bias]: 8, 10 with a bias, at the fix's
 //     β = 2 and below; a kernel that declares a larger shift (`fa2-fixed[beta=4]`: 14) has it counted
-//     (envelope_beta); one that declares no numerics is taken at β <= 2.
+//     (envelope_kernel: its numerics, or its CPU twin's spec); one that declares neither is taken at β <= 2.
 // Then |O_ic − O*_ic| <= E_ic = (2γ/(1−γ) + e^{2σ_i} − 1)·M_c + ulp(|O*_ic| + that), M_c = max attended |v_jc|:
 // convexity gives the e^{2σ}−1 term (each normalised weight moves by a factor within e^{±2σ}), the γ terms come
 // from the numerator/denominator mismatch, and the last ulp is the final rounding (an ulp, not half, so a
@@ -112,8 +112,15 @@ Outcome run_per_instance(const std::string& property, const Kernel& k, const Fam
 double envelope_gamma(const Family& f);  // +inf where the envelope bounds nothing (R·u >= 1/2)
 // γ/(1 − γ), the numerator/denominator mismatch of the envelope (O takes twice it); +inf for γ >= 1.
 double mismatch(double g);
-// The β the envelope counts for kernel k: its declared shift's (NumericsSpec::max_policy), else 2 (the fix's own).
-double envelope_beta(const Kernel& k);
+// What the generic envelope takes from kernel k: the shift β it counts (at least 2, the fix's own) and the format it
+// returns LSE in. From k's declared numerics, or for a kernel that declares none, its CPU twin's spec (the CUDA
+// kernels: the same rounding points but for the tensor cores' sums and the exp); a kernel with neither (cuDNN, a
+// plugin, the null controls) is taken at β = 2 and an LSE in bf16, the coarsest the envelope allows.
+struct EnvelopeKernel {
+  double beta = 2;
+  Format lse_fmt = Format::kBF16;
+};
+EnvelopeKernel envelope_kernel(const Kernel& k);
 // σ_i of every row (row_at order), counted for a kernel whose shift is at most `beta` (C above).
 std::vector<double> score_error_bounds(const Instance& in, double beta = 2);
 // σ of copies of `in` that differ from it only in Q's last column (copy m has (*last_q[m])[r] at row r, column
@@ -130,17 +137,18 @@ std::vector<std::vector<double>> score_error_bounds_last_q(const Instance& in,
 std::vector<double> output_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_o);
 std::vector<double> output_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_o,
                                     const std::vector<double>& sigma);
-// The bound on |LSE_kernel − LSE_exact| per row: σ_i + γ/(1−γ) + (2^-22 + 2^-8)·|LSE|. LSE is 1-Lipschitz in every
-// score (its gradient is the softmax, weights summing to 1), so scores off by σ_i move it by σ_i; the row sum's
-// relative error γ moves log l by −log(1 − γ) <= γ/(1 − γ); then the final fp32 rounding of m·scale + log l
-// (2^-24·|LSE|, taken 4x: room for logf's ulps and a second rounding) and, as this envelope takes every rounding at
-// bf16 at best, the output's: an LSE returned in bf16 (the paper's kernel) is off by up to 2^-8·|LSE| (it failed
-// logit_shift on that alone, −28 for −27.875 at negative_rows[level=20], a rounding and not a shift's effect;
-// FlashAttention's fp32 LSE has the spec envelope's 2^-22 alone). log l's own rounding (a few 2^-24·log n_k) lies
-// far inside γ/(1 − γ) >= 6·2^-8.
+// The bound on |LSE_kernel − LSE_exact| per row: e·(1 + u) + u·|LSE|, e = σ_i + γ/(1−γ) + 2^-22·|LSE|. LSE is
+// 1-Lipschitz in every score (its gradient is the softmax, weights summing to 1), so scores off by σ_i move it by σ_i;
+// the row sum's relative error γ moves log l by −log(1 − γ) <= γ/(1 − γ); then the fp32 rounding of m·scale + log l
+// (2^-24·|LSE|, taken 4x: room for logf's ulps and a second rounding). u: the returned LSE's rounding, 2^-8 for one
+// returned in bf16 (lse_fmt; the paper's kernel, and a kernel whose format is not known), 0 for fp32; it errs by u of
+// the value it rounds, within |LSE| + e (the paper's kernel failed logit_shift on that rounding alone, −28 for
+// −27.875 at negative_rows[level=20], when this charged fp32's). log l's own fp32 rounding (a few 2^-24·log n_k)
+// lies far inside γ/(1 − γ) >= 6·2^-8; a log l rounded to bf16 (the paper's) is outside this envelope, as its bf16
+// scores are (above).
 std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse);
 std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse,
-                                 const std::vector<double>& sigma);
+                                 const std::vector<double>& sigma, Format lse_fmt = Format::kBF16);
 
 // The spec-derived envelope above. envelope_spec: the kernel's declared numerics when the derivation covers them,
 // else null (the generic envelope alone). spec_row_bounds: per row (row_at order) of `in`, from σ (above) and the
@@ -161,7 +169,7 @@ std::vector<double> output_envelope(const Instance& in, const Family& f, const s
                                     const std::vector<double>& sigma, const NumericsSpec* spec,
                                     const std::vector<double>& exact_lse, int* spec_elements = nullptr);
 std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse,
-                                 const std::vector<double>& sigma, const NumericsSpec* spec,
+                                 const std::vector<double>& sigma, Format lse_fmt, const NumericsSpec* spec,
                                  int* spec_elements = nullptr);
 
 // Per column of V over the keys that row (b, h, i) sees, in key order: lo, hi (±inf where none is visible) and the

@@ -219,7 +219,8 @@ std::string check_within_v_range(const Kernel& k, const Instance& in, const Fami
   const double g = envelope_gamma(f);
   const NumericsSpec* spec = envelope_spec(k);
   std::vector<SpecRowBound> rows;
-  if (spec) rows = spec_row_bounds(in, *spec, score_error_bounds(in, envelope_beta(k)), reference_forward(in).lse);
+  if (spec)
+    rows = spec_row_bounds(in, *spec, score_error_bounds(in, envelope_kernel(k).beta), reference_forward(in).lse);
   int spec_elements = 0;
   double worst = 0;
   std::vector<double> lo_c(p.head_dim), hi_c(p.head_dim), m_c(p.head_dim), slack_c(p.head_dim);

@@ -340,11 +340,14 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
                                      std::log(2.0)
                                : 0.0;
         const double log_l_low = (!shifts || r == -HUGE_VAL ? 0.0 : r_far > 0 ? -(beta - 1) * r_far : r_far) - phi;
-        // 2^-100: the absolute steps a sum can take, abs_l above, are at most n_k·(2^-149 + 3·2^-133) (T·(tile_k − 1)
-        // <= n_k fp32 steps, 3T <= 3·n_k of bf16 sums), 2^-107.4 at the case files' n_k <= 2^24: with l >= 2^-100
-        // neither side's sum can reach 0, and 1/l <= 2^101 (l's relative error under 1/2) stays 2^27 below fp32's
-        // overflow, so both sides are finite and the terms above bound them. Below, one side's sum may underflow, or
-        // its 1/l overflow, where the other's does not: then only finite pairs are compared.
+        // 2^-100: the absolute steps a sum can take, abs_l above, are at most T·(tile_k − 1)·2^-149 + 3T·2^-133 (fp32
+        // steps and bf16 sums), T·(tile_k − 1) < n_k + tile_k and T <= n_k: below 2^-107.4 at the case files'
+        // n_k <= 2^24 (tile_k <= 2^16). With l >= 2^-100 those steps cannot take a side's sum to 0, and while l's
+        // relative error rel_l stays under 1/2 (assumed, not checked here: it grows with T, and past 1/2 a computed l
+        // could fall below 2^-101), 1/l <= 2^101 stays 2^27 below fp32's overflow: both sides are finite and the
+        // terms above bound them.
+        // Below, one side's sum may underflow, or its 1/l overflow, where the other's does not: then only finite
+        // pairs are compared.
         const bool modelled = log_l_low >= -100 * std::log(2.0);
         const double inv_l = std::exp(-log_l_low);  // 1 / (lower bound of l)
         const double alpha_row = alpha_abs * std::exp(phi);  // α's steps times acc or l before the tile (above)

@@ -165,11 +165,12 @@ std::string check_key_permutation(const Kernel& k, const Instance& in, const Fam
   }
   const ReferenceForward rf = reference_forward(in);
   const ForwardOutput a = k.forward(in), b = k.forward(t);
-  const auto sigma = score_error_bounds(in, envelope_beta(k));
+  const EnvelopeKernel ek = envelope_kernel(k);
+  const auto sigma = score_error_bounds(in, ek.beta);
   const NumericsSpec* spec = envelope_spec(k);  // null: the generic envelope alone
   int spec_elements = 0;
   const auto tol_o = output_envelope(in, f, rf.o, sigma, spec, rf.lse, &spec_elements);
-  const auto tol_l = lse_envelope(in, f, rf.lse, sigma, spec, &spec_elements);
+  const auto tol_l = lse_envelope(in, f, rf.lse, sigma, ek.lse_fmt, spec, &spec_elements);
   if (spec) stats["spec"] = spec_elements;
   std::vector<EdgeRow> edges(p.rows());
   for (std::size_t r = 0; r < p.rows(); ++r) edges[r].a = edges[r].b = edge_side(rf.lse[r], tol_l[r]);
@@ -204,15 +205,16 @@ std::string check_logit_shift(const Kernel& k, const Instance& in0, const Family
   for (std::size_t r = 0; r < lse_t.size(); ++r) lse_t[r] += shift[r];
   const ForwardOutput a = k.forward(base), b = k.forward(t);
   // σ of base and of t (they differ in Q's last column only): score_error_bounds of each, in one pass.
-  const auto sigmas = score_error_bounds_last_q(base, {&q_last_b, &q_last_t}, envelope_beta(k));
+  const EnvelopeKernel ek = envelope_kernel(k);
+  const auto sigmas = score_error_bounds_last_q(base, {&q_last_b, &q_last_t}, ek.beta);
   const std::vector<double>& sigma_b = sigmas[0];
   const std::vector<double>& sigma_t = sigmas[1];
   const NumericsSpec* spec = envelope_spec(k);  // null: the generic envelope alone
   int spec_elements = 0;
   auto tol_o = output_envelope(base, f, rb.o, sigma_b, spec, rb.lse, &spec_elements);
   const auto tol_o2 = output_envelope(t, f, rb.o, sigma_t, spec, lse_t, &spec_elements);
-  auto tol_l = lse_envelope(base, f, rb.lse, sigma_b, spec, &spec_elements);
-  const auto tol_l2 = lse_envelope(t, f, lse_t, sigma_t, spec, &spec_elements);
+  auto tol_l = lse_envelope(base, f, rb.lse, sigma_b, ek.lse_fmt, spec, &spec_elements);
+  const auto tol_l2 = lse_envelope(t, f, lse_t, sigma_t, ek.lse_fmt, spec, &spec_elements);
   if (spec) stats["spec"] = spec_elements;
   // fp32's edge, each side with its own exact LSE and envelope (before they are averaged): where one exact LSE rounds
   // past fp32 and the other does not (a scale near 2^126: LSE + 4·scale overflows), the correctly rounded LSE is ±inf
