@@ -1018,8 +1018,15 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
 
   const fs::path pwned = fs::current_path() / "PWNED-by-attncheck-cli-test";  // where the shell would run `touch`
   fs::remove(pwned);
-  const std::string quoted = script("q';touch PWNED-by-attncheck-cli-test;'", "exit 0");
-  (void)fuzz(quoted, "f4");
+  // The stand-in leaves a mark where it ran (the test checked only that nothing else ran: a refusal before the
+  // fuzzer started passed it too).
+  const fs::path ran = dir_ / "quoted-fuzzer-ran";
+  fs::remove(ran);
+  const std::string quoted = script("q';touch PWNED-by-attncheck-cli-test;'", "touch " + shell_word(ran.string()) +
+                                                                                 "; exit 0");
+  const CmdResult q = fuzz(quoted, "f4");
+  EXPECT_EQ(q.status, 0) << q.out << q.err;
+  EXPECT_TRUE(fs::exists(ran)) << "the fuzzer with a quote in its path did not run";
   EXPECT_FALSE(fs::exists(pwned)) << "the fuzzer's path went through a shell";
   fs::remove(pwned);
 }
@@ -1087,7 +1094,8 @@ TEST_F(Cli, FamilyValuesSetParametersAndShape) {
            // A count past the shape's limit acts as the limit: the run was a test of 31 masked keys, read as 1000.
            {"padding[pad=1000]", "pad = 1000 acts as 31 in padding at "},
            {"sink[n_k=4,ties=4,ties_min=4,sink_pos=5]", "sink_pos = 5 acts as 0 in sink at "},
-           {"near_tie[ties=8]", "ties = 8 acts as 7 in near_tie at "}}) {
+           {"near_tie[ties=8]", "ties = 8 acts as 7 in near_tie at "},
+           {"constant_v[c=1.00001]", "c = 1.00001 acts as 1 in constant_v at "}}) {
     const CmdResult e = run("check -q -k oracle --family '" + args + "'");
     EXPECT_EQ(e.status, 2) << args << ": " << e.out << e.err;
     EXPECT_NE(e.err.find(said), std::string::npos) << args << ": " << e.err;

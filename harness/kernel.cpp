@@ -72,6 +72,27 @@ void Registry::add_factory(const std::string& base, KernelFactory f) { factories
 
 void Registry::note_absent(const std::string& prefix, const std::string& why) { absent_[prefix] = why; }
 
+float fixed_policy_param(const std::string& kernel, const std::string& key, double value) {
+  const bool beta = key == "beta";
+  const auto f = static_cast<float>(value);  // what the fix computes with (a decimal such as 0.002 rounds, as any)
+  if (beta ? std::isfinite(f) && f > 1.0f : f >= 0.0f && (value == 0.0 || f > 0.0f)) return f;
+  auto shortest = [](double v) {  // the fewest digits that read back as v (1.00000001, not 1.0000000099999999)
+    std::ostringstream m;
+    for (int digits = 1; digits <= 17; ++digits) {
+      m.str("");
+      m.precision(digits);
+      m << v;
+      if (std::strtod(m.str().c_str(), nullptr) == v) break;
+    }
+    return m.str();
+  };
+  const bool in_range = beta ? std::isfinite(value) && value > 1.0 : value >= 0.0;
+  throw Error("kernel " + kernel + ": " + key + "=" + shortest(value) +
+              (in_range ? " is " + shortest(f) + " in fp32, which the fix computes with, and there it" : "") +
+              (beta ? " must be finite and > 1 (at 1 the fix moves no positive maximum)"
+                    : " must be >= 0, and 0 only where given as 0"));
+}
+
 std::pair<std::string, KernelParams> parse_kernel_name(const std::string& name) {
   return parse_named_params(name, "kernel name");
 }

@@ -54,12 +54,14 @@ struct ShapeLimit {
   std::string why;
 };
 std::optional<ShapeLimit> shape_limit(const Family& f, const std::string& key);
-// f's parameters that act as less than they say (pad 1000 at n_k 32 acts as 31), in key order.
+// f's parameters that act as other than they say, in key order: a count past its shape's limit (pad 1000 at n_k 32
+// acts as 31), and a value the generator rounds to the input format (constant_v's c = 1.00001 is V = 1 in bf16;
+// tie_level, the tied score's magnitude, likewise). why: "at most 31: n_k - 1", "the nearest bf16 value".
 struct ClampedParam {
   std::string key;
   double given;
-  int acting;
-  ShapeLimit limit;
+  double acting;
+  std::string why;
 };
 std::vector<ClampedParam> clamped_params(const Family& f);
 // f with each of those written as it acts: the same instances, bit for bit, read as they are made (a shrunk case

@@ -372,9 +372,21 @@ std::optional<ShapeLimit> shape_limit(const Family& f, const std::string& key) {
 
 std::vector<ClampedParam> clamped_params(const Family& f) {
   std::vector<ClampedParam> out;
-  for (const auto& [key, value] : f.params)
-    if (const std::optional<ShapeLimit> limit = shape_limit(f, key); limit && std::lround(value) > limit->most)
-      out.push_back({key, value, acting_count(f, key.c_str(), 0), *limit});
+  const Format fmt = f.problem.input_format;
+  const bool tied = !f.params.count("level") && f.param("ties", 0) >= 1;  // lead_layout's tie branch
+  for (const auto& [key, value] : f.params) {
+    if (const std::optional<ShapeLimit> limit = shape_limit(f, key); limit && std::lround(value) > limit->most) {
+      const int acting = acting_count(f, key.c_str(), 0);
+      out.push_back({key, value, double(acting), "at most " + std::to_string(acting) + ": " + limit->why});
+      continue;
+    }
+    // Values the generator rounds to the input format: V = c (constant_v), the tied score A = ±|tie_level| (exact ties,
+    // a nonzero sign). The sign and the magnitude are as given; only the rounding acts.
+    const bool rounded = (key == "c" && f.generator == "constant_v") ||
+                         (key == "tie_level" && tied && f.param("near", 0) == 0 && iparam(f, "tie_sign", 1) != 0);
+    if (rounded && round_to(value, fmt) != value)
+      out.push_back({key, value, round_to(value, fmt), std::string("the nearest ") + format_name(fmt) + " value"});
+  }
   return out;
 }
 

@@ -225,13 +225,29 @@ TEST(Suites, EveryFamilyActsAsWritten) {
                       << c.acting;
 }
 
-// The instances every suite makes, pinned: instance 0 and 1 of each entry's family, hashed over the bits of Q, K, V, dO
-// and the mask. A generator change that moves them shows here (a suite family no saved case covers drifted unseen for
+// The instances every suite makes, pinned: instance 0 and 1 of each entry's family, hashed over the bits of Q, K, V, dO,
+// the bias and the mask. A generator change that moves them shows here (a suite family no saved case covers drifted unseen for
 // a moment: sink_pos 0 read as key 1). If the change is meant, put the printed hash in the table; saved cases of the
 // families it moved then replay as "generator drift" (corpus.h) and need saving again.
+// A tile a family leaves at 0 is the kernel's own: paper[tile_k=16] under a family with tile_q 8 ran key tiles of 64.
+TEST(Tiles, AFamilysUnsetTileIsTheKernels) {
+  const Kernel& k = default_registry().get("paper[tile_k=16]");
+  Family f = default_family("normal");
+  f.tile_q = 8;
+  std::unique_ptr<Kernel> holder;
+  const Kernel& t = tiled(k, f, holder);
+  ASSERT_NE(t.numerics(), nullptr);
+  EXPECT_EQ(t.numerics()->tile_q, 8);
+  EXPECT_EQ(t.numerics()->tile_k, 16);
+  f.tile_q = 0;
+  f.tile_k = 8;
+  EXPECT_EQ(tiled(k, f, holder).numerics()->tile_q, 64);  // paper's own
+  EXPECT_EQ(tiled(k, f, holder).numerics()->tile_k, 8);
+}
+
 TEST(Suites, MakeThePinnedInstances) {
   const std::map<std::string, std::string> pinned = {
-      {"bias", "084d7072e8c874d9"}, {"default", "b94a1ed75808da76"}, {"gpu", "d321d948d1c4f66f"},
+      {"bias", "084d7072e8c874d9"}, {"default", "b94a1ed75808da76"}, {"gpu", "6dba9f75435c7302"},
       {"long", "6bb857e243a4d419"},  {"quick", "d2c34a5fb84d3693"}};
   for (const std::string& name : suite_names()) {
     std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the values' bits
@@ -243,7 +259,7 @@ TEST(Suites, MakeThePinnedInstances) {
     for (const auto& e : suite(name))
       for (std::uint64_t i = 0; i < 2; ++i) {
         const Instance in = make_instance(e.family, i);
-        for (const auto* t : {&in.q, &in.k, &in.v, &in.d_o})
+        for (const auto* t : {&in.q, &in.k, &in.v, &in.d_o, &in.bias})
           for (double x : *t) add(x);
         for (auto m : in.mask) add(m);
       }

@@ -33,7 +33,11 @@ constexpr int kDefaultTileK = 16;   // smallest key tile a real FlashAttention u
 
 const Kernel& tiled(const Kernel& k, const Family& f, std::unique_ptr<Kernel>& holder) {
   if (f.tile_q <= 0 && f.tile_k <= 0) return k;
-  holder = k.with_tiles(f.tile_q > 0 ? f.tile_q : 64, f.tile_k > 0 ? f.tile_k : 64);
+  // A tile the family leaves at 0 is the kernel's own (its declared numerics carry its tiles: paper[tile_k=16] keeps
+  // 16 under a family's tile_q; it became 64, the models' default), else 64.
+  const NumericsSpec* own = k.numerics();
+  holder = k.with_tiles(f.tile_q > 0 ? f.tile_q : own ? own->tile_q : 64,
+                        f.tile_k > 0 ? f.tile_k : own ? own->tile_k : 64);
   return holder ? *holder : k;
 }
 

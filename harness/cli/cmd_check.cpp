@@ -249,9 +249,8 @@ Family with_acting_values(const Family& base, const FamilySpec& s, std::string* 
   const Family f = with_values(base, s);
   for (const ClampedParam& c : clamped_params(f))
     if (s.values.count(c.key) && past_the_shape && past_the_shape->empty())
-      *past_the_shape = c.key + " = " + shortest(c.given) + " acts as " + std::to_string(c.acting) + " in " +
-                        f.generator + " at " + f.problem.describe() + " (at most " + std::to_string(c.acting) + ": " +
-                        c.limit.why + ")";
+      *past_the_shape = c.key + " = " + shortest(c.given) + " acts as " + shortest(c.acting) + " in " + f.generator +
+                        " at " + f.problem.describe() + " (" + c.why + ")";
   const auto& listed = default_family(s.generator).params;
   for (const auto& [key, value] : s.values) {
     if (is_shape_key(key) || listed.count(key)) continue;
@@ -412,7 +411,7 @@ std::vector<Picked> pick_entries(const CheckOptions& opt) {
     if (left_out[i].empty()) continue;
     if (kept[i] == 0)
       throw Error("--family '" + specs[i].text + "': " + left_out[i].front() +
-                  "; give a count that fits, or a larger shape");
+                  "; give a value that acts as given (a count that fits, or a larger shape)");
     std::cerr << "attncheck: note: --family '" << specs[i].text << "' leaves out " << left_out[i].size() << " of its "
               << left_out[i].size() + kept[i] << " checks, where " << left_out[i].front()
               << (left_out[i].size() > 1 ? ", and others" : "") << "\n";

@@ -114,13 +114,12 @@ std::unique_ptr<Kernel> make_model_kernel(const std::string& base, const KernelP
       s.tile_q = tile_param(base, "tile_q", v);
     } else if (key == "tile_k") {
       s.tile_k = tile_param(base, "tile_k", v);
-    } else if (key == "beta" && is_fixed(base)) {
-      // β <= 1 would not move a positive tied max above itself, so p̄ = 1 would survive (no fix at all).
-      if (!(v > 1.0)) throw Error(fmt::format("kernel {}: beta={} must be > 1", base, v));
-      s.max_policy.beta = v;
-    } else if (key == "tol" && is_fixed(base)) {
-      if (!(v >= 0.0)) throw Error(fmt::format("kernel {}: tol={} must be >= 0", base, v));
-      s.max_policy.tolerance = v;
+    } else if ((key == "beta" || key == "tol") && is_fixed(base)) {
+      // β <= 1 would not move a positive tied max above itself, so p̄ = 1 would survive (no fix at all). The model
+      // computes with the fp32 value (flash_model_steps.h): that one must be in range. The spec keeps the value as
+      // given (the kernel's name: tol=0.002).
+      fixed_policy_param(base, key, v);
+      (key == "beta" ? s.max_policy.beta : s.max_policy.tolerance) = v;
     } else {
       throw Error(fmt::format("kernel {}: unknown parameter '{}' (known: {})", base, key,
                               is_fixed(base) ? "beta, tol, tile_q, tile_k" : "tile_q, tile_k"));

@@ -205,6 +205,17 @@ TEST(BuiltinKernels, FactoriesBuildCanonicalNamesAndRejectBadParameters) {
   EXPECT_THROW(r.get("paper-fixed[beta=1]"), Error);
   EXPECT_THROW(r.get("paper-fixed[beta=0.5]"), Error);
   EXPECT_THROW(r.get("fa2-fixed[tol=-0.1]"), Error);
+  // Ranges hold for the fp32 number the fix computes with: 1.00000001 is 1 there (the fix was off under the fixed
+  // kernel's name, paper's verdicts), 1e308 is inf, a tolerance of 1e-320 is 0.
+  for (const char* bad : {"paper-fixed[beta=1.00000001]", "fa2-fixed[beta=1e308]", "fa2-fixed[tol=1e-320]"}) {
+    try {
+      r.get(bad);
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("in fp32, which the fix computes with"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(r.get("fa2-fixed[tol=1e300]").name(), "fa2-fixed[tol=1e+300]");  // inf in fp32: every key, as tol=inf
   EXPECT_THROW(r.get("fa2[beta=4]"), Error);  // the unfixed kernels take tiles only
   EXPECT_THROW(r.get("paper[tile_q=0]"), Error);
   EXPECT_THROW(r.get("paper[tile_q=2.5]"), Error);

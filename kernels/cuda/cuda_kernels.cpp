@@ -247,10 +247,9 @@ namespace {
 std::pair<float, float> fixed_params(cuda::Variant v, const KernelParams& params, const std::string& prefix) {
   float beta = 2.0f, tol = 1e-3f;
   for (const auto& [key, value] : params) {
-    if (key == "beta" && value > 1.0) beta = static_cast<float>(value);
-    else if (key == "tol" && value >= 0.0) tol = static_cast<float>(value);
-    else throw Error(prefix + cuda::variant_name(v) + ": parameter " + key +
-                     " unknown or out of range (beta > 1, tol >= 0)");
+    if (key == "beta") beta = fixed_policy_param(prefix + cuda::variant_name(v), key, value);
+    else if (key == "tol") tol = fixed_policy_param(prefix + cuda::variant_name(v), key, value);
+    else throw Error(prefix + cuda::variant_name(v) + ": unknown parameter '" + key + "' (known: beta, tol)");
   }
   return {beta, tol};
 }
