@@ -1572,10 +1572,18 @@ TEST_F(Cli, ABaselineGatesOnNewFailuresOnly) {
     EXPECT_FALSE(ran_checks(r.out)) << own << ": ran checks anyway";
   }
   EXPECT_EQ(json::parse(slurp(base)), before) << "the baseline was written over";
-  json bad_version = before, not_array = before, a_number = before;
+  json bad_version = before, not_array = before, a_number = before, weird = before, no_run = before, five = before;
   bad_version["version"] = -5;
   not_array["outcomes"] = json::object();
   a_number["outcomes"][0] = 7;
+  // A status the report never writes, a run.interrupted of another type, no run at all: each was read as a report
+  // whose checks had not failed and had not been interrupted (a crash hunt, session 36).
+  weird["outcomes"][0]["status"] = "weird";
+  no_run.erase("run");
+  five["run"]["interrupted"] = 5;
+  std::ofstream(dir_ / "weird.json") << weird.dump();
+  std::ofstream(dir_ / "no_run.json") << no_run.dump();
+  std::ofstream(dir_ / "five.json") << five.dump();
   std::ofstream(dir_ / "empty.json") << "{}";
   std::ofstream(dir_ / "cut_short.json") << before.dump().substr(0, 100);
   std::ofstream(dir_ / "version.json") << bad_version.dump();
@@ -1588,7 +1596,10 @@ TEST_F(Cli, ABaselineGatesOnNewFailuresOnly) {
                                    {(dir_ / "cut_short.json").string(), "not JSON (truncated?)"},
                                    {(dir_ / "version.json").string(), "version -5 (this attncheck reads version 1)"},
                                    {(dir_ / "not_array.json").string(), "no \"outcomes\" list"},
-                                   {(dir_ / "number.json").string(), "outcomes[0]: not an object"}}) {
+                                   {(dir_ / "number.json").string(), "outcomes[0]: not an object"},
+                                   {(dir_ / "weird.json").string(), "outcomes[0].status 'weird' is none of"},
+                                   {(dir_ / "no_run.json").string(), "no \"run\" object"},
+                                   {(dir_ / "five.json").string(), "run.interrupted is 5, not a signal's name"}}) {
     const CmdResult bad = run("check -k paper --suite quick" + f + " --baseline " + file);
     EXPECT_EQ(bad.status, 2) << file << "\n" << bad.out << bad.err;
     EXPECT_NE(bad.err.find(said), std::string::npos) << file << ": " << bad.err;

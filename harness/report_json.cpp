@@ -165,11 +165,20 @@ Baseline load_baseline(const std::string& path) {
       name = check_name_of(kernel, property, text_at("family_checked"));
     }
     b.checks.insert(name);
-    if (text_at("status") == "fail") b.failed[name] = baseline_kind(text_at("message"));
+    // A status the report never writes read as "not failed": a hand-edited or foreign file gated nothing.
+    const std::string status = text_at("status");
+    if (status != "pass" && status != "fail" && status != "skip" && status != "degenerate")
+      throw Error(at + ": outcomes[" + std::to_string(i) + "].status '" + status +
+                  "' is none of pass, fail, skip, degenerate");
+    if (status == "fail") b.failed[name] = baseline_kind(text_at("message"));
   }
-  // An interrupted baseline lacks the checks it never ran: their failures here read as new (check warns).
-  if (j.contains("run") && j["run"].is_object() && j["run"].value("interrupted", json()).is_string())
-    b.interrupted = j["run"]["interrupted"].get<std::string>();
+  // An interrupted baseline lacks the checks it never ran: their failures here read as new (check warns). The
+  // report writes run.interrupted as the signal's name or null; anything else is not a report of this format.
+  if (!j.contains("run") || !j["run"].is_object()) throw Error(at + ": no \"run\" object");
+  const json interrupted = j["run"].value("interrupted", json());
+  if (!interrupted.is_null() && !interrupted.is_string())
+    throw Error(at + ": run.interrupted is " + interrupted.dump() + ", not a signal's name or null");
+  if (interrupted.is_string()) b.interrupted = interrupted.get<std::string>();
   if (j.contains("not_run") && j["not_run"].is_array()) b.not_run = j["not_run"].size();
   return b;
 }
