@@ -464,6 +464,23 @@ TEST_F(Cli, ReplayOnAnotherKernel) {
   }
 }
 
+// A fixed kernel's name reads back as the same kernel: the CUDA kernels (and their twins) printed β and tol with six
+// digits, so twin:cuda:fa2-fixed[beta=2.0000002] named itself [beta=2], the default kernel on replay. A β that
+// paper's bf16 shift cannot use is refused on the GPU kernels as on the CPU model.
+TEST(KernelNames, AFixedKernelsNameReadsBackAsItself) {
+  Registry& r = default_registry();
+  for (const char* name : {"fa2-fixed[beta=2.0000002]", "paper-fixed[beta=4,tol=0.002]",
+                           "twin:cuda:fa2-fixed[beta=2.0000002]", "twin:cuda:paper-fixed[beta=1.004,tol=1e-05]"}) {
+    if (std::string(name).rfind("twin:", 0) == 0 && !r.find("twin:cuda:fa2-fixed")) continue;  // a build without CUDA
+    const Kernel& k = r.get(name);
+    EXPECT_EQ(k.name(), name);
+    EXPECT_EQ(&r.get(k.name()), &k) << k.name();
+  }
+  if (r.find("twin:cuda:paper-fixed")) {
+    EXPECT_THROW(r.get("twin:cuda:paper-fixed[beta=1.001]"), Error);
+  }
+}
+
 // A case whose stats no longer say what replay finds (the statistic changed since it was written) gets a note;
 // --update-stats writes this run's statistic into the file and changes nothing else.
 TEST_F(Cli, ReplayNotesMovedStatsAndUpdatesThem) {

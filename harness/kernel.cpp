@@ -72,10 +72,7 @@ void Registry::add_factory(const std::string& base, KernelFactory f) { factories
 
 void Registry::note_absent(const std::string& prefix, const std::string& why) { absent_[prefix] = why; }
 
-float fixed_policy_param(const std::string& kernel, const std::string& key, double value) {
-  const bool beta = key == "beta";
-  const auto f = static_cast<float>(value);  // what the fix computes with (a decimal such as 0.002 rounds, as any)
-  if (beta ? std::isfinite(f) && f > 1.0f : f >= 0.0f && (value == 0.0 || f > 0.0f)) return f;
+float fixed_policy_param(const std::string& kernel, const std::string& key, double value, Format max_fmt) {
   auto shortest = [](double v) {  // the fewest digits that read back as v (1.00000001, not 1.0000000099999999)
     std::ostringstream m;
     for (int digits = 1; digits <= 17; ++digits) {
@@ -86,11 +83,23 @@ float fixed_policy_param(const std::string& kernel, const std::string& key, doub
     }
     return m.str();
   };
-  const bool in_range = beta ? std::isfinite(value) && value > 1.0 : value >= 0.0;
-  throw Error("kernel " + kernel + ": " + key + "=" + shortest(value) +
-              (in_range ? " is " + shortest(f) + " in fp32, which the fix computes with, and there it" : "") +
-              (beta ? " must be finite and > 1 (at 1 the fix moves no positive maximum)"
-                    : " must be >= 0, and 0 only where given as 0"));
+  const auto f = static_cast<float>(value);  // what the fix computes with (a decimal such as 0.002 rounds, as any)
+  const std::string given = "kernel " + kernel + ": " + key + "=" + shortest(value);
+  if (key == "beta") {
+    // The shift m = β·r is rounded to max_fmt: at r = 1, the coarsest point relative to r, β·1 must pass the midpoint
+    // 1 + u to move (u = 2^-precision: bf16's 2^-8, so paper-fixed[beta=1.001] moved no maximum of a bf16 row).
+    const double least = 1 + std::ldexp(1.0, -format_info(max_fmt).precision);
+    if (std::isfinite(f) && f > least) return f;
+    if (!(value > least) || !std::isfinite(value))
+      throw Error(given + ": it must be finite and > " + shortest(least) + " (the shift β·r is rounded to " +
+                  format_name(max_fmt) + ": at or below that it moves no maximum of 1)");
+    throw Error(given + " is " + shortest(f) + " in fp32, which the fix computes with: give a finite value > " +
+                shortest(least) + " there");
+  }
+  if (f >= 0.0f && std::isfinite(f) && (value == 0.0 || f > 0.0f)) return f;
+  if (!(value >= 0.0)) throw Error(given + ": it must be >= 0");
+  throw Error(given + " is " + shortest(f) + " in fp32, which the fix computes with: give 0, or a value from " +
+              "1.4e-45 to 3.4e+38 (fp32's least subnormal and largest finite number)");
 }
 
 std::pair<std::string, KernelParams> parse_kernel_name(const std::string& name) {

@@ -111,11 +111,11 @@ class Registry {
 // name", "--family").
 std::pair<std::string, KernelParams> parse_named_params(const std::string& name, const std::string& what);
 std::pair<std::string, KernelParams> parse_kernel_name(const std::string& name);  // what = "kernel name"
-// A fixed kernel's β ("beta", finite, > 1) or tolerance ("tol", >= 0, inf allowed: every key near the max) as the
-// fp32 number the fix computes with; Error naming `kernel` where that number is outside the range, or 0 for a
-// tolerance given > 0 (beta=1.00000001 was 1 in fp32, the fix switched off under the fixed kernel's name;
-// beta=1e308 was inf; tol=1e-320 was 0).
-float fixed_policy_param(const std::string& kernel, const std::string& key, double value);
+// A fixed kernel's β ("beta") or tolerance ("tol") as the fp32 number the fix computes with; Error naming `kernel`
+// where that number does not do what the value says: β must move a maximum of 1 once β·r is rounded to max_fmt
+// (fp32: β > 1; bf16, the paper's: β > 1 + 2^-8), tol must be finite and >= 0, and 0 only where given as 0
+// (paper-fixed[beta=1.00000001] and [beta=1.001] ran as paper under the fixed name; beta=1e308 was inf; tol=1e-320 0).
+float fixed_policy_param(const std::string& kernel, const std::string& key, double value, Format max_fmt);
 
 // Registers fa2, fa2-fixed, paper, paper-fixed, oracle, stochastic (and helper kernels such as `plain`).
 void register_builtin_kernels(Registry& r);

@@ -118,7 +118,7 @@ std::unique_ptr<Kernel> make_model_kernel(const std::string& base, const KernelP
       // β <= 1 would not move a positive tied max above itself, so p̄ = 1 would survive (no fix at all). The model
       // computes with the fp32 value (flash_model_steps.h): that one must be in range. The spec keeps the value as
       // given (the kernel's name: tol=0.002).
-      fixed_policy_param(base, key, v);
+      fixed_policy_param(base, key, v, s.max_fmt);
       (key == "beta" ? s.max_policy.beta : s.max_policy.tolerance) = v;
     } else {
       throw Error(fmt::format("kernel {}: unknown parameter '{}' (known: {})", base, key,

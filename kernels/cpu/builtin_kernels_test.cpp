@@ -205,17 +205,24 @@ TEST(BuiltinKernels, FactoriesBuildCanonicalNamesAndRejectBadParameters) {
   EXPECT_THROW(r.get("paper-fixed[beta=1]"), Error);
   EXPECT_THROW(r.get("paper-fixed[beta=0.5]"), Error);
   EXPECT_THROW(r.get("fa2-fixed[tol=-0.1]"), Error);
-  // Ranges hold for the fp32 number the fix computes with: 1.00000001 is 1 there (the fix was off under the fixed
-  // kernel's name, paper's verdicts), 1e308 is inf, a tolerance of 1e-320 is 0.
-  for (const char* bad : {"paper-fixed[beta=1.00000001]", "fa2-fixed[beta=1e308]", "fa2-fixed[tol=1e-320]"}) {
+  // Ranges hold for the number the fix computes with: β·r is rounded to max_fmt (paper's bf16: 1.001 and 1.00000001
+  // moved no maximum, the fix was off under the fixed kernel's name), 1e308 is inf in fp32, tol 1e-320 is 0, 1e300 inf.
+  for (const auto& [bad, said] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"paper-fixed[beta=1.001]", "must be finite and > 1.00390625"},
+           {"paper-fixed[beta=1.00000001]", "must be finite and > 1.00390625"},
+           {"fa2-fixed[beta=1.00000001]", "must be finite and > 1.00000005"},
+           {"fa2-fixed[beta=1e308]", "is inf in fp32"},
+           {"fa2-fixed[tol=1e-320]", "is 0 in fp32"},
+           {"fa2-fixed[tol=1e300]", "is inf in fp32"}}) {
     try {
       r.get(bad);
       ADD_FAILURE() << bad << " was taken";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("in fp32, which the fix computes with"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(said), std::string::npos) << e.what();
     }
   }
-  EXPECT_EQ(r.get("fa2-fixed[tol=1e300]").name(), "fa2-fixed[tol=1e+300]");  // inf in fp32: every key, as tol=inf
+  EXPECT_EQ(r.get("fa2-fixed[beta=1.001]").name(), "fa2-fixed[beta=1.001]");  // fp32's shift moves r = 1 at 1.001
+  EXPECT_EQ(r.get("paper-fixed[beta=1.004]").name(), "paper-fixed[beta=1.004]");
   EXPECT_THROW(r.get("fa2[beta=4]"), Error);  // the unfixed kernels take tiles only
   EXPECT_THROW(r.get("paper[tile_q=0]"), Error);
   EXPECT_THROW(r.get("paper[tile_q=2.5]"), Error);

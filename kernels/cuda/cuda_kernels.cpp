@@ -9,6 +9,8 @@
 // Run the GPU tests: ctest -L gpu (they skip without a device).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <tuple>
@@ -83,9 +85,13 @@ class CudaFlashKernel final : public Kernel {
   }
 
  private:
+  // The fewest digits that read back as x (%g's six named beta=2.0000002 "beta=2", another kernel on replay).
   static std::string fmt_num(float x) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", static_cast<double>(x));
+    for (int digits = 1; digits <= 9; ++digits) {
+      std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(x));
+      if (std::strtof(buf, nullptr) == x) break;
+    }
     return buf;
   }
   void check_supported(const Instance& in, bool need_backward) const {
@@ -247,8 +253,9 @@ namespace {
 std::pair<float, float> fixed_params(cuda::Variant v, const KernelParams& params, const std::string& prefix) {
   float beta = 2.0f, tol = 1e-3f;
   for (const auto& [key, value] : params) {
-    if (key == "beta") beta = fixed_policy_param(prefix + cuda::variant_name(v), key, value);
-    else if (key == "tol") tol = fixed_policy_param(prefix + cuda::variant_name(v), key, value);
+    const Format max_fmt = cuda::variant_spec(v, 2.0f, 1e-3f).max_fmt;  // where the shifted maximum is rounded
+    if (key == "beta") beta = fixed_policy_param(prefix + cuda::variant_name(v), key, value, max_fmt);
+    else if (key == "tol") tol = fixed_policy_param(prefix + cuda::variant_name(v), key, value, max_fmt);
     else throw Error(prefix + cuda::variant_name(v) + ": unknown parameter '" + key + "' (known: beta, tol)");
   }
   return {beta, tol};
