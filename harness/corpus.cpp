@@ -43,8 +43,7 @@ namespace {
 constexpr const char* kCaseTag = "attncheck-case";
 
 Status parse_status(const std::string& s, const At& at) {
-  for (Status st : {Status::kPass, Status::kFail, Status::kSkip, Status::kDegenerate})
-    if (s == status_name(st)) return st;
+  if (const std::optional<Status> st = status_from_name(s)) return *st;
   at.fail("\"" + s + "\" is not a verdict (pass, fail, skip, degenerate)");
 }
 

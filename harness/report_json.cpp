@@ -167,7 +167,7 @@ Baseline load_baseline(const std::string& path) {
     b.checks.insert(name);
     // A status the report never writes read as "not failed": a hand-edited or foreign file gated nothing.
     const std::string status = text_at("status");
-    if (status != "pass" && status != "fail" && status != "skip" && status != "degenerate")
+    if (!status_from_name(status))
       throw Error(at + ": outcomes[" + std::to_string(i) + "].status '" + status +
                   "' is none of pass, fail, skip, degenerate");
     if (status == "fail") b.failed[name] = baseline_kind(text_at("message"));

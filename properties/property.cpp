@@ -17,6 +17,12 @@ const char* status_name(Status s) {
   return "?";
 }
 
+std::optional<Status> status_from_name(const std::string& name) {
+  for (Status st : {Status::kPass, Status::kFail, Status::kSkip, Status::kDegenerate})
+    if (name == status_name(st)) return st;
+  return std::nullopt;
+}
+
 const std::vector<Property>& all_properties() {
   static const std::vector<Property> kAll = [] {
     std::vector<Property> all;

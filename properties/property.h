@@ -23,6 +23,7 @@ namespace attncheck {
 
 enum class Status { kPass, kFail, kSkip, kDegenerate };
 const char* status_name(Status s);  // "pass", "fail", "skip", "degenerate"
+std::optional<Status> status_from_name(const std::string& name);  // status_name's inverse; nothing for another word
 
 // The fewest instances `unbiased` tests a tensor with. Its threshold z_m (z_crit = 6, Šidák-adjusted: 6.26 for five
 // tensors, 6.0 for one) is a normal quantile, but z = mean/(sd/√T) is Student's t with T − 1 degrees of freedom
