@@ -78,11 +78,23 @@ double round_down(double x, Format fmt) {
 
 int iparam(const Family& f, const char* k, double fallback) { return static_cast<int>(std::lround(f.param(k, fallback))); }
 
+// lead_layout's tie branch: no `level` (negative rows) and ties >= 1. It reads ties, ties_min, tie_level, near and
+// (contiguous ties) sink_pos.
+bool reads_ties(const Family& f) { return !f.params.count("level") && f.param("ties", 0) >= 1; }
+
 // A shape-limited count read at most as its limit (above it the generator reads the limit), at least as its
 // domain's least value (0 for pad, first_masked and sink_pos, else 1): one rule for make_instance, lead_layout,
 // tie_positions and shape_limit (family_internal.h).
 int acting_count(const Family& f, const char* key, int fallback) {
-  const int lo = static_cast<int>(param_domain(key, f.problem.input_format).value().lo);
+  // param_domain's least values, read once (an integer domain's does not depend on the format): this runs several
+  // times per instance and tie slice, and param_domain builds its description string on every call.
+  static const std::map<std::string, int> kLeast = [] {
+    std::map<std::string, int> m;
+    for (const char* k : {"pad", "first_masked", "rank", "ties", "ties_min", "sink_pos"})
+      m[k] = static_cast<int>(param_domain(k, Format::kBF16).value().lo);
+    return m;
+  }();
+  const int lo = kLeast.at(key);
   const int v = std::max(lo, iparam(f, key, fallback));
   const std::optional<ShapeLimit> limit = shape_limit(f, key);
   return limit ? std::max(lo, std::min(v, limit->most)) : v;
@@ -143,7 +155,7 @@ LeadLayout lead_layout(const Family& f) {
     L.gap_raw = g;
     L.other_lead = -g;
     L.noise = d > 1 ? std::sqrt(g / (2.0 * (d - 1))) : 0;
-  } else if (f.param("ties", 0) >= 1) {
+  } else if (reads_ties(f)) {
     L.active = true;
     L.near = f.param("near", 0) != 0;
     L.ties = acting_count(f, "ties", 2);
@@ -355,9 +367,8 @@ std::vector<int> tie_positions(const Family& f, std::uint64_t index, int b, int 
 
 std::optional<ShapeLimit> shape_limit(const Family& f, const std::string& key) {
   const Problem& p = f.problem;
-  // lead_layout's tie branch reads ties, ties_min and (contiguous ties) sink_pos; the mask kinds read their extents.
-  const bool tied = !f.params.count("level") && f.param("ties", 0) >= 1;
-  const int mask = f.param("mask", 0) != 0 ? iparam(f, "mask", 0) : 0;
+  const bool tied = reads_ties(f);
+  const int mask = iparam(f, "mask", 0);  // the mask kinds read their extents (make_instance)
   if ((key == "pad" && mask == 1) || (key == "first_masked" && mask == 4)) return ShapeLimit{p.n_k - 1, "n_k - 1"};
   if (key == "rank" && f.generator == "low_rank") return ShapeLimit{std::max(1, p.head_dim), "head_dim"};
   if (key == "ties" && tied) {
@@ -373,7 +384,7 @@ std::optional<ShapeLimit> shape_limit(const Family& f, const std::string& key) {
 std::vector<ClampedParam> clamped_params(const Family& f) {
   std::vector<ClampedParam> out;
   const Format fmt = f.problem.input_format;
-  const bool tied = !f.params.count("level") && f.param("ties", 0) >= 1;  // lead_layout's tie branch
+  const bool tied = reads_ties(f);
   for (const auto& [key, value] : f.params) {
     if (const std::optional<ShapeLimit> limit = shape_limit(f, key); limit && std::lround(value) > limit->most) {
       const int acting = acting_count(f, key.c_str(), 0);
