@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include <fmt/format.h>
+
 namespace attncheck {
 
 std::string KernelCaps::unsupported_reason(const Problem& p, bool need_backward) const {
@@ -73,16 +75,8 @@ void Registry::add_factory(const std::string& base, KernelFactory f) { factories
 void Registry::note_absent(const std::string& prefix, const std::string& why) { absent_[prefix] = why; }
 
 float fixed_policy_param(const std::string& kernel, const std::string& key, double value, Format max_fmt) {
-  auto shortest = [](double v) {  // the fewest digits that read back as v (1.00000001, not 1.0000000099999999)
-    std::ostringstream m;
-    for (int digits = 1; digits <= 17; ++digits) {
-      m.str("");
-      m.precision(digits);
-      m << v;
-      if (std::strtod(m.str().c_str(), nullptr) == v) break;
-    }
-    return m.str();
-  };
+  // fmt's "{}": the fewest digits that read back (1.00000001, not 1.0000000099999999), as the models' names print them
+  const auto shortest = [](auto v) { return fmt::format("{}", v); };
   const auto f = static_cast<float>(value);  // what the fix computes with (a decimal such as 0.002 rounds, as any)
   const std::string given = "kernel " + kernel + ": " + key + "=" + shortest(value);
   if (key == "beta") {

@@ -9,12 +9,12 @@
 // Run the GPU tests: ctest -L gpu (they skip without a device).
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <tuple>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "harness/kernel.h"
 #include "kernels/cuda/cuda_check.h"
@@ -85,15 +85,9 @@ class CudaFlashKernel final : public Kernel {
   }
 
  private:
-  // The fewest digits that read back as x (%g's six named beta=2.0000002 "beta=2", another kernel on replay).
-  static std::string fmt_num(float x) {
-    char buf[32];
-    for (int digits = 1; digits <= 9; ++digits) {
-      std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(x));
-      if (std::strtof(buf, nullptr) == x) break;
-    }
-    return buf;
-  }
+  // fmt's "{}": the fewest digits that read back as x, as the CPU models' names (%g's six named beta=2.0000002
+  // "beta=2", another kernel on replay).
+  static std::string fmt_num(float x) { return fmt::format("{}", x); }
   void check_supported(const Instance& in, bool need_backward) const {
     check_instance(name_, caps(), in, need_backward);
     // The launches' own check (flash_fwd.h), here too: forward_many makes its stream before it launches.
@@ -252,8 +246,8 @@ namespace {
 // β and tol of a fixed variant's parameters ("cuda:fa2-fixed[beta=4,tol=0.002]"); Error names the kernel.
 std::pair<float, float> fixed_params(cuda::Variant v, const KernelParams& params, const std::string& prefix) {
   float beta = 2.0f, tol = 1e-3f;
+  const Format max_fmt = cuda::variant_spec(v, beta, tol).max_fmt;  // where the shifted maximum is rounded
   for (const auto& [key, value] : params) {
-    const Format max_fmt = cuda::variant_spec(v, 2.0f, 1e-3f).max_fmt;  // where the shifted maximum is rounded
     if (key == "beta") beta = fixed_policy_param(prefix + cuda::variant_name(v), key, value, max_fmt);
     else if (key == "tol") tol = fixed_policy_param(prefix + cuda::variant_name(v), key, value, max_fmt);
     else throw Error(prefix + cuda::variant_name(v) + ": unknown parameter '" + key + "' (known: beta, tol)");
