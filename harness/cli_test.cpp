@@ -165,6 +165,10 @@ TEST_F(Cli, HelpAndUsageErrors) {
               0) << version.out << "names no commit of " << ATTNCHECK_SOURCE_DIR;
   }
   EXPECT_NE(run("check --version").status, 0);  // the version is the program's, not a command's
+  const CmdResult extra = run("--version extra");  // was the version page and exit 0, `extra` dropped
+  EXPECT_EQ(extra.status, 2) << extra.out;
+  EXPECT_EQ(extra.out, "");
+  EXPECT_NE(extra.err.find("--version takes nothing after it (got extra"), std::string::npos) << extra.err;
   const CmdResult help = run("check --help");
   EXPECT_EQ(help.status, 0);
   EXPECT_EQ(help.out.find("passed through"), std::string::npos) << help.out;  // attncheck has no RapidCheck

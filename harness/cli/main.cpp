@@ -151,6 +151,11 @@ int run_main(int argc, char** argv) {
                 << "attncheck check -k fa2 (see attncheck --help)\n";
       return cli::kExitUsage;
     }
+    if (word == "--version" && argc > 2) {  // CLI11 prints the version at the flag and drops what follows: exit 0
+      std::cerr << "attncheck: error: --version takes nothing after it (got " << attncheck::printable(argv[2])
+                << "; see attncheck --help)\n";
+      return cli::kExitUsage;
+    }
   }
   if (names_command) {  // the first word names the command: say so when it names none
     const std::string word = argv[1];
