@@ -287,6 +287,7 @@ class Malformed : public ::testing::Test {
     Case c = sample_case();
     c.instance = awkward_instance();  // bf16 with a mask and a bias, whatever the default family looks like
     c.family.problem = c.instance->problem;  // (load_case refuses a family shape other than the pinned instance's)
+    c.family.params["mask"] = 1;  // the generator's mask switch, which has_mask must agree with (family_from_json)
     good_ = case_to_json(c);
   }
   void TearDown() override { fs::remove_all(dir_); }

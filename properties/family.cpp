@@ -6,6 +6,8 @@
 // Run the tests: ctest -R family_test
 #include "properties/family.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -258,6 +260,12 @@ Family family_from_json(const nlohmann::json& j) {
   if (missing.tellp() > 0)
     throw Error("family: params lacks " + missing.str() + ": a case names every parameter of " + f.generator +
                 " (attncheck list shows them)");
+  // The generator makes the mask from params.mask alone (make_instance), so a problem.has_mask that disagrees
+  // would be written in the case and not act: a file with has_mask true and mask 0 ran without a mask.
+  if (p.has_mask != (f.param("mask", 0) != 0))
+    throw Error(std::string("family: problem.has_mask is ") + (p.has_mask ? "true" : "false") + " but params.mask is " +
+                (f.params.count("mask") ? fmt::format("{}", f.params.at("mask")) : std::string("not set (0)")) +
+                ": the generator makes the mask from params.mask, so set both (mask 0 and has_mask false: no mask)");
   if (j.contains("seed") && j.at("seed").is_string()) {  // seed_to_json's form past 2^53
     const std::string s = j.at("seed").get<std::string>();
     const bool hex = s.size() > 2 && s.size() <= 18 && s.compare(0, 2, "0x") == 0 &&

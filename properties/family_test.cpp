@@ -74,6 +74,24 @@ TEST(Family, JsonRoundTripsAndRejectsBadInput) {
   j["problem"]["heads_kv"] = 3;  // does not divide heads_q = 2
   EXPECT_THROW(family_from_json(j), Error);
   EXPECT_THROW(family_from_json(nlohmann::json::array()), Error);
+  // has_mask must say what params.mask does: the generator reads the mask from params alone (a file with
+  // has_mask true and mask 0 ran without a mask, as written).
+  j = family_to_json(default_family("normal"));
+  j["problem"]["has_mask"] = true;
+  try {
+    family_from_json(j);
+    ADD_FAILURE() << "has_mask true with params.mask 0 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("problem.has_mask is true but params.mask is 0"), std::string::npos)
+        << e.what();
+  }
+  j["params"].erase("mask");
+  EXPECT_THROW(family_from_json(j), Error);
+  j["problem"]["has_mask"] = false;
+  j["params"]["mask"] = 1;
+  EXPECT_THROW(family_from_json(j), Error);
+  j["problem"]["has_mask"] = true;
+  EXPECT_TRUE(family_from_json(j).problem.has_mask);
 }
 
 // Seeds past 2^53 are written as hex strings: jq and JavaScript hold JSON numbers as doubles and rounded them (an
