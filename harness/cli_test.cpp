@@ -169,6 +169,19 @@ TEST_F(Cli, HelpAndUsageErrors) {
   EXPECT_EQ(extra.status, 2) << extra.out;
   EXPECT_EQ(extra.out, "");
   EXPECT_NE(extra.err.find("--version takes nothing after it (got extra"), std::string::npos) << extra.err;
+  // --help before a word is `help` with it: a command's page, or the same refusals (was the top page, exit 0).
+  EXPECT_EQ(run("--help check").out, run("check --help").out);
+  const CmdResult help_junk = run("--help nonsense");
+  EXPECT_EQ(help_junk.status, 2);
+  EXPECT_NE(help_junk.err.find("unknown command 'nonsense'"), std::string::npos) << help_junk.err;
+  const CmdResult help_two = run("-h check list");
+  EXPECT_EQ(help_two.status, 2);
+  EXPECT_NE(help_two.err.find("help takes one command at most"), std::string::npos) << help_two.err;
+  for (const char* twice : {"--help --help", "help --help", "-h --version"}) {  // no command named: refused, not a loop
+    const CmdResult r = run(twice);
+    EXPECT_EQ(r.status, 2) << twice;
+    EXPECT_NE(r.err.find("help takes a command name, not -"), std::string::npos) << twice << ": " << r.err;
+  }
   const CmdResult help = run("check --help");
   EXPECT_EQ(help.status, 0);
   EXPECT_EQ(help.out.find("passed through"), std::string::npos) << help.out;  // attncheck has no RapidCheck

@@ -151,6 +151,13 @@ int run_main(int argc, char** argv) {
                 << "attncheck check -k fa2 (see attncheck --help)\n";
       return cli::kExitUsage;
     }
+    // `--help check` is `help check`: CLI11 printed the top page, exit 0, for `--help nonsense`, and dropped words.
+    if ((word == "-h" || word == "--help") && argc > 2) {
+      static char help_word[] = "help";
+      std::vector<char*> args{argv[0], help_word};
+      args.insert(args.end(), argv + 2, argv + argc);
+      return run_main(static_cast<int>(args.size()), args.data());
+    }
     if (word == "--version" && argc > 2) {  // CLI11 prints the version at the flag and drops what follows: exit 0
       std::cerr << "attncheck: error: --version takes nothing after it (got " << attncheck::printable(argv[2])
                 << "; see attncheck --help)\n";
@@ -162,6 +169,11 @@ int run_main(int argc, char** argv) {
     if (word == "help") {  // `attncheck help` is `attncheck --help`, `attncheck help check` is `attncheck check --help`
       if (argc > 3) {  // `help list fuzz` showed list's help and dropped the rest
         std::cerr << "attncheck: error: help takes one command at most (see attncheck --help)\n";
+        return cli::kExitUsage;
+      }
+      if (argc > 2 && argv[2][0] == '-') {  // `help --help` (and `--help --help`, which comes here) names no command
+        std::cerr << "attncheck: error: help takes a command name, not " << attncheck::printable(argv[2])
+                  << " (commands: list, check, replay, fuzz; see attncheck --help)\n";
         return cli::kExitUsage;
       }
       static char help_flag[] = "--help";
