@@ -453,6 +453,19 @@ TEST_F(Cli, ReplayOnAnotherKernel) {
   EXPECT_EQ(own.status, 0) << own.out << own.err;
   EXPECT_NE(own.out.find("note: the file's stats fail on no tensor"), std::string::npos) << own.out;
   EXPECT_EQ(moved.out.find("--update-stats"), std::string::npos) << "no note that offers a refused option" << moved.out;
+  // Without --kernel the case replays on its own kernel however the file spells it: `paper-fixed[]` or its default
+  // parameters written out read as another kernel (DIFFER, "another failure", exit 1).
+  for (const char* spelled : {"paper-fixed[]", "paper-fixed[tol=0.001,beta=2]", "paper-fixed[tile_q=64]"}) {
+    json respelled = edited;
+    respelled["kernel"] = spelled;
+    const CmdResult r = run("replay -q " + file("respelled.json", respelled.dump(1)));
+    EXPECT_EQ(r.status, 0) << spelled << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find("note: the file's stats fail on no tensor"), std::string::npos) << spelled << r.out;
+    EXPECT_EQ(r.out.find("the case's kernel"), std::string::npos) << spelled << r.out;
+  }
+  const CmdResult empty_kernel = run("replay -q -k '' " + reg);  // `-k "$KERNEL"`, the variable unset
+  EXPECT_EQ(empty_kernel.status, 2) << empty_kernel.out;
+  EXPECT_NE(empty_kernel.err.find("--kernel: an empty kernel name"), std::string::npos) << empty_kernel.err;
   const CmdResult params = run("replay -q --kernel paper-fixed " +
       (fs::path(ATTNCHECK_SOURCE_DIR) / "corpus" / "regression" / "paper-fixed-beta8-unbiased-near_tie-small-max-control.json").string());
   EXPECT_NE(params.out.find("note: the case's kernel is paper-fixed[beta=8], this replay's paper-fixed: other parameters"),
@@ -1623,11 +1636,21 @@ TEST_F(Cli, ABaselineGatesOnNewFailuresOnly) {
   std::ofstream(dir_ / "version.json") << bad_version.dump();
   std::ofstream(dir_ / "not_array.json") << not_array.dump();
   std::ofstream(dir_ / "number.json") << a_number.dump();
+  // Deep nesting crashed check on the stack (exit 139, nothing said): value() copies recursively. A key twice was
+  // read as its last copy: a "fail" outcome with a later "status": "pass" gated nothing.
+  std::string deep = before.dump();
+  deep.replace(deep.find("\"attncheck-run\""), 15, std::string(100000, '[') + std::string(100000, ']'));
+  std::ofstream(dir_ / "deep.json") << deep;
+  std::string twice = before.dump();
+  twice.insert(twice.find("\"status\":") , "\"status\":\"pass\",");
+  std::ofstream(dir_ / "twice.json") << twice;
   for (const auto& [file, said] : {std::pair<std::string, std::string>{(dir_ / "nope.json").string(), "cannot read"},
                                    {dir_.string(), "not a regular file"},
                                    {"''", "--baseline: an empty path"},
                                    {(dir_ / "empty.json").string(), "not a run report"},
-                                   {(dir_ / "cut_short.json").string(), "not JSON (truncated?)"},
+                                   {(dir_ / "cut_short.json").string(), "truncated or malformed JSON"},
+                                   {(dir_ / "deep.json").string(), "nested deeper than 64 levels"},
+                                   {(dir_ / "twice.json").string(), "the key 'status' appears twice in one object"},
                                    {(dir_ / "version.json").string(), "version -5 (this attncheck reads version 1)"},
                                    {(dir_ / "not_array.json").string(), "no \"outcomes\" list"},
                                    {(dir_ / "number.json").string(), "outcomes[0]: not an object"},

@@ -57,9 +57,16 @@ std::string parse_found_by(const std::string& s, const At& at) {
 // When: ISO-8601 UTC to the second, as utc_now_iso8601 writes it ("2026-11-29T23:59:59Z"), with a real date.
 std::string parse_found_at(const std::string& s, const At& at) {
   int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, n = 0;
-  const bool shape = s.size() == 20 && std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &y, &mo, &d, &h, &mi, &sec, &n) == 6 &&
-                     n == 20 && s[4] == '-' && s[7] == '-' && s[10] == 'T' && s[13] == ':' && s[16] == ':' &&
-                     std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || std::strchr("-T:Z", c); });
+  // Digits at every place but the separators' (sscanf's %2d also reads a sign: "T-1:59:-1Z" passed).
+  const auto digits_between = [&] {
+    for (std::size_t i = 0; i < s.size(); ++i)
+      if (i != 4 && i != 7 && i != 10 && i != 13 && i != 16 && i != 19 && !std::isdigit(static_cast<unsigned char>(s[i])))
+        return false;
+    return true;
+  };
+  const bool shape = s.size() == 20 && digits_between() &&
+                     std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &y, &mo, &d, &h, &mi, &sec, &n) == 6 &&
+                     n == 20 && s[4] == '-' && s[7] == '-' && s[10] == 'T' && s[13] == ':' && s[16] == ':';
   const int days[] = {31, (y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   if (!shape || mo < 1 || mo > 12 || d < 1 || d > days[mo - 1] || h > 23 || mi > 59 || sec > 60)
     at.fail("\"" + s + "\" is not an ISO-8601 UTC time like \"2026-11-29T23:59:59Z\"");
@@ -210,6 +217,12 @@ Case case_from_json(const json& j, const std::string& origin) {
     (top / "instance_index").fail(std::to_string(c.instance_index) + " is not below budget.instances " +
                                   std::to_string(c.budget.instances) + " (the check draws instances 0 to " +
                                   std::to_string(c.budget.instances - 1) + ")");
+  // The family's shape decides the memory and the time whether or not an instance is pinned (a pinned instance
+  // bounds Q, K and V through the file's size, not the n_q·n_k scores: a 2 MB case at n_q = n_k = 40000 took 12 GB
+  // before bad_alloc), and Problem::validate allows 2^31 elements per tensor (the corpus's largest family: 512 scores).
+  if (!within_case_limits(c.family.problem))
+    (top / "family").fail("shape " + c.family.problem.describe() + " is larger than a case file may ask for (" +
+                          kCaseLimits + ")");
   const json& inst = json_fields::field(j, "instance", top);
   if (!inst.is_null()) {
     c.instance = instance_from_json(inst, origin);
@@ -219,12 +232,6 @@ Case case_from_json(const json& j, const std::string& origin) {
     if (a.batch != b.batch || a.heads_q != b.heads_q || a.heads_kv != b.heads_kv || a.n_q != b.n_q || a.n_k != b.n_k ||
         a.head_dim != b.head_dim)
       (top / "family").fail("shape " + a.describe() + " differs from the pinned instance's " + b.describe());
-  } else {
-    // No pinned instance: the family generates them, so its shape alone decides the memory and the time, and
-    // Problem::validate allows 2^31 elements per tensor (the corpus's largest family: 512 scores).
-    if (!within_case_limits(c.family.problem))
-      (top / "family").fail("shape " + c.family.problem.describe() + " is larger than a case file may ask for (" +
-                            kCaseLimits + ")");
   }
   c.expected = parse_status(json_fields::string_at(json_fields::field(j, "expected", top), top / "expected"), top / "expected");
   // A statistic over instances takes kMinBiasInstances to kMaxBiasInstances: outside, every replay is a skip, which
@@ -443,25 +450,18 @@ void update_case_verdict(const std::string& path, Status expected, const nlohman
   });
 }
 
-Case load_case(const std::string& path) {
-  // Case files are small (the largest committed one is ~25 KB): a FIFO would block the replay and /dev/zero would
-  // fill memory, so only a regular file of at most kMaxCaseBytes is read.
-  constexpr std::uintmax_t kMaxCaseBytes = std::uintmax_t(64) << 20;
-  const std::string text = read_bounded_file(path, kMaxCaseBytes, path, "a case file");
-  if (text.empty()) throw Error(path + ": empty file (truncated?)");
-  // Saved as UTF-16 or UTF-32 (an editor's "Unicode", PowerShell's `>`): the parser saw a byte 0xFF or 0 at line 1,
-  // column 1 and said only "invalid literal".
-  if (const std::string why = not_utf8_text(text); !why.empty()) throw Error(path + ": " + why);
+json parse_json_strictly(const std::string& text, const std::string& at) {
   json j;
   // A key twice in one object: JSON leaves it open, nlohmann keeps the last, so an appended "kernel" silently
   // replayed the case on another kernel. Refused, naming the key.
   std::vector<std::set<std::string>> keys_seen;  // one set per open object
   std::string duplicate;
-  // A case file nests four levels; deep nesting is hostile, and nlohmann copies values recursively (a stats
-  // object 90,000 levels deep crashed replay on the stack). Refused while parsing, before any copy.
+  // A case file nests four levels, a run report six; deep nesting is hostile, and nlohmann copies values
+  // recursively (a stats object 90,000 levels deep crashed replay on the stack, a baseline's "format" 100,000 deep
+  // crashed check). Refused while parsing, before any copy.
   constexpr int kMaxDepth = 64;
   const json::parser_callback_t no_duplicates = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (depth > kMaxDepth) throw Error(path + ": nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (depth > kMaxDepth) throw Error(at + ": nested deeper than " + std::to_string(kMaxDepth) + " levels");
     if (event == json::parse_event_t::object_start) keys_seen.emplace_back();
     else if (event == json::parse_event_t::object_end && !keys_seen.empty()) keys_seen.pop_back();
     else if (event == json::parse_event_t::key && !keys_seen.empty() && duplicate.empty() &&
@@ -474,9 +474,22 @@ Case load_case(const std::string& path) {
   } catch (const json::exception& e) {
     // parse_error carries the byte position ("at line 3, column 7"); out_of_range 406 is a number too large
     // for a double (found by the parser fuzzer: "301461754E0465973036").
-    throw Error(path + ": truncated or malformed JSON: " + printable(e.what()));
+    throw Error(at + ": truncated or malformed JSON: " + printable(e.what()));
   }
-  if (!duplicate.empty()) throw Error(path + ": the key '" + printable(duplicate) + "' appears twice in one object");
+  if (!duplicate.empty()) throw Error(at + ": the key '" + printable(duplicate) + "' appears twice in one object");
+  return j;
+}
+
+Case load_case(const std::string& path) {
+  // Case files are small (the largest committed one is ~25 KB): a FIFO would block the replay and /dev/zero would
+  // fill memory, so only a regular file of at most kMaxCaseBytes is read.
+  constexpr std::uintmax_t kMaxCaseBytes = std::uintmax_t(64) << 20;
+  const std::string text = read_bounded_file(path, kMaxCaseBytes, path, "a case file");
+  if (text.empty()) throw Error(path + ": empty file (truncated?)");
+  // Saved as UTF-16 or UTF-32 (an editor's "Unicode", PowerShell's `>`): the parser saw a byte 0xFF or 0 at line 1,
+  // column 1 and said only "invalid literal".
+  if (const std::string why = not_utf8_text(text); !why.empty()) throw Error(path + ": " + why);
+  const json j = parse_json_strictly(text, path);
   try {
     return case_from_json(j, path);
   } catch (const json::exception& e) {  // a field the checks above did not foresee: still a clear error

@@ -99,6 +99,10 @@ void write_text_file(const std::string& path, const std::string& text);
 // than <limit_name>'s limit of M MiB") or unreadable. Case files (load_case) and --baseline reports read through it.
 std::string read_bounded_file(const std::string& path, std::uintmax_t max_bytes, const std::string& label,
                               const std::string& limit_name);
+// `text` parsed as JSON, refusing a key twice in one object and nesting deeper than 64 levels (nlohmann copies
+// values recursively: a value 100,000 levels deep crashed on the stack); each Error names `at`. Case files and
+// --baseline reports are parsed through it.
+nlohmann::json parse_json_strictly(const std::string& text, const std::string& at);
 // Whether file_name (no folder) is such a write's temporary, "<target>.tmp.<pid>.<8 hex digits>" (`target` gets the
 // name it was to replace). One is left behind only when the process was killed mid-write (SIGKILL, a power loss).
 bool is_save_temporary(const std::string& file_name, std::string* target = nullptr);

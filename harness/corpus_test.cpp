@@ -398,7 +398,8 @@ TEST_F(Malformed, MissingFields) {
   }
   for (const char* at : {"yesterday", "2026-11-29", "2026-11-29T23:59:59", "2026-11-29 23:59:59Z", "2026-13-01T00:00:00Z",
                          "2026-02-29T00:00:00Z", "2026-11-31T00:00:00Z", "2026-11-29T24:00:00Z", "2026-11-29T23:59:59+01",
-                         "+026-11-29T23:59:59Z", "2026-11-29T23:59:59Zx"}) {
+                         "+026-11-29T23:59:59Z", "2026-11-29T23:59:59Zx", "2026-11-29T-1:59:-1Z", "-026-11-29T23:59:59Z",
+                         "2026-11-29T23:-9:59Z", "2026-11-29T 1:00:00Z"}) {  // signs and spaces: sscanf's %2d took them
     j = good_;
     j["found_at"] = at;
     expect_rejected(file("at.json", j), "found_at: \"" + std::string(at) + "\" is not an ISO-8601 UTC time");
@@ -406,6 +407,20 @@ TEST_F(Malformed, MissingFields) {
   j = good_;
   j["found_at"] = "2028-02-29T23:59:60Z";  // a leap day and a leap second
   EXPECT_NO_THROW(load_case(file("leap.json", j)));
+  // A NUL in a quoted value ended the message there (what() is a C string): the whole message, the NUL as \x00.
+  j = good_;
+  j["found_by"] = std::string("ch\0eck", 6);
+  expect_rejected(file("nul.json", j), "found_by: \"ch\\x00eck\" is not a source (check, fuzz, manual)");
+}
+
+// The shape cap holds with a pinned instance too: the instance bounds Q, K and V through the file's size, not the
+// n_q·n_k scores (a 2 MB case at n_q = n_k = 40000, head_dim 1, took 12 GB before bad_alloc).
+TEST_F(Malformed, ThePinnedInstanceDoesNotLiftTheShapeCap) {
+  json j = good_;
+  ASSERT_FALSE(j["instance"].is_null());
+  for (const char* f : {"n_q", "n_k"}) j["family"]["problem"][f] = 40000;
+  j["family"]["problem"]["head_dim"] = 1;
+  expect_rejected(file("big.json", j), "is larger than a case file may ask for");
 }
 
 TEST_F(Malformed, WrongTensorSizes) {

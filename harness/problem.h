@@ -23,7 +23,16 @@ namespace attncheck {
 // Every user-facing failure (bad input, bad file, unsupported kernel feature) is an Error; the CLI turns it
 // into a message and a non-zero exit.
 struct Error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  // A NUL in the message (a file's string quoted in it) ended what()'s C string there, and the CLI printed the
+  // message cut short ('found_by: "ch'): written as \x00, as printable() writes it.
+  explicit Error(const std::string& what) : std::runtime_error(without_nul(what)) {}
+  explicit Error(const char* what) : std::runtime_error(what) {}
+
+ private:
+  static std::string without_nul(std::string s) {
+    for (std::size_t i = s.find('\0'); i != std::string::npos; i = s.find('\0', i + 4)) s.replace(i, 1, "\\x00");
+    return s;
+  }
 };
 
 // Text safe for a terminal and for a JSON writer: printable ASCII, tab and well-formed UTF-8 (U+00A0 and above) are

@@ -32,7 +32,7 @@
 #include <cstring>
 #include <string>
 
-#include "harness/corpus.h"  // read_bounded_file
+#include "harness/corpus.h"  // read_bounded_file, parse_json_strictly
 #include "harness/run_report.h"
 #include "harness/signal_util.h"
 #include "properties/shrink.h"  // fault_kind
@@ -133,9 +133,12 @@ Baseline load_baseline(const std::string& path) {
   constexpr std::uintmax_t kMaxBytes = std::uintmax_t(256) << 20;
   const std::string at = "--baseline " + path;
   if (path.empty()) throw Error("--baseline: an empty path");
-  const json j = json::parse(read_bounded_file(path, kMaxBytes, at, "a run report"), nullptr,
-                             /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw Error(at + ": not JSON (truncated?): give the file `check --json FILE` wrote");
+  json j;
+  try {  // as strictly as a case file: a key twice (the last one read) could turn a failure into a known one
+    j = parse_json_strictly(read_bounded_file(path, kMaxBytes, at, "a run report"), at);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (give the file `check --json FILE` wrote)");
+  }
   const json format = j.is_object() ? j.value("format", json()) : json();
   if (format != kRunReportTag)
     throw Error(at + ": " +

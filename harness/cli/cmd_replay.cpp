@@ -32,6 +32,7 @@ struct ReplayOptions {
   bool update_stats = false;
   bool update_expected = false;
   std::string kernel;  // "" = each case's own
+  bool kernel_given = false;  // --kernel given, even as "" (refused: an unset variable in `-k "$KERNEL"`)
 };
 
 // File names are matched in any case (a case renamed by hand to X.JSON is still one).
@@ -205,6 +206,8 @@ int run_replay(const ReplayOptions& opt) {
   if (!opt.kernel.empty() && opt.update_stats)
     throw Error("--update-stats with --kernel: the file's stats are its own kernel's; replay that kernel to update them");
   // Its canonical name, once: an unknown name is said before any file, not per file.
+  if (opt.kernel_given && opt.kernel.empty())  // `-k "$KERNEL"` with the variable unset replayed on the case's own
+    throw Error("--kernel: an empty kernel name (leave --kernel out to replay each case on its own kernel)");
   const std::string replay_on = opt.kernel.empty() ? "" : default_registry().get(opt.kernel).name();
   for (const std::string& f : opt.files)  // `replay ""` (an unset shell variable) said "error: : cannot read"
     if (f.empty()) throw Error("an empty path among the files to replay (case files or folders of them)");
@@ -227,7 +230,9 @@ int run_replay(const ReplayOptions& opt) {
         found_on = default_registry().get(c.kernel).name();
       } catch (const Error&) {  // a kernel not here (a GPU's): replay_case below says so
       }
-      if (!replay_on.empty()) c.kernel = replay_on;
+      // Without --kernel the case replays on its own kernel however the file spells it (`paper[]`, parameters in
+      // another order or at their defaults): compared as the file's spelling, it read as another kernel, exit 1.
+      c.kernel = replay_on.empty() ? found_on : replay_on;
       const bool other_kernel = c.kernel != found_on;
       Outcome o;
       try {
@@ -337,13 +342,16 @@ void add_replay(CLI::App& app, Runner& run) {
   sub->add_flag("--update-stats", opt->update_stats,
                 "Where the verdict is the expected one but the saved stats fail on other tensors (the statistic "
                 "changed), write this run's statistic into the file's `stats`; no other field changes");
-  sub->add_option("-k,--kernel", opt->kernel,
+  CLI::Option* kernel = sub->add_option("-k,--kernel", opt->kernel,
                   "Replay every case on this kernel instead of its own (e.g. a cuda:fa2-fixed finding on its CPU twin "
                   "twin:cuda:fa2-fixed or its model fa2-fixed, where there is no GPU), against the file's expected "
                   "verdict; a statistic failing on other tensors than the file's differs too; the case's tiles apply")
       ->type_name("KERNEL");
   add_plugin_option(*sub);  // cases found on plugin kernels need their library loaded again
-  sub->callback([&run, opt] { run = [opt] { return run_replay(*opt); }; });
+  sub->callback([&run, opt, kernel] {
+    opt->kernel_given = kernel->count() > 0;
+    run = [opt] { return run_replay(*opt); };
+  });
 }
 
 }  // namespace attncheck::cli
