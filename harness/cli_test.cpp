@@ -463,6 +463,25 @@ TEST_F(Cli, ReplayOnAnotherKernel) {
     EXPECT_NE(r.out.find("note: the file's stats fail on no tensor"), std::string::npos) << spelled << r.out;
     EXPECT_EQ(r.out.find("the case's kernel"), std::string::npos) << spelled << r.out;
   }
+  // A parameter constant_v does not list and that changes nothing it makes is noted (it was shown and ignored);
+  // one that acts is not (pad, with a mask switched on by hand).
+  const std::string cv =
+      (fs::path(ATTNCHECK_SOURCE_DIR) / "corpus" / "regression" / "paper-constant_v-constant_v-4dac08cc.json").string();
+  json unread = json::parse(slurp(cv));
+  unread["family"]["params"]["rank"] = 1;
+  const CmdResult noted = run("replay -q " + file("unread.json", unread.dump(1)));
+  EXPECT_EQ(noted.status, 0) << noted.out << noted.err;
+  EXPECT_NE(noted.out.find("note: family.params.rank changes nothing constant_v makes here"), std::string::npos)
+      << noted.out;
+  EXPECT_EQ(run("replay -q " + cv).out.find("changes nothing"), std::string::npos);
+  unread["family"]["params"].erase("rank");
+  unread["instance"] = nullptr;
+  unread["family"]["params"]["mask"] = 1;
+  unread["family"]["problem"]["has_mask"] = true;
+  unread["family"]["params"]["pad"] = 1;
+  const CmdResult pad = run("replay -q " + file("pad.json", unread.dump(1)));
+  EXPECT_NE(pad.out.find(": paper / constant_v"), std::string::npos) << pad.out << pad.err;
+  EXPECT_EQ(pad.out.find("changes nothing"), std::string::npos) << pad.out;
   const CmdResult empty_kernel = run("replay -q -k '' " + reg);  // `-k "$KERNEL"`, the variable unset
   EXPECT_EQ(empty_kernel.status, 2) << empty_kernel.out;
   EXPECT_NE(empty_kernel.err.find("--kernel: an empty kernel name"), std::string::npos) << empty_kernel.err;

@@ -640,6 +640,31 @@ std::string instance_difference(const Instance& a, const Instance& b) {
   return "";
 }
 
+bool param_acts(const Family& f, const std::string& key) {
+  const auto same_instances = [](const Family& a, const Family& b, std::uint64_t count) {
+    for (std::uint64_t i = 0; i < count; ++i)
+      if (!instance_difference(make_instance(a, i), make_instance(b, i)).empty()) return false;
+    return true;
+  };
+  const auto it = f.params.find(key);
+  if (it == f.params.end()) return false;
+  Family without = f;
+  without.params.erase(key);
+  if (!same_instances(f, without, 4)) return true;
+  const double value = it->second;
+  if (const auto d = param_domain(key, f.problem.input_format))
+    for (const double other : {d->lo, value + 1, value - 1, 2 * value, value / 2, d->hi}) {
+      if (other == value || !in_domain(*d, other)) continue;
+      Family tried = f;
+      tried.params[key] = other;
+      try {
+        if (!same_instances(tried, without, 1)) return true;
+      } catch (const Error&) {  // a value this shape cannot take (a generator's own check)
+      }
+    }
+  return false;
+}
+
 namespace {
 Outcome replay_with(const Case& c, const Kernel& k) {
   if (c.instance) {

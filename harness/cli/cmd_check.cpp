@@ -214,12 +214,6 @@ Family with_values(Family f, const FamilySpec& s) {
 }
 
 // Whether the family's first `count` instances are the same bits as g's (corpus.h's instance_difference).
-bool same_instances(const Family& f, const Family& g, std::uint64_t count) {
-  for (std::uint64_t i = 0; i < count; ++i)
-    if (!instance_difference(make_instance(f, i), make_instance(g, i)).empty()) return false;
-  return true;
-}
-
 // The shortest decimal that reads back as v (0.1, not 0.10000000000000001; 1000, not 1e+03), for a command line.
 std::string shortest(double v) {
   char text[32];
@@ -236,10 +230,8 @@ std::string shortest(double v) {
 
 // `base` with the spec's values, each of them acting on what the generator makes. Parameters are shared (they
 // compose: normal[ties=3] makes ties), so a parameter the generator does not list is refused where it changes none of
-// the first instances (normal[rank=2], normal[pad=3] without mask=1): it was accepted and did nothing, and the run
-// read as a test of it. Where the value given changes nothing it may be the one the generator takes without it
-// (tied_max[ties=2,ties_min=2]: 2 is ties_min's own), so other values of its domain are tried on instance 0 before
-// the key is refused.
+// the first instances (normal[rank=2], normal[pad=3] without mask=1; param_acts): it was accepted and did nothing,
+// and the run read as a test of it.
 // A count of the spec's past the family's shape acts as the limit (pad 1000 at n_k 32 masks 31 keys): such a check
 // would be a test of a value it never made, reported and saved with it. `past_the_shape` (when given) says why, and
 // the caller leaves the check out (or refuses the spec, where that leaves none). The family comes back with every
@@ -253,26 +245,7 @@ Family with_acting_values(const Family& base, const FamilySpec& s, std::string* 
                         " at " + f.problem.describe() + " (" + c.why + ")";
   const auto& listed = default_family(s.generator).params;
   for (const auto& [key, value] : s.values) {
-    if (is_shape_key(key) || listed.count(key)) continue;
-    Family unset = base;  // without the key at all (a suite's family may set it already)
-    unset.params.erase(key);
-    FamilySpec without = s;
-    without.values.erase(key);
-    const Family g = with_values(unset, without);
-    if (!same_instances(f, g, 4)) continue;  // one instance may draw alike by chance (tie_rows' rows, keep's mask)
-    bool acts = false;
-    if (const auto d = param_domain(key, f.problem.input_format)) {
-      for (const double other : {d->lo, value + 1, value - 1, 2 * value, value / 2, d->hi}) {
-        if (acts || other == value || !in_domain(*d, other)) continue;
-        Family tried = f;
-        tried.params[key] = other;
-        try {
-          acts = !same_instances(tried, g, 1);
-        } catch (const Error&) {  // a value this shape cannot take (a generator's own check)
-        }
-      }
-    }
-    if (acts) continue;
+    if (is_shape_key(key) || listed.count(key) || param_acts(f, key)) continue;
     std::vector<std::string> listing;
     for (const auto& gen : generators())
       if (gen.defaults.count(key)) listing.push_back(gen.name);

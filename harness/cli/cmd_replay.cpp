@@ -288,6 +288,14 @@ int run_replay(const ReplayOptions& opt) {
           std::cout << "  note: the case's kernel is " << found_on << ", this replay's " << c.kernel
                     << ": other parameters\n";
       }
+      // A parameter the generator does not list that changes nothing it makes (rank on constant_v; an older
+      // shrinker's tie_level on near_tie): the file reads as a test of it. Said, not refused: the probe sees the
+      // first instances only, and a file that loads must keep loading (check --family refuses such a value).
+      const auto& listed = default_family(c.family.generator).params;
+      for (const auto& [key, value] : c.family.params)
+        if (!listed.count(key) && !param_acts(c.family, key))
+          std::cout << "  note: family.params." << key << " changes nothing " << c.family.generator << " makes here, "
+                    << "at this value or others (its first instances are the same bits without it): delete it\n";
       if (!other_failure.empty()) std::cout << "  " << other_failure << "\n";
       if (update) {
         std::cout << "  expected and stats updated in the file (" << status_name(c.expected) << " -> "
