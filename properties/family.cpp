@@ -228,7 +228,9 @@ Family family_from_json(const nlohmann::json& j) {
   f.generator = field<std::string>(j, "generator", "");
   entry(f.generator);  // throws for an unknown generator
   const nlohmann::json& pj = j.contains("problem") ? j.at("problem") : nlohmann::json();
-  if (!pj.is_object()) throw Error("family: missing field 'problem'");
+  if (!pj.is_object())  // a number or a list there was called missing
+    throw Error(j.contains("problem") ? std::string("family: field 'problem' must be an object, not ") + pj.type_name()
+                                      : std::string("family: missing field 'problem'"));
   Problem& p = f.problem;
   p.batch = field<int>(pj, "batch", "problem.");
   p.heads_q = field<int>(pj, "heads_q", "problem.");
@@ -245,7 +247,9 @@ Family family_from_json(const nlohmann::json& j) {
   f.tile_q = field<int>(j, "tile_q", "");
   f.tile_k = field<int>(j, "tile_k", "");
   if (f.tile_q < 0 || f.tile_k < 0) throw Error("family: tile_q and tile_k must be >= 0");
-  if (!j.contains("params") || !j.at("params").is_object()) throw Error("family: missing field 'params'");
+  if (!j.contains("params")) throw Error("family: missing field 'params'");
+  if (!j.at("params").is_object())
+    throw Error(std::string("family: field 'params' must be an object, not ") + j.at("params").type_name());
   for (const auto& [k, v] : j.at("params").items()) {
     if (!v.is_number()) throw Error("family: field 'params." + k + "' must be a number");
     f.params[k] = v.get<double>();

@@ -64,6 +64,17 @@ TEST(Family, JsonRoundTripsAndRejectsBadInput) {
     EXPECT_NE(std::string(e.what()).find("params lacks 'ties' (default 4), 'v_sign' (default 1)"), std::string::npos)
         << e.what();
   }
+  for (const char* key : {"problem", "params"}) {  // another type is not a missing field
+    j = family_to_json(default_family("normal"));
+    j[key] = 3;
+    try {
+      family_from_json(j);
+      ADD_FAILURE() << key << " = 3 was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("field '" + std::string(key) + "' must be an object, not number"),
+                std::string::npos) << e.what();
+    }
+  }
   j = family_to_json(default_family("normal"));
   j["problem"].erase("n_k");
   EXPECT_THROW(family_from_json(j), Error);
