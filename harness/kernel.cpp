@@ -2,6 +2,7 @@
 #include "harness/kernel.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -117,7 +118,8 @@ std::pair<std::string, KernelParams> parse_named_params(const std::string& name,
     const std::string value = item.substr(eq + 1);
     char* end = nullptr;
     const double v = std::strtod(value.c_str(), &end);
-    if (value.empty() || *end != '\0' || !std::isfinite(v))
+    // strtod skips leading blanks: "beta= 2" was taken where "beta=2 " was refused.
+    if (value.empty() || std::isspace(static_cast<unsigned char>(value[0])) || *end != '\0' || !std::isfinite(v))
       throw Error(what + " '" + name + "': '" + value + "' is not a finite number");
     if (!params.emplace(item.substr(0, eq), v).second)
       throw Error(what + " '" + name + "': '" + item.substr(0, eq) + "' is given twice");

@@ -227,6 +227,8 @@ TEST(BuiltinKernels, FactoriesBuildCanonicalNamesAndRejectBadParameters) {
   EXPECT_THROW(r.get("paper[tile_q=0]"), Error);
   EXPECT_THROW(r.get("paper[tile_q=2.5]"), Error);
   EXPECT_THROW(r.get("paper[colour=1]"), Error);
+  EXPECT_THROW(r.get("paper-fixed[beta= 4]"), Error);  // a blank before the value, as after it (strtod skipped it)
+  EXPECT_THROW(r.get("paper-fixed[beta=4 ]"), Error);
   EXPECT_THROW(r.find("fa2")->with_tiles(0, 4), Error);
   EXPECT_THROW(r.get("oracle[tile_q=4]"), Error);
 }
