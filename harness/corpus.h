@@ -86,7 +86,8 @@ std::string file_name_part(const std::string& s);
 // or "" when they are identical.
 std::string instance_difference(const Instance& pinned, const Instance& now);
 // Whether parameter `key` of `f` changes what f makes: its first 4 instances differ from f's without the key (one
-// instance may draw alike by chance: tie_rows' rows, keep's mask), or, where the value is the one the generator takes
+// instance may draw alike by chance: tie_rows' rows, keep's mask; a family the generator cannot make without it
+// counts as differing), or, where the value is the one the generator takes
 // without it (tied_max[ties=2,ties_min=2]: 2 is ties_min's own), another value of its domain changes instance 0.
 // `check --family` refuses a parameter the generator does not list where it does not act (rank on constant_v was
 // shown in the family and did nothing); `replay` notes one in a case file.

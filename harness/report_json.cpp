@@ -133,9 +133,10 @@ Baseline load_baseline(const std::string& path) {
   constexpr std::uintmax_t kMaxBytes = std::uintmax_t(256) << 20;
   const std::string at = "--baseline " + path;
   if (path.empty()) throw Error("--baseline: an empty path");
+  const std::string text = read_bounded_file(path, kMaxBytes, at, "a run report");
   json j;
   try {  // as strictly as a case file: a key twice (the last one read) could turn a failure into a known one
-    j = parse_json_strictly(read_bounded_file(path, kMaxBytes, at, "a run report"), at);
+    j = parse_json_strictly(text, at);
   } catch (const Error& e) {
     throw Error(std::string(e.what()) + " (give the file `check --json FILE` wrote)");
   }

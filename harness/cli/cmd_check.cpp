@@ -213,7 +213,6 @@ Family with_values(Family f, const FamilySpec& s) {
   return f;
 }
 
-// Whether the family's first `count` instances are the same bits as g's (corpus.h's instance_difference).
 // The shortest decimal that reads back as v (0.1, not 0.10000000000000001; 1000, not 1e+03), for a command line.
 std::string shortest(double v) {
   char text[32];

@@ -151,11 +151,11 @@ int run_main(int argc, char** argv) {
                 << "attncheck check -k fa2 (see attncheck --help)\n";
       return cli::kExitUsage;
     }
-    // `--help check` is `help check`: CLI11 printed the top page, exit 0, for `--help nonsense`, and dropped words.
+    // `--help check` is `help check` (CLI11 printed the top page, exit 0, for `--help nonsense`); words after the
+    // command are left out, as `check --help -k fa2` leaves them.
     if ((word == "-h" || word == "--help") && argc > 2) {
       static char help_word[] = "help";
-      std::vector<char*> args{argv[0], help_word};
-      args.insert(args.end(), argv + 2, argv + argc);
+      std::vector<char*> args{argv[0], help_word, argv[2]};
       return run_main(static_cast<int>(args.size()), args.data());
     }
     if (word == "--version" && argc > 2) {  // CLI11 prints the version at the flag and drops what follows: exit 0
@@ -178,7 +178,7 @@ int run_main(int argc, char** argv) {
       }
       static char help_flag[] = "--help";
       std::vector<char*> args{argv[0]};
-      if (argc > 2) args.push_back(argv[2]);
+      if (argc > 2 && std::string(argv[2]) != "help") args.push_back(argv[2]);  // `help help`: the top page
       args.push_back(help_flag);
       return run_main(static_cast<int>(args.size()), args.data());
     }
