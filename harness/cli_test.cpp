@@ -944,32 +944,38 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   EXPECT_NE(again.out.find("crash-0123"), std::string::npos) << again.out;
 
   // SIGTERM (or SIGINT) stops the fuzzer, and the campaign still reports what it found: it ended attncheck at once,
-  // with no summary, and the fuzzer ran on. (The stand-in signals its parent, attncheck, then waits for SIGINT.)
-  const CmdResult stopped = fuzz(script("stopped.sh", "printf y > \"${prefix}crash-0456\"; trap 'exit 72' INT; "
-                                                      "kill -TERM $PPID; while :; do sleep 0.1; done"), "f10");
+  // with no summary, and the fuzzer ran on. (The stand-in signals its parent, attncheck, then waits for SIGTERM, with
+  // SIGINT ignored as libFuzzer's fork-mode parent has it while it waits on its jobs in system(): SIGINT let a
+  // --workers campaign run its whole --time.)
+  const auto stop_start = std::chrono::steady_clock::now();
+  const CmdResult stopped = fuzz(script("stopped.sh", "printf y > \"${prefix}crash-0456\"; trap '' INT; "
+                                                      "trap 'exit 72' TERM; kill -TERM $PPID; "
+                                                      "while :; do sleep 0.1; done"), "f10", " --workers 2");
   EXPECT_EQ(stopped.status, 1) << stopped.out << stopped.err;
+  // at the signal, not at --time 1 + --grace 120 + 30 s of SIGKILL's wait (the margin is for a busy machine)
+  EXPECT_LT(std::chrono::steady_clock::now() - stop_start, std::chrono::seconds(30));
   EXPECT_NE(stopped.err.find("stopping the fuzzer (signal 15)"), std::string::npos) << stopped.err;
   const std::string stopped_summary = slurp(dir_ / "f10" / "fuzz-paper-summary.json");
   EXPECT_NE(stopped_summary.find("crash-0456"), std::string::npos) << stopped_summary;
   EXPECT_NE(stopped_summary.find("\"interrupted\": true"), std::string::npos) << stopped_summary;
 
-  // A fuzzer still running --grace s past --time (one input of a large --bias-t can run long) is stopped: SIGINT,
+  // A fuzzer still running --grace s past --time (one input of a large --bias-t can run long) is stopped: SIGTERM,
   // then SIGKILL as long again (at most 30 s) later. With no finding that is exit 2, said, never "no finding"; what it
-  // found before is still a finding. (The stand-ins loop past --time 1; one leaves on SIGINT, one ignores it.)
+  // found before is still a finding. (The stand-ins loop past --time 1; one leaves on SIGTERM, one ignores it.)
   const std::string forever = "while :; do sleep 0.1; done";
-  const CmdResult overran = fuzz(script("overrun.sh", "trap 'exit 0' INT; " + forever), "f13", " --grace 1");
+  const CmdResult overran = fuzz(script("overrun.sh", "trap 'exit 0' TERM; " + forever), "f13", " --grace 1");
   EXPECT_EQ(overran.status, 2) << overran.out << overran.err;
   EXPECT_NE(overran.err.find("overran --time by 1 s (one input runs long: a large --bias-t?); stopping it"), std::string::npos) << overran.err;
   EXPECT_NE(overran.err.find("the fuzzer overran --time by 1 s and was stopped, with no finding"), std::string::npos)
       << overran.err;
   const auto deaf_start = std::chrono::steady_clock::now();
-  const CmdResult deaf = fuzz(script("deaf.sh", "trap '' INT; " + forever), "f14", " --grace 1");
+  const CmdResult deaf = fuzz(script("deaf.sh", "trap '' INT TERM; " + forever), "f14", " --grace 1");
   EXPECT_EQ(deaf.status, 2) << deaf.out << deaf.err;
-  // killed grace s after the SIGINT (at 3 s), not after a fixed 30 s (the margin is for a busy machine)
+  // killed grace s after the SIGTERM (at 3 s), not after a fixed 30 s (the margin is for a busy machine)
   EXPECT_LT(std::chrono::steady_clock::now() - deaf_start, std::chrono::seconds(20));
   EXPECT_NE(deaf.err.find("the fuzzer overran --time by 1 s and was stopped"), std::string::npos) << deaf.err;
   const CmdResult overran_found =
-      fuzz(script("overrun-found.sh", "printf z > \"${prefix}crash-0789\"; trap 'exit 0' INT; " + forever), "f15",
+      fuzz(script("overrun-found.sh", "printf z > \"${prefix}crash-0789\"; trap 'exit 0' TERM; " + forever), "f15",
            " --grace 1");
   EXPECT_EQ(overran_found.status, 1) << overran_found.out << overran_found.err;
   EXPECT_NE(overran_found.out.find("crash-0789"), std::string::npos) << overran_found.out;

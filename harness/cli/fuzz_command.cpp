@@ -193,7 +193,9 @@ std::string find_fuzzer(const FuzzOptions& o, const std::vector<std::string>& en
 }
 
 // SIGINT and SIGTERM during a campaign (StopSignals::For::kFuzz, stop_signals.h): counted, acted on by run_fuzz's
-// loop. The first stops the fuzzer (it is sent SIGINT: libFuzzer's own handler prints its statistics and exits), and
+// loop. The first stops the fuzzer (its process group is sent SIGTERM, which libFuzzer handles as SIGINT: it prints
+// its statistics and exits; SIGINT itself did not stop a --workers campaign, whose fork-mode parent waits on its
+// jobs in system() with SIGINT ignored: the jobs died, counted as crashes, and were replaced until --time), and
 // the campaign then minimises and writes its summary as when its time is up; a second stops the fuzzer at once
 // (SIGKILL) and minimising too (the groups not yet minimised keep their raw cases). Before, the signal ended
 // attncheck at once: no minimisation, no summary, and the fuzzer, in a process group of its own, ran on without a
@@ -294,7 +296,7 @@ int run_fuzz(const FuzzOptions& o) {
   require_writable_dir(corpus.string(), "--corpus");  // a clear error, not filesystem_error's "internal error"
   require_writable_dir(raw.string(), "--findings");
   const fs::path log = raw / "fuzz.log";
-  // Past --time by --grace s, the fuzzer is stopped (SIGINT, then SIGKILL grace_kill s later): libFuzzer checks its
+  // Past --time by --grace s, the fuzzer is stopped (SIGTERM, then SIGKILL grace_kill s later): libFuzzer checks its
   // -max_total_time between inputs, and one input (a large --bias-t batch) can run long.
   const double grace = o.grace, grace_kill = std::min(30.0, grace);
 
@@ -438,13 +440,13 @@ int run_fuzz(const FuzzOptions& o) {
                 << " (signal " << g_last_stop_signal << ")"
                 << (stops_acted == 1 ? "; the findings so far are minimised and summarised (again to skip that)" : "")
                 << "\n";
-      ::kill(-child.pid, stops_acted == 1 ? SIGINT : SIGKILL);
+      ::kill(-child.pid, stops_acted == 1 ? SIGTERM : SIGKILL);
     }
     if (el > o.seconds + grace && !overran) {  // libFuzzer stops itself between inputs; this is a safety net
       overran = true;
       std::cerr << "attncheck fuzz: the fuzzer overran --time by " << grace << " s (one input runs long: a large "
                 << "--bias-t?); stopping it\n";
-      ::kill(-child.pid, SIGINT);
+      ::kill(-child.pid, SIGTERM);
     }
     if (el > o.seconds + grace + grace_kill) ::kill(-child.pid, SIGKILL);
   }
@@ -755,7 +757,7 @@ void add_fuzz(CLI::App& app, Runner& run) {
                   "sanitizer faults only)")
       ->type_name("PROPERTY");
   sub->add_option("--grace", opt->grace,
-                  "Seconds past --time before a fuzzer still running is stopped (SIGINT; SIGKILL up to 30 s later), "
+                  "Seconds past --time before a fuzzer still running is stopped (SIGTERM; SIGKILL up to 30 s later), "
                   "1 to 1 day: one input of a large --bias-t can run long")
       ->capture_default_str()
       ->type_name("SECONDS")
