@@ -900,6 +900,12 @@ TEST_F(Cli, FuzzPassesItsPropertiesToTheTarget) {
   EXPECT_EQ(mixed.status, 2) << mixed.out << mixed.err;
   EXPECT_NE(mixed.err.find("--property none"), std::string::npos) << mixed.err;
   EXPECT_FALSE(fs::exists(got)) << "the fuzzer ran";
+  // gpu_matches_cpu_model alone on a CPU kernel (paper, the default) skips every input: refused, not "no finding"
+  const CmdResult untestable = fuzz(" --property gpu_matches_cpu_model");
+  EXPECT_EQ(untestable.status, 2) << untestable.out << untestable.err;
+  EXPECT_NE(untestable.err.find("--property gpu_matches_cpu_model on paper would test nothing: it has no CPU twin"),
+            std::string::npos) << untestable.err;
+  EXPECT_FALSE(fs::exists(got)) << "the fuzzer ran";
   const CmdResult unknown = fuzz(" --property unbaised");
   EXPECT_EQ(unknown.status, 2) << unknown.out << unknown.err;
   EXPECT_NE(unknown.err.find("unbaised"), std::string::npos) << unknown.err;

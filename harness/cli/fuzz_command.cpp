@@ -268,6 +268,11 @@ int run_fuzz(const FuzzOptions& o) {
     }
     if (names.size() > 1 && std::find(names.begin(), names.end(), "none") != names.end())
       throw Error("--property none means no property: it cannot be given with others");
+    // gpu_matches_cpu_model alone on a kernel with no CPU twin skips every input: the campaign ran at the speed of
+    // `none` and said "no finding", exit 0 (check says "nothing was tested", exit 2).
+    if (names == std::vector<std::string>{"gpu_matches_cpu_model"} && !kernel.cpu_twin().kernel)
+      throw Error("--property gpu_matches_cpu_model on " + o.kernel + " would test nothing: it has no CPU twin (CPU " +
+                  "kernels are their own models); fuzz a cuda: kernel with it, or another property here");
     std::string list;
     for (const std::string& p : names) list += (list.empty() ? "" : ",") + p;
     target_env.push_back("ATTNCHECK_FUZZ_PROPERTIES=" + list);
