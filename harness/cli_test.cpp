@@ -906,6 +906,17 @@ TEST_F(Cli, FuzzPassesItsPropertiesToTheTarget) {
   EXPECT_NE(untestable.err.find("--property gpu_matches_cpu_model on paper would test nothing: it has no CPU twin"),
             std::string::npos) << untestable.err;
   EXPECT_FALSE(fs::exists(got)) << "the fuzzer ran";
+  // The probe runs with the kernel: a fuzz build without it says so before the campaign (the stand-in refuses any).
+  const std::string no_kernel = file("nokernel.sh", "#!/bin/sh\nif [ -n \"$ATTNCHECK_FUZZ_KERNEL\" ]; then echo "
+                                     "\"attncheck-fuzz: error: unknown kernel '$ATTNCHECK_FUZZ_KERNEL'\"; exit 2; fi\n"
+                                     "echo 'Usage of libFuzzer'\nexit 0\n");
+  fs::permissions(no_kernel, fs::perms::owner_all);
+  const CmdResult absent = run("fuzz --time 1 --fuzzer " + shell_word(no_kernel) + " --seeds " +
+                               (dir_ / "seeds").string() + " --corpus " + (dir_ / "corpus").string() + " --findings " +
+                               (dir_ / "nk").string());
+  EXPECT_EQ(absent.status, 2) << absent.out << absent.err;
+  EXPECT_NE(absent.err.find("refuses its settings: unknown kernel 'paper'"), std::string::npos) << absent.err;
+  EXPECT_FALSE(fs::exists(dir_ / "nk" / "fuzz-paper-summary.md")) << "a campaign ran";
   const CmdResult unknown = fuzz(" --property unbaised");
   EXPECT_EQ(unknown.status, 2) << unknown.out << unknown.err;
   EXPECT_NE(unknown.err.find("unbaised"), std::string::npos) << unknown.err;

@@ -277,7 +277,11 @@ int run_fuzz(const FuzzOptions& o) {
     for (const std::string& p : names) list += (list.empty() ? "" : ",") + p;
     target_env.push_back("ATTNCHECK_FUZZ_PROPERTIES=" + list);
   }
-  const std::string fuzzer = find_fuzzer(o, target_env);
+  // The -help=1 probe runs with the kernel too: a fuzz build without it (a twin in the CPU-only build-fuzz/) refuses
+  // it there, in one line, not after the campaign ("the fuzzer ended with exit 2 ... see fuzz.log").
+  std::vector<std::string> probe_env = target_env;
+  probe_env.push_back("ATTNCHECK_FUZZ_KERNEL=" + o.kernel);
+  const std::string fuzzer = find_fuzzer(o, probe_env);
   // Where the findings go, and the seeds named, are checked before the campaign, not after it.
   require_writable_dir(o.findings, "--findings");
   // The defaults are the checkout's, found from here or, as the fuzzer is, beside attncheck's build folder (a run
