@@ -270,22 +270,23 @@ int run_replay(const ReplayOptions& opt) {
                         c.kernel + (is.empty() ? " fails otherwise" : " on " + is) + ": another failure";
         same = false, moved.clear();
       }
-      // --update-expected: a verdict that differs becomes the file's (a fixed kernel's finding now passes: a
-      // regression case; a turned bias: the new direction), pass or fail only (a skip says the kernel declined).
-      // Written before it is counted: a write that fails is a file that could not be replayed, not also a difference.
       // A parameter the generator does not list that changes nothing it makes (rank on constant_v; an older
       // shrinker's tie_level on near_tie): the file reads as a test of it. Said, not refused: the probe sees the
       // first instances only, and a file that loads must keep loading (check --family refuses such a value). A
       // family that cannot be generated (a kernel that declined before, a skip) gets no note, never an error.
       std::string unread;
       try {
+        const auto& listed = default_family(c.family.generator).params;
         for (const auto& [key, value] : c.family.params)
-          if (!default_family(c.family.generator).params.count(key) && !param_acts(c.family, key))
+          if (!listed.count(key) && !param_acts(c.family, key))
             unread += "  note: family.params." + key + " changes nothing " + c.family.generator + " makes here, at " +
                       "this value or others (its first instances are the same bits without it): delete it\n";
       } catch (const Error&) {
         unread.clear();
       }
+      // --update-expected: a verdict that differs becomes the file's (a fixed kernel's finding now passes: a
+      // regression case; a turned bias: the new direction), pass or fail only (a skip says the kernel declined).
+      // Written before it is counted: a write that fails is a file that could not be replayed, not also a difference.
       const bool update = opt.update_expected && !same && (o.status == Status::kPass || o.status == Status::kFail);
       if (update) update_case_verdict(path, o.status, o.stats, updated_note(c, o));
       differ += !same && !update;
