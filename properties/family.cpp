@@ -6,13 +6,13 @@
 // Run the tests: ctest -R family_test
 #include "properties/family.h"
 
-#include <fmt/format.h>
-
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <type_traits>
 #include <utility>
+
+#include <fmt/format.h>
 
 namespace attncheck {
 
