@@ -289,6 +289,11 @@ TEST_F(Cli, HelpAndUsageErrors) {
            {"check -k paper --json - --junit /dev/stdout", "--json and --junit both name standard output"},
            {"check -k paper --junit " + saved_case, "a saved case (attncheck-case)"},  // it replaced the case
            {"check --seconds 2e7", "--seconds: 2e7 is outside 0 to 10000000"},
+           {"fuzz --time 0x10", "--time: '0x10' is not a number"},  // taken as 16 s, and " 3" as 3
+           {"fuzz --time ' 3'", "--time: ' 3' is not a number"},
+           {"check --seconds 1_0", "--seconds: '1_0' is not a number"},
+           {"fuzz --time 2 --fuzzer ''", "--fuzzer: an empty path"},  // it searched for one
+           {"fuzz --time 2 --fuzzer " + dir_.string(), "--fuzzer " + dir_.string() + ": a directory"},
            {"fuzz --seed 1.5", "--seed: '1.5' is not an integer"},
            {"fuzz --seed 4294967296", "4294967296 is outside 1 to 4294967295"},
            {"fuzz --workers many", "--workers: 'many' is not an integer"},
@@ -959,6 +964,27 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   const CmdResult again = fuzz(script("crash.sh", "printf x > \"${prefix}crash-0123\"; exit 1"), "f1");
   EXPECT_EQ(again.status, 1) << again.out << again.err;
   EXPECT_NE(again.out.find("crash-0123"), std::string::npos) << again.out;
+  // The first campaign's summary is kept under its start time (it was replaced: its findings listed nowhere).
+  EXPECT_NE(again.err.find("the earlier campaign's summary is kept as " + (dir_ / "f1").string() +
+                           "/fuzz-paper-summary-20"), std::string::npos) << again.err;
+  int kept = 0;
+  for (const auto& e : fs::directory_iterator(dir_ / "f1")) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("fuzz-paper-summary-20", 0) != 0) continue;
+    ++kept;
+    EXPECT_NE(slurp(e.path()).find("crash-0123"), std::string::npos) << name;
+  }
+  EXPECT_EQ(kept, 2) << "the earlier .md and .json";
+  // A summary that cannot be written (a link to a full disk) does not keep the other file or the printed summary
+  // from being written (an unwritable .md skipped both): exit 2, after them.
+  fs::create_directories(dir_ / "f17");
+  fs::create_symlink("/dev/full", dir_ / "f17" / "fuzz-paper-summary.md");
+  const CmdResult full = fuzz(script("crash.sh", "printf x > \"${prefix}crash-0123\"; exit 1"), "f17");
+  EXPECT_EQ(full.status, 2) << full.out << full.err;
+  EXPECT_NE(full.out.find("crash-0123"), std::string::npos) << full.out;
+  EXPECT_NE(slurp(dir_ / "f17" / "fuzz-paper-summary.json").find("crash-0123"), std::string::npos);
+  EXPECT_NE(full.err.find("the campaign's summary could not be written in full (printed above): cannot write " +
+                          (dir_ / "f17" / "fuzz-paper-summary.md").string()), std::string::npos) << full.err;
 
   // SIGTERM (or SIGINT) stops the fuzzer, and the campaign still reports what it found: it ended attncheck at once,
   // with no summary, and the fuzzer ran on. (The stand-in signals its parent, attncheck, then waits for SIGTERM, with
@@ -996,6 +1022,14 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
            " --grace 1");
   EXPECT_EQ(overran_found.status, 1) << overran_found.out << overran_found.err;
   EXPECT_NE(overran_found.out.find("crash-0789"), std::string::npos) << overran_found.out;
+  // A fuzzer that closes its output and runs on is stopped as one that overruns (it was waited on forever: the
+  // wait came after the output's end, past every deadline).
+  const auto closed_start = std::chrono::steady_clock::now();
+  const CmdResult closed = fuzz(script("closed.sh", "exec >&- 2>&-; trap 'exit 0' TERM; " + forever), "f18",
+                                " --grace 1");
+  EXPECT_EQ(closed.status, 2) << closed.out << closed.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - closed_start, std::chrono::seconds(20));
+  EXPECT_NE(closed.err.find("the fuzzer overran --time by 1 s and was stopped"), std::string::npos) << closed.err;
   const CmdResult short_grace = fuzz(script("ok.sh", "exit 0"), "f16", " --grace 0.5");
   EXPECT_EQ(short_grace.status, 2) << short_grace.out << short_grace.err;
   EXPECT_NE(short_grace.err.find("--grace"), std::string::npos) << short_grace.err;
@@ -1095,6 +1129,34 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   const json bias_summary = json::parse(slurp(dir_ / "bias" / "fuzz-paper-summary.json"));
   EXPECT_EQ(bias_summary["findings"][0]["confirmed"], true) << bias_summary.dump(1);
   EXPECT_EQ(bias_summary["findings"][0]["confirmation"]["status"], "fail") << bias_summary.dump(1);
+  EXPECT_EQ(bias_summary["interrupted"], false) << bias_summary.dump(1);
+
+  // A signal while minimising stops it, and the summary says so: "interrupted": false and "(not minimised)", as for
+  // a spent budget, was all it said. The stand-in leaves two groups, tied_max first (at T = 512: its confirmation
+  // and each shrink step take a good part of a second), and a process that signals attncheck once it reads, in
+  // attncheck's standard error, that tied_max is being minimised: near_tie is then left raw.
+  json slow = json::parse(slurp(real));
+  slow["budget"]["instances"] = 512;
+  const std::string slow_file = file("slow.json", slow.dump(1));
+  const std::string near = bias_case("-k paper --family near_tie", "near");
+  const CmdResult cut = fuzz(script("cut.sh", "cp " + slow_file + " \"$ATTNCHECK_FUZZ_FINDINGS/a.json\"; sleep 1.5; cp " +
+                                    near + " \"$ATTNCHECK_FUZZ_FINDINGS/b.json\"; att=$PPID; (i=0; while [ $i -lt 1000 ] "
+                                    "&& ! grep -q 'minimising unbiased / tied_max' " + shell_word((dir_ / "err").string()) +
+                                    "; do sleep 0.02; i=$((i+1)); done; kill -TERM $att) </dev/null >/dev/null 2>&1 &"),
+                             "cut");
+  EXPECT_EQ(cut.status, 1) << cut.out << cut.err;
+  EXPECT_NE(cut.err.find("minimising stopped by a signal"), std::string::npos) << cut.err;
+  EXPECT_NE(cut.out.find("Minimising was stopped by a signal: 1 group(s) keep their raw cases."), std::string::npos)
+      << cut.out;
+  const json cut_summary = json::parse(slurp(dir_ / "cut" / "fuzz-paper-summary.json"));
+  EXPECT_EQ(cut_summary["interrupted"], true) << cut_summary.dump(1);
+  EXPECT_EQ(cut_summary["minimising_stopped"], true) << cut_summary.dump(1);
+  EXPECT_EQ(cut_summary["not_minimised_groups"], 1) << cut_summary.dump(1);
+  ASSERT_EQ(cut_summary["findings"].size(), 2u) << cut_summary.dump(1);
+  EXPECT_EQ(cut_summary["findings"][0]["generator"], "tied_max") << cut_summary.dump(1);
+  EXPECT_TRUE(cut_summary["findings"][0].contains("shrink_steps")) << "the shrink under way was finished";
+  EXPECT_EQ(cut_summary["findings"][1]["message"], "(not minimised: minimising was stopped by a signal)")
+      << cut_summary.dump(1);
 
   // The target checks its ATTNCHECK_FUZZ_* settings before it answers -help=1: its own error is what the user sees
   // (it was "not a libFuzzer build"). A --corpus that is a file is a clear error (it was an "internal error").

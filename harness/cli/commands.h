@@ -11,6 +11,7 @@
 #include <cmath>
 #include <functional>
 #include <iomanip>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -60,8 +61,13 @@ CLI::Validator number_in(T lo, T hi) {
             return text + " is outside " + range;
           return "'" + text + "' is not " + (std::is_integral_v<T> ? "an integer" : "a number");
         }
-        if constexpr (std::is_floating_point_v<T>)
+        if constexpr (std::is_floating_point_v<T>) {
           if (!std::isfinite(value)) return "not a finite number";
+          // Numbers in decimal only (an optional sign, digits with one point, an exponent), as the integers above:
+          // CLI11 also takes " 3", "0x10" (16) and "1_000" (1000) where a number of seconds is asked for.
+          if (!std::regex_match(text, std::regex(R"([+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?)")))
+            return "'" + text + "' is not a number";
+        }
         if (!(value >= lo && value <= hi)) return text + " is outside " + range;
         return "";
       },

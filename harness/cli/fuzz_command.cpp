@@ -13,7 +13,8 @@
 //    it with the property shrinker (check_and_shrink), checks that the minimal case replays with the same
 //    verdict, and writes it with write_finding into <findings>.
 // 3. Writes <findings>/fuzz-<kernel>-summary.md and .json: what failed, the minimal case, the replay
-//    command, first-seen time (seconds into the campaign), executions and exec/s.
+//    command, first-seen time (seconds into the campaign), executions and exec/s, how minimising ended. An earlier
+//    campaign's summary there is kept as fuzz-<kernel>-summary-<its start>.md and .json.
 // Exit: 0 no finding, 1 findings (minimised and saved), 2 usage error (no libFuzzer build, bad option), a fuzzer that
 // ended or overran without a finding, a raw finding that could not be read or a group none of whose cases could be
 // saved; 128 + N when signal N (SIGINT, SIGTERM) stopped a campaign that found nothing.
@@ -29,6 +30,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <ctime>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -70,7 +72,7 @@ struct FuzzOptions {
   double seconds = 60;
   int workers = 1;
   std::string corpus, findings = "corpus/findings", fuzzer, seeds = "corpus/seeds/kernel";
-  bool seeds_given = false, corpus_given = false;
+  bool seeds_given = false, corpus_given = false, fuzzer_given = false;
   std::uint64_t seed = 1;
   int bias_t = 32;
   bool no_feedback = false;
@@ -168,7 +170,11 @@ std::string beside_fuzzer() { return in_checkout("build-fuzz/harness/fuzz/attnch
 
 std::string find_fuzzer(const FuzzOptions& o, const std::vector<std::string>& env) {
   std::vector<std::string> tries;
+  if (o.fuzzer_given && o.fuzzer.empty()) throw Error("--fuzzer: an empty path");  // it searched for one
   if (!o.fuzzer.empty()) {  // named: it or nothing
+    if (fs::is_directory(o.fuzzer))  // it was "not a libFuzzer build" (a directory is X_OK)
+      throw Error("--fuzzer " + o.fuzzer + ": a directory; name the fuzz binary in it "
+                  "(build-fuzz/harness/fuzz/attncheck_fuzz_kernel)");
     if (::access(o.fuzzer.c_str(), X_OK) != 0)
       throw Error("--fuzzer " + o.fuzzer + ": " + (::access(o.fuzzer.c_str(), F_OK) == 0 ? "not executable" : "no such file"));
     tries.push_back(o.fuzzer);
@@ -237,6 +243,46 @@ struct Group {
   double first_seen = 0;  // seconds into the campaign
   int raw_count = 0;
 };
+
+// An earlier campaign's summary at `md` and `js` (a second campaign on one --findings folder) is kept: renamed to
+// <name>-<its start, from its .json's started_at, else the file's time>.md and .json, and said on stderr. Regular
+// files only: a link (to /dev/stdout, to a shared report) is written through, as before.
+void keep_earlier_summary(const fs::path& md, const fs::path& js) {
+  std::error_code ec;
+  const auto earlier = [&](const fs::path& p) { return fs::is_regular_file(fs::symlink_status(p, ec)); };
+  if (!earlier(md) && !earlier(js)) return;
+  std::string when;
+  if (std::ifstream in(js); earlier(js) && in) {
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("started_at") && j["started_at"].is_string()) when = j["started_at"];
+  }
+  struct stat st {};
+  if (when.empty() && (::stat(md.c_str(), &st) == 0 || ::stat(js.c_str(), &st) == 0)) {
+    std::tm tm{};
+    char buf[32];
+    if (::gmtime_r(&st.st_mtime, &tm) && std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm)) when = buf;
+  }
+  std::string stamp;  // 2026-12-06T11:02:03Z -> 2026-12-06T110203Z: a file name's characters only
+  for (char ch : when)
+    if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-') stamp += ch;
+  if (stamp.empty()) stamp = "earlier";
+  const std::string stem = md.stem().string() + "-" + stamp;  // fuzz-<kernel>-summary-<stamp>
+  std::string name = stem;
+  const auto taken = [&](const std::string& n) {
+    return fs::exists(md.parent_path() / (n + ".md"), ec) || fs::exists(js.parent_path() / (n + ".json"), ec);
+  };
+  for (int n = 2; taken(name);) name = stem + "-" + std::to_string(n++);
+  for (const fs::path& from : {md, js}) {
+    if (!earlier(from)) continue;
+    const fs::path to = from.parent_path() / (name + from.extension().string());
+    fs::rename(from, to, ec);
+    if (ec)
+      std::cerr << "attncheck fuzz: warning: the earlier campaign's " << printable(from.string()) << " could not be "
+                << "kept as " << printable(to.string()) << " (" << ec.message() << "); it is replaced\n";
+    else
+      std::cerr << "attncheck fuzz: the earlier campaign's summary is kept as " << printable(to.string()) << "\n";
+  }
+}
 
 int run_fuzz(const FuzzOptions& o) {
   if (o.seconds <= 0) throw Error("--time must be positive");
@@ -398,17 +444,23 @@ int run_fuzz(const FuzzOptions& o) {
   bool overran = false;
   const std::regex exec_re(R"(#(\d+).*exec/s:? (\d+))");  // plain and -fork status lines
   auto last_progress = Clock::now();
-  bool done = false;
-  while (!done) {
-    pollfd p[2] = {{child.out, POLLIN, 0}, {err_read, POLLIN, 0}};
-    if (::poll(p, 2, 1000) > 0 && (p[1].revents & POLLIN)) read_errors(false);
+  // The loop ends when the fuzzer's output has ended and the fuzzer has exited: a fuzzer that closed its output and
+  // ran on was waited on forever (waitpid after the output's end), past --time and past the signals below.
+  bool eof = false;
+  int status = 0;
+  bool err_open = true;  // until every writer of the error channel has closed it (then it would poll at once, always)
+  for (bool reaped = false; !(eof && reaped);) {
+    pollfd p[2] = {{eof ? -1 : child.out, POLLIN, 0}, {err_open ? err_read : -1, POLLIN, 0}};  // -1: not polled
+    if (::poll(p, 2, eof ? 50 : 1000) > 0 && (p[1].revents & POLLIN)) read_errors(false);
+    if ((p[1].revents & POLLHUP) && !(p[1].revents & POLLIN)) err_open = false;
+    if (eof) reaped = ::waitpid(child.pid, &status, WNOHANG) == child.pid;
     if (p[0].revents & (POLLIN | POLLHUP)) {
       char buf[4096];
       const ssize_t n = ::read(child.out, buf, sizeof buf);
       if (n < 0 && errno == EINTR) {
         // a signal (SA_RESTART makes this rare): acted on below, and the next poll reads on
       } else if (n <= 0) {
-        done = true;
+        eof = true;
       } else {
         logf.write(buf, n);
         pending.append(buf, static_cast<std::size_t>(n));
@@ -459,8 +511,6 @@ int run_fuzz(const FuzzOptions& o) {
     }
     if (el > o.seconds + grace + grace_kill) ::kill(-child.pid, SIGKILL);
   }
-  int status = 0;
-  ::waitpid(child.pid, &status, 0);
   ::close(child.out);
   read_errors(true);  // what the fuzzer and its jobs said last
   ::close(err_read);
@@ -522,14 +572,10 @@ int run_fuzz(const FuzzOptions& o) {
   nlohmann::json report{{"kernel", o.kernel}, {"seconds", total}, {"workers", o.workers}, {"executions", execs},
                         {"exec_per_s", rate}, {"raw_findings", first_seen.size()}, {"fuzzer", fuzzer},
                         {"fuzzer_status", fuzzer_status}, {"started_at", started_at},
-                        {"interrupted", interrupted}, {"overran", overran}, {"failed_saves", unsaved},
+                        {"overran", overran}, {"failed_saves", unsaved},
                         {"lost_groups", lost},
                         {"findings", nlohmann::json::array()}, {"artifacts", nlohmann::json::array()}};
-  std::ostringstream md;
-  md << "# attncheck fuzz: " << o.kernel << "\n\n" << static_cast<long>(total) << " s, " << o.workers
-     << " worker(s), " << execs << " executions (" << rate << " exec/s), " << first_seen.size()
-     << " raw finding(s) in " << groups.size() << " group(s); the fuzzer ended with " << fuzzer_status
-     << (interrupted ? " (stopped by a signal)" : overran ? " (stopped by attncheck: it overran --time)" : "") << ".\n\n";
+  std::ostringstream md;  // the summary's body; its head (below) says how minimising ended, known at the end
   if (!lost.empty()) {
     md << "**Lost: " << lost.size() << " group(s) failed, but no case of theirs could be saved** (a full disk?):";
     for (const std::string& g : lost) md << " " << g << ";";
@@ -561,6 +607,7 @@ int run_fuzz(const FuzzOptions& o) {
   }
   const double shrink_budget = std::max(kMinimiseSeconds, kMinimiseShare * o.seconds);
   bool minimise_stopped = false;
+  std::size_t not_minimised = 0;  // groups left raw by a signal or the spent budget
   std::size_t unconfirmed_groups = 0;  // bias groups a fresh sample did not confirm: not findings (exit status)
   for (const auto& key : order) {
     Group& g = groups[key];
@@ -568,7 +615,7 @@ int run_fuzz(const FuzzOptions& o) {
                      {"raw_count", g.raw_count}, {"raw_case", g.raw_path}, {"found_at", g.first.found_at}};
     try {
       Case best = g.first;
-      std::string message = "(not minimised)", report_text;
+      std::string message, report_text;
       bool was_minimised = false;
       const double shrinking = seconds_since(start) - total;
       // A second signal in all (or a first one after the fuzzer ended) stops minimising; the groups left keep their
@@ -588,7 +635,13 @@ int run_fuzz(const FuzzOptions& o) {
       bool unconfirmed = false;
       if (fault) {
         message = g.first.note.substr(0, g.first.note.find(" | ")) + " (a fault is not shrunk)";
-      } else if (shrinking < shrink_budget && !minimise_stopped) {
+      } else if (minimise_stopped) {  // said apart from a spent budget (both read "(not minimised)")
+        message = "(not minimised: minimising was stopped by a signal)";
+        ++not_minimised;
+      } else if (shrinking >= shrink_budget) {
+        message = "(not minimised: the minimising budget of " + fmt_num(shrink_budget) + " s was spent)";
+        ++not_minimised;
+      } else {
         const Property& prop = get_property(g.first.property);
         // A bias: seen again on a fresh sample? Not a non-finite output: one wrong value on the instance it names,
         // which a fresh sample need not draw (needs_confirmation, bias_confirmation.h).
@@ -678,11 +731,45 @@ int run_fuzz(const FuzzOptions& o) {
   }
   const fs::path md_path = fs::path(o.findings) / ("fuzz-" + safe + "-summary.md");
   const fs::path js_path = fs::path(o.findings) / ("fuzz-" + safe + "-summary.json");
-  write_text_file(md_path.string(), md.str());
+  // How the campaign and its minimising ended: a signal while minimising was in neither (the summary was built
+  // before the loop: "interrupted": false, and the groups left read "(not minimised)" as for a spent budget).
+  const bool signalled = g_stop_signals > 0;  // at any point: fuzzing or minimising
+  report["interrupted"] = signalled;
+  report["minimising_stopped"] = minimise_stopped;
+  report["not_minimised_groups"] = not_minimised;
   report["unreadable_raw_findings"] = unreadable;
-  write_text_file(js_path.string(), report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-  std::cout << printable(md.str(), /*keep_newlines=*/true) << "summary: " << printable(md_path.string()) << " and "
+  std::ostringstream head;
+  head << "# attncheck fuzz: " << o.kernel << "\n\n" << static_cast<long>(total) << " s, " << o.workers
+       << " worker(s), " << execs << " executions (" << rate << " exec/s), " << first_seen.size()
+       << " raw finding(s) in " << groups.size() << " group(s); the fuzzer ended with " << fuzzer_status
+       << (interrupted ? " (stopped by a signal)" : overran ? " (stopped by attncheck: it overran --time)" : "")
+       << ".\n\n";
+  if (minimise_stopped)
+    head << "Minimising was stopped by a signal: " << not_minimised << " group(s) keep their raw cases.\n\n";
+  else if (not_minimised > 0)
+    head << "The minimising budget (" << fmt_num(shrink_budget) << " s) was spent: " << not_minimised
+         << " group(s) keep their raw cases.\n\n";
+  else if (signalled && !interrupted && !groups.empty())
+    head << "A signal came while the last group was minimised: every group was minimised.\n\n";
+  const std::string summary = head.str() + md.str();
+  // An earlier campaign's summary on this folder is kept under its start time: it was replaced, and its findings
+  // (still on disk) were listed nowhere.
+  keep_earlier_summary(md_path, js_path);
+  // Each file is tried, and the summary printed, whatever failed: an unwritable .md skipped the .json and the
+  // printed summary. What failed is exit 2, after the summary.
+  std::string unwritten;
+  const std::string report_json = report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  for (const auto& [path, text] : {std::pair{md_path, summary}, std::pair{js_path, report_json}}) {
+    try {
+      write_text_file(path.string(), text);
+    } catch (const Error& e) {
+      unwritten += std::string(unwritten.empty() ? "" : "; ") + e.what();
+    }
+  }
+  std::cout << printable(summary, /*keep_newlines=*/true) << "summary: " << printable(md_path.string()) << " and "
             << printable(js_path.string()) << "\n";
+  if (!unwritten.empty())
+    throw Error("the campaign's summary could not be written in full (printed above): " + unwritten);
   if (!unreadable.empty())  // a finding that cannot be read may be a real one, lost: not "no finding"
     throw Error(std::to_string(unreadable.size()) + " raw finding(s) could not be read (listed above and in " +
                 js_path.string() + ")");
@@ -750,7 +837,8 @@ void add_fuzz(CLI::App& app, Runner& run) {
   auto* seeds = sub->add_option("--seeds", opt->seeds, "Read-only seed corpus")
                     ->capture_default_str()
                     ->type_name("DIR");
-  sub->add_option("--fuzzer", opt->fuzzer, "The libFuzzer build of attncheck_fuzz_kernel")->type_name("PATH");
+  auto* fuzzer =
+      sub->add_option("--fuzzer", opt->fuzzer, "The libFuzzer build of attncheck_fuzz_kernel")->type_name("PATH");
   sub->add_option("--seed", opt->seed, "libFuzzer -seed, 1 to 2^32-1")
       ->capture_default_str()
       ->type_name("N")
@@ -778,8 +866,9 @@ void add_fuzz(CLI::App& app, Runner& run) {
       "overran --time without a finding to show for it, a raw finding that could not be read, or a group of\n"
       "findings none of which could be saved; 128+N when signal N (Ctrl-C: 130) stopped it before any finding.\n"
       "SIGINT/SIGTERM stop the fuzzer and the findings so far are still minimised; a second signal skips that.");
-  sub->callback([&run, opt, seeds, corpus] {
+  sub->callback([&run, opt, seeds, corpus, fuzzer] {
     opt->seeds_given = seeds->count() > 0;
+    opt->fuzzer_given = fuzzer->count() > 0;
     opt->corpus_given = corpus->count() > 0;
     run = [opt] { return run_fuzz(*opt); };
   });
