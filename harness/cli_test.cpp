@@ -289,6 +289,8 @@ TEST_F(Cli, HelpAndUsageErrors) {
            {"check -k paper --json - --junit /dev/stdout", "--json and --junit both name standard output"},
            {"check -k paper --junit " + saved_case, "a saved case (attncheck-case)"},  // it replaced the case
            {"check --seconds 2e7", "--seconds: 2e7 is outside 0 to 10000000"},
+           {"replay --kernel= " + saved_case, "--kernel= gives an empty value (see attncheck replay --help)"},
+           {"check --json= -k paper", "--json= gives an empty value"},  // CLI11 took the next word as the value
            {"fuzz --time 0x10", "--time: '0x10' is not a number"},  // taken as 16 s, and " 3" as 3
            {"fuzz --time ' 3'", "--time: ' 3' is not a number"},
            {"check --seconds 1_0", "--seconds: '1_0' is not a number"},

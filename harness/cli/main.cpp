@@ -190,6 +190,16 @@ int run_main(int argc, char** argv) {
       return cli::kExitUsage;
     }
   }
+  // `--kernel=` (an empty value after '='): CLI11 took the next word as the value (`replay --kernel= DIR` replayed
+  // nothing, on a kernel named DIR). Words after `--` are files, not options.
+  for (int i = 2; i < argc && std::string(argv[i]) != "--"; ++i) {
+    const std::string word = argv[i];
+    if (word.size() > 3 && word.rfind("--", 0) == 0 && word.back() == '=' && word.find('=') == word.size() - 1) {
+      std::cerr << "attncheck: error: " << attncheck::printable(word) << " gives an empty value (see attncheck "
+                << argv[1] << " --help)\n";
+      return cli::kExitUsage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
