@@ -411,6 +411,36 @@ TEST_F(Malformed, MissingFields) {
   j = good_;
   j["found_by"] = std::string("ch\0eck", 6);
   expect_rejected(file("nul.json", j), "found_by: \"ch\\x00eck\" is not a source (check, fuzz, manual)");
+  // A 100 KB value is quoted clipped (a 100 KB error line, whole): its start, its end and what was left out.
+  for (const char* key : {"found_by", "expected"}) {
+    j = good_;
+    j[key] = "\xc3\xa9" + std::string(100000, 'a') + "tail";  // é first: UTF-8 is cut at a character's start
+    try {
+      load_case(file("long.json", j));
+      ADD_FAILURE() << key << ": accepted";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_LT(msg.size(), 2000u) << key;
+      EXPECT_NE(msg.find(std::string(key) + ": \"\xc3\xa9" "aaa"), std::string::npos) << msg.substr(0, 300);
+      EXPECT_NE(msg.find("aaa...[99" ), std::string::npos) << msg.substr(0, 600);
+      EXPECT_NE(msg.find(" bytes left out]...aaa"), std::string::npos) << msg.substr(0, 600);
+      EXPECT_NE(msg.find("atail\""), std::string::npos) << msg.substr(0, 600);
+      EXPECT_NE(msg.find(file("long.json", j)), std::string::npos) << "the path is whole";
+    }
+  }
+}
+
+// Error clips a word past kLongWord bytes to its first 240 and last 60 and keeps the rest of the message; a cut
+// never splits a UTF-8 character (the bytes of one would print as \xNN).
+TEST(Corpus, ErrorClipsLongWordsOnly) {
+  const std::string path(Error::kLongWord - 1, 'p');  // with its ':', a word of exactly kLongWord bytes: whole
+  EXPECT_EQ(std::string(Error("cannot read " + path + ": no such file").what()), "cannot read " + path + ": no such file");
+  std::string word(239, 'x');
+  word += "\xe2\x82\xac";  // a 3-byte character over byte 240
+  word += std::string(2000, 'y') + "\xe2\x82\xac" + std::string(58, 'z');  // and over the last 60
+  const std::string got = Error("kernel '" + word + "' unknown\n(known: fa2)").what();
+  EXPECT_EQ(got, "kernel '" + std::string(239, 'x') + "...[2003 bytes left out]...\xe2\x82\xac" + std::string(58, 'z') +
+                     "' unknown\n(known: fa2)");
 }
 
 // The shape cap holds with a pinned instance too: the instance bounds Q, K and V through the file's size, not the

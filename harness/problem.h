@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -25,13 +26,38 @@ namespace attncheck {
 struct Error : std::runtime_error {
   // A NUL in the message (a file's string quoted in it) ended what()'s C string there, and the CLI printed the
   // message cut short ('found_by: "ch'): written as \x00, as printable() writes it.
-  explicit Error(const std::string& what) : std::runtime_error(without_nul(what)) {}
-  explicit Error(const char* what) : std::runtime_error(what) {}
+  // A word (a run without blanks) past kLongWord bytes keeps its first 240 and last 60 bytes: a file's 100 KB kernel
+  // name or `expected` was quoted whole, a 100 KB error line (an input audit, session 37).
+  explicit Error(const std::string& what) : std::runtime_error(clip_long_words(without_nul(what))) {}
+  explicit Error(const char* what) : Error(std::string(what)) {}
+
+  static constexpr std::size_t kLongWord = 600;  // above any path or name a person types; below a screenful
 
  private:
   static std::string without_nul(std::string s) {
     for (std::size_t i = s.find('\0'); i != std::string::npos; i = s.find('\0', i + 4)) s.replace(i, 1, "\\x00");
     return s;
+  }
+  static std::string clip_long_words(const std::string& s) {
+    std::string out;
+    const auto utf8_start = [&](std::size_t i) {  // back to the first byte of the character at i
+      while (i > 0 && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) --i;
+      return i;
+    };
+    for (std::size_t i = 0; i < s.size();) {
+      const std::size_t end = std::min(s.find_first_of(" \t\n", i), s.size());
+      if (end - i > kLongWord) {
+        const std::size_t head = utf8_start(i + 240), tail = utf8_start(end - 60);
+        out.append(s, i, head - i);
+        out += "...[" + std::to_string(tail - head) + " bytes left out]...";
+        out.append(s, tail, end - tail);
+      } else {
+        out.append(s, i, end - i);
+      }
+      if (end < s.size()) out += s[end];
+      i = end + 1;
+    }
+    return out;
   }
 };
 
