@@ -343,6 +343,16 @@ TEST_F(Cli, ReplayVerdicts) {
   const CmdResult ok = run("replay " + path);
   EXPECT_EQ(ok.status, 0) << ok.out << ok.err;
   EXPECT_NE(ok.out.find("ok"), std::string::npos) << ok.out;
+  EXPECT_EQ(ok.err.find("still replaying"), std::string::npos) << ok.err;
+  // A legal but huge budget says it is still at work, every 5 s (it replayed ~50 min at 2^30 instances without a
+  // word). Stopped at 9 s: the first line is due at 5.
+  json huge = good;
+  huge["budget"]["instances"] = 1 << 30;
+  const std::string huge_path = file("huge.json", huge.dump(1));
+  const CmdResult busy = run_env("timeout 9 ", "replay " + huge_path);
+  EXPECT_EQ(busy.status, 124) << busy.out << busy.err;
+  EXPECT_NE(busy.err.find("attncheck replay: still replaying " + huge_path + " ("), std::string::npos) << busy.err;
+  EXPECT_NE(busy.err.find(" s; its budget asks for 1073741824 instances)"), std::string::npos) << busy.err;
   json flipped = good;
   flipped["expected"] = good["expected"] == "fail" ? "pass" : "fail";
   const std::string differ = file("differ.json", flipped.dump(1));

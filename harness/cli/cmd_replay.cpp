@@ -11,11 +11,15 @@
 // baseline's finding on its fixed variant.
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <regex>
+#include <thread>
 
 #include "harness/cli/commands.h"
 #include "harness/corpus.h"
@@ -33,6 +37,38 @@ struct ReplayOptions {
   bool update_expected = false;
   std::string kernel;  // "" = each case's own
   bool kernel_given = false;  // --kernel given, even as "" (refused: an unset variable in `-k "$KERNEL"`)
+};
+
+// A line on standard error every kProgressEvery s while one case replays (not with --quiet): a legal but huge
+// budget (instances to 2^30) replayed for ~50 min without a word.
+class StillReplaying {
+ public:
+  StillReplaying(const std::string& path, int instances, bool quiet) {
+    if (quiet) return;
+    thread_ = std::thread([this, path, instances] {
+      const auto start = std::chrono::steady_clock::now();
+      std::unique_lock<std::mutex> lock(mu_);
+      while (!done_.wait_for(lock, std::chrono::duration<double>(kProgressEvery), [this] { return stop_; }))
+        std::cerr << "attncheck replay: still replaying " << printable(path) << " ("
+                  << static_cast<long>(seconds_since(start)) << " s; its budget asks for " << instances
+                  << " instances)\n";
+    });
+  }
+  ~StillReplaying() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    done_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable done_;
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 // File names are matched in any case (a case renamed by hand to X.JSON is still one).
@@ -236,6 +272,7 @@ int run_replay(const ReplayOptions& opt) {
       const bool other_kernel = c.kernel != found_on;
       Outcome o;
       try {
+        const StillReplaying still(path, c.budget.instances, opt.quiet);
         o = replay_case(c, default_registry());
       } catch (const KernelFault& e) {  // the kernel crashed / hung / wrote out of bounds again: a failure
         o.kernel = c.kernel;
