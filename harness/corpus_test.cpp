@@ -437,10 +437,17 @@ TEST(Corpus, ErrorClipsLongWordsOnly) {
   EXPECT_EQ(std::string(Error("cannot read " + path + ": no such file").what()), "cannot read " + path + ": no such file");
   std::string word(239, 'x');
   word += "\xe2\x82\xac";  // a 3-byte character over byte 240
-  word += std::string(2000, 'y') + "\xe2\x82\xac" + std::string(58, 'z');  // and over the last 60
+  word += std::string(2000 + Error::kLongWord, 'y') + "\xe2\x82\xac" + std::string(58, 'z');  // and over the last 60
   const std::string got = Error("kernel '" + word + "' unknown\n(known: fa2)").what();
-  EXPECT_EQ(got, "kernel '" + std::string(239, 'x') + "...[2003 bytes left out]...\xe2\x82\xac" + std::string(58, 'z') +
-                     "' unknown\n(known: fa2)");
+  EXPECT_EQ(got, "kernel '" + std::string(239, 'x') + "...[" + std::to_string(2003 + Error::kLongWord) +
+                     " bytes left out]...\xe2\x82\xac" + std::string(58, 'z') + "' unknown\n(known: fa2)");
+  // Bytes that are not UTF-8 (continuation bytes alone: a path of them) are cut where they are, once: the search
+  // for a character's start went back past the word, and the message came out longer, the rest of it twice.
+  const std::string junk(2 * Error::kLongWord, '\x80');
+  const std::string cut = Error("--fuzzer " + junk + ": no such file").what();
+  EXPECT_EQ(cut, "--fuzzer " + junk.substr(0, 240) + "...[" + std::to_string(junk.size() + 1 - 300) +
+                     " bytes left out]..." + junk.substr(0, 59) + ": no such file");  // the word ends in its ':'
+  EXPECT_LT(cut.size(), 400u);
 }
 
 // The shape cap holds with a pinned instance too: the instance bounds Q, K and V through the file's size, not the

@@ -27,11 +27,11 @@ struct Error : std::runtime_error {
   // A NUL in the message (a file's string quoted in it) ended what()'s C string there, and the CLI printed the
   // message cut short ('found_by: "ch'): written as \x00, as printable() writes it.
   // A word (a run without blanks) past kLongWord bytes keeps its first 240 and last 60 bytes: a file's 100 KB kernel
-  // name or `expected` was quoted whole, a 100 KB error line (an input audit, session 37).
+  // name or `expected` was quoted whole, a 100 KB error line (an input audit, session 37). A path is never clipped.
   explicit Error(const std::string& what) : std::runtime_error(clip_long_words(without_nul(what))) {}
   explicit Error(const char* what) : Error(std::string(what)) {}
 
-  static constexpr std::size_t kLongWord = 600;  // above any path or name a person types; below a screenful
+  static constexpr std::size_t kLongWord = 4096;  // PATH_MAX: the longest path a message can hold
 
  private:
   static std::string without_nul(std::string s) {
@@ -40,14 +40,19 @@ struct Error : std::runtime_error {
   }
   static std::string clip_long_words(const std::string& s) {
     std::string out;
-    const auto utf8_start = [&](std::size_t i) {  // back to the first byte of the character at i
-      while (i > 0 && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) --i;
-      return i;
+    // Back from byte j to the first byte of its UTF-8 character: 3 bytes at most, and not below `lo` (bytes that are
+    // not UTF-8, continuation bytes alone, are cut where they are).
+    const auto utf8_start = [&](std::size_t j, std::size_t lo) {
+      const std::size_t stop = j >= lo + 3 ? j - 3 : lo;  // a character is 4 bytes at most
+      for (std::size_t k = j;; --k) {
+        if ((static_cast<unsigned char>(s[k]) & 0xC0) != 0x80) return k;
+        if (k == stop) return j;
+      }
     };
     for (std::size_t i = 0; i < s.size();) {
       const std::size_t end = std::min(s.find_first_of(" \t\n", i), s.size());
       if (end - i > kLongWord) {
-        const std::size_t head = utf8_start(i + 240), tail = utf8_start(end - 60);
+        const std::size_t head = utf8_start(i + 240, i), tail = utf8_start(end - 60, head);
         out.append(s, i, head - i);
         out += "...[" + std::to_string(tail - head) + " bytes left out]...";
         out.append(s, tail, end - tail);

@@ -14,7 +14,7 @@
 //    verdict, and writes it with write_finding into <findings>.
 // 3. Writes <findings>/fuzz-<kernel>-summary.md and .json: what failed, the minimal case, the replay
 //    command, first-seen time (seconds into the campaign), executions and exec/s, how minimising ended. An earlier
-//    campaign's summary there is kept as fuzz-<kernel>-summary-<its start>.md and .json.
+//    campaign's summary there is kept as fuzz-<kernel>-<its start>-summary.md and .json.
 // Exit: 0 no finding, 1 findings (minimised and saved), 2 usage error (no libFuzzer build, bad option), a fuzzer that
 // ended or overran without a finding, a raw finding that could not be read or a group none of whose cases could be
 // saved; 128 + N when signal N (SIGINT, SIGTERM) stopped a campaign that found nothing.
@@ -172,7 +172,8 @@ std::string find_fuzzer(const FuzzOptions& o, const std::vector<std::string>& en
   std::vector<std::string> tries;
   if (o.fuzzer_given && o.fuzzer.empty()) throw Error("--fuzzer: an empty path");  // it searched for one
   if (!o.fuzzer.empty()) {  // named: it or nothing
-    if (fs::is_directory(o.fuzzer))  // it was "not a libFuzzer build" (a directory is X_OK)
+    std::error_code ec;  // (a link loop, a name too long: access() below says "no such file")
+    if (fs::is_directory(o.fuzzer, ec))  // it was "not a libFuzzer build" (a directory is X_OK)
       throw Error("--fuzzer " + o.fuzzer + ": a directory; name the fuzz binary in it "
                   "(build-fuzz/harness/fuzz/attncheck_fuzz_kernel)");
     if (::access(o.fuzzer.c_str(), X_OK) != 0)
@@ -245,8 +246,9 @@ struct Group {
 };
 
 // An earlier campaign's summary at `md` and `js` (a second campaign on one --findings folder) is kept: renamed to
-// <name>-<its start, from its .json's started_at, else the file's time>.md and .json, and said on stderr. Regular
-// files only: a link (to /dev/stdout, to a shared report) is written through, as before.
+// fuzz-<kernel>-<its start, from its .json's started_at, else the file's time>-summary.md and .json (a name that
+// `replay DIR` passes over, as it does the summary), and said on stderr. Regular files only: a link (to /dev/stdout,
+// to a shared report) is written through, as before.
 void keep_earlier_summary(const fs::path& md, const fs::path& js) {
   std::error_code ec;
   const auto earlier = [&](const fs::path& p) { return fs::is_regular_file(fs::symlink_status(p, ec)); };
@@ -266,25 +268,29 @@ void keep_earlier_summary(const fs::path& md, const fs::path& js) {
   for (char ch : when)
     if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-') stamp += ch;
   if (stamp.empty()) stamp = "earlier";
-  const std::string stem = md.stem().string() + "-" + stamp;  // fuzz-<kernel>-summary-<stamp>
-  std::string name = stem;
+  const std::string base = md.stem().string();  // fuzz-<kernel>-summary
+  const std::string stem = base.substr(0, base.size() - 8) + "-" + stamp;  // fuzz-<kernel>-<stamp>
+  std::string name = stem + "-summary";
   const auto taken = [&](const std::string& n) {
     return fs::exists(md.parent_path() / (n + ".md"), ec) || fs::exists(js.parent_path() / (n + ".json"), ec);
   };
-  for (int n = 2; taken(name);) name = stem + "-" + std::to_string(n++);
+  for (int n = 2; taken(name);) name = stem + "-" + std::to_string(n++) + "-summary";
   for (const fs::path& from : {md, js}) {
     if (!earlier(from)) continue;
     const fs::path to = from.parent_path() / (name + from.extension().string());
     fs::rename(from, to, ec);
     if (ec)
       std::cerr << "attncheck fuzz: warning: the earlier campaign's " << printable(from.string()) << " could not be "
-                << "kept as " << printable(to.string()) << " (" << ec.message() << "); it is replaced\n";
+                << "kept as " << printable(to.string()) << " (" << ec.message() << "); it may be replaced\n";
     else
       std::cerr << "attncheck fuzz: the earlier campaign's summary is kept as " << printable(to.string()) << "\n";
   }
 }
 
 int run_fuzz(const FuzzOptions& o) {
+  // The fuzzer's exit status is read with waitpid: SIGCHLD ignored by whoever started attncheck (it passes through
+  // exec) has the kernel reap the fuzzer itself, and its status is lost.
+  ::signal(SIGCHLD, SIG_DFL);
   if (o.seconds <= 0) throw Error("--time must be positive");
   if (o.seconds != std::floor(o.seconds))  // it was cut to whole seconds silently: 1.9 ran for 1
     throw Error("--time " + fmt_num(o.seconds) + ": whole seconds (libFuzzer's -max_total_time counts in seconds)");
@@ -444,16 +450,31 @@ int run_fuzz(const FuzzOptions& o) {
   bool overran = false;
   const std::regex exec_re(R"(#(\d+).*exec/s:? (\d+))");  // plain and -fork status lines
   auto last_progress = Clock::now();
-  // The loop ends when the fuzzer's output has ended and the fuzzer has exited: a fuzzer that closed its output and
-  // ran on was waited on forever (waitpid after the output's end), past --time and past the signals below.
-  bool eof = false;
+  // The loop ends when the fuzzer has exited and its output has ended: a fuzzer that closed its output and ran on was
+  // waited on forever (waitpid came after the output's end, past --time and past the signals below). Two limits
+  // more: output held open kLeftOpen s past the fuzzer's exit (by a process it left in a session of its own, which
+  // the group's signals do not reach) is not waited on, and a fuzzer that SIGKILL has not ended kStuck s later (in
+  // the kernel: a driver hang) is given up, its status unknown.
+  constexpr double kLeftOpen = 5, kStuck = 30;
+  bool eof = false, reaped = false, status_known = true;
   int status = 0;
+  double reaped_at = 0, killed_at = -1, scanned_at = -1;
+  std::string given_up;  // why the loop ended without the output's end or the fuzzer's status
   bool err_open = true;  // until every writer of the error channel has closed it (then it would poll at once, always)
-  for (bool reaped = false; !(eof && reaped);) {
+  while (!(eof && reaped) && given_up.empty()) {
     pollfd p[2] = {{eof ? -1 : child.out, POLLIN, 0}, {err_open ? err_read : -1, POLLIN, 0}};  // -1: not polled
-    if (::poll(p, 2, eof ? 50 : 1000) > 0 && (p[1].revents & POLLIN)) read_errors(false);
+    if (::poll(p, 2, eof || reaped ? 50 : 1000) > 0 && (p[1].revents & POLLIN)) read_errors(false);
     if ((p[1].revents & POLLHUP) && !(p[1].revents & POLLIN)) err_open = false;
-    if (eof) reaped = ::waitpid(child.pid, &status, WNOHANG) == child.pid;
+    if (!reaped) {
+      // -1 (not EINTR) is a child reaped elsewhere: SIGCHLD ignored by whoever started attncheck (reset above; the
+      // loop ran forever on it, deaf to signals)
+      const pid_t r = ::waitpid(child.pid, &status, WNOHANG);
+      if (r == child.pid || (r < 0 && errno != EINTR)) {
+        reaped = true;
+        status_known = r == child.pid;
+        reaped_at = seconds_since(start);
+      }
+    }
     if (p[0].revents & (POLLIN | POLLHUP)) {
       char buf[4096];
       const ssize_t n = ::read(child.out, buf, sizeof buf);
@@ -488,8 +509,11 @@ int run_fuzz(const FuzzOptions& o) {
         }
       }
     }
-    scan();
     const double el = seconds_since(start);
+    if (!eof || el - scanned_at >= 1) {  // after the output's end, once a second (its loop turns every 50 ms)
+      scan();
+      scanned_at = el;
+    }
     if (seconds_since(last_progress) >= kProgressEvery) {
       std::cerr << "attncheck fuzz: " << static_cast<long>(el) << " s, " << execs << " executions, " << rate
                 << " exec/s, " << first_seen.size() << " raw finding(s)\n";
@@ -502,6 +526,7 @@ int run_fuzz(const FuzzOptions& o) {
                 << (stops_acted == 1 ? "; the findings so far are minimised and summarised (again to skip that)" : "")
                 << "\n";
       ::kill(-child.pid, stops_acted == 1 ? SIGTERM : SIGKILL);
+      if (stops_acted > 1 && killed_at < 0) killed_at = el;
     }
     if (el > o.seconds + grace && !overran) {  // libFuzzer stops itself between inputs; this is a safety net
       overran = true;
@@ -509,15 +534,28 @@ int run_fuzz(const FuzzOptions& o) {
                 << "--bias-t?); stopping it\n";
       ::kill(-child.pid, SIGTERM);
     }
-    if (el > o.seconds + grace + grace_kill) ::kill(-child.pid, SIGKILL);
+    if (el > o.seconds + grace + grace_kill) {
+      ::kill(-child.pid, SIGKILL);
+      if (killed_at < 0) killed_at = el;
+    }
+    if (reaped && !eof && el - reaped_at >= kLeftOpen)
+      given_up = "the fuzzer exited, but its output was still held open " + fmt_num(kLeftOpen) +
+                 " s later (by a process it left behind); not waited on";
+    if (!reaped && killed_at >= 0 && el - killed_at >= kStuck) {
+      given_up = "the fuzzer had not ended " + fmt_num(kStuck) + " s after SIGKILL (stuck in the kernel?); not "
+                 "waited on";
+      status_known = false;
+    }
   }
+  if (!given_up.empty()) std::cerr << "attncheck fuzz: " << given_up << "\n";
   ::close(child.out);
   read_errors(true);  // what the fuzzer and its jobs said last
   ::close(err_read);
   const bool log_complete = static_cast<bool>(logf);  // a failed write (a full disk) leaves the stream failed
   logf.close();
   scan();
-  const bool interrupted = g_stop_signals > 0;
+  const int signals_fuzzing = g_stop_signals;  // those that came while the fuzzer ran
+  const bool interrupted = signals_fuzzing > 0;
   const int stop_signal = g_last_stop_signal;
   // Two signals while fuzzing (^C^C) skip minimising; from then on a signal ends attncheck as before. Otherwise
   // the next signal stops minimising, and the one after it ends attncheck, even inside a long shrink.
@@ -526,8 +564,9 @@ int run_fuzz(const FuzzOptions& o) {
   const double total = seconds_since(start);
   // libFuzzer exits 0 when its time is up. Anything else is a crash, timeout, out-of-memory or leak in the kernel
   // under test (its input is an artifact in the raw folder: a finding), or the target could not start.
-  const bool fuzzer_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  const std::string fuzzer_status = WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+  const bool fuzzer_ok = status_known && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  const std::string fuzzer_status = !status_known ? std::string("an unknown status (not reaped here)")
+                                    : WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
                                     : WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
                                                           : "status " + std::to_string(status);
 
@@ -731,10 +770,11 @@ int run_fuzz(const FuzzOptions& o) {
   }
   const fs::path md_path = fs::path(o.findings) / ("fuzz-" + safe + "-summary.md");
   const fs::path js_path = fs::path(o.findings) / ("fuzz-" + safe + "-summary.json");
-  // How the campaign and its minimising ended: a signal while minimising was in neither (the summary was built
-  // before the loop: "interrupted": false, and the groups left read "(not minimised)" as for a spent budget).
-  const bool signalled = g_stop_signals > 0;  // at any point: fuzzing or minimising
-  report["interrupted"] = signalled;
+  // How the campaign and its minimising ended: a signal while minimising was said nowhere (the groups left read
+  // "(not minimised)", as for a spent budget). "interrupted" is the fuzzing's, as the exit status 128 + N is.
+  const bool signal_while_minimising = g_stop_signals > signals_fuzzing;
+  report["interrupted"] = interrupted;
+  report["signal_while_minimising"] = signal_while_minimising;
   report["minimising_stopped"] = minimise_stopped;
   report["not_minimised_groups"] = not_minimised;
   report["unreadable_raw_findings"] = unreadable;
@@ -749,8 +789,8 @@ int run_fuzz(const FuzzOptions& o) {
   else if (not_minimised > 0)
     head << "The minimising budget (" << fmt_num(shrink_budget) << " s) was spent: " << not_minimised
          << " group(s) keep their raw cases.\n\n";
-  else if (signalled && !interrupted && !groups.empty())
-    head << "A signal came while the last group was minimised: every group was minimised.\n\n";
+  else if (signal_while_minimising && !groups.empty())
+    head << "A signal came while the last group was worked on; that group was finished.\n\n";
   const std::string summary = head.str() + md.str();
   // An earlier campaign's summary on this folder is kept under its start time: it was replaced, and its findings
   // (still on disk) were listed nowhere.

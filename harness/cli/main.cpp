@@ -191,10 +191,15 @@ int run_main(int argc, char** argv) {
     }
   }
   // `--kernel=` (an empty value after '='): CLI11 took the next word as the value (`replay --kernel= DIR` replayed
-  // nothing, on a kernel named DIR). Words after `--` are files, not options.
-  for (int i = 2; i < argc && std::string(argv[i]) != "--"; ++i) {
+  // nothing, on a kernel named DIR). Only the command's options that take a value: an unknown one (--kernal=) is
+  // CLI11's "unknown option ... (did you mean --kernel?)", a flag's its own. Words after `--` are files, not options.
+  const CLI::App* command = names_command ? app.get_subcommand(argv[1]) : nullptr;
+  for (int i = 2; command && i < argc && std::string(argv[i]) != "--"; ++i) {
     const std::string word = argv[i];
-    if (word.size() > 3 && word.rfind("--", 0) == 0 && word.back() == '=' && word.find('=') == word.size() - 1) {
+    const CLI::Option* o = word.size() > 3 && word.rfind("--", 0) == 0 && word.find('=') == word.size() - 1
+                               ? command->get_option_no_throw(word.substr(0, word.size() - 1))
+                               : nullptr;
+    if (o && o->get_type_size() != 0) {
       std::cerr << "attncheck: error: " << attncheck::printable(word) << " gives an empty value (see attncheck "
                 << argv[1] << " --help)\n";
       return cli::kExitUsage;
