@@ -16,8 +16,9 @@
 //    command, first-seen time (seconds into the campaign), executions and exec/s, how minimising ended. An earlier
 //    campaign's summary there is kept as fuzz-<kernel>-<its start>-summary.md and .json.
 // Exit: 0 no finding, 1 findings (minimised and saved), 2 usage error (no libFuzzer build, bad option), a fuzzer that
-// ended or overran without a finding, a raw finding that could not be read or a group none of whose cases could be
-// saved; 128 + N when signal N (SIGINT, SIGTERM) stopped a campaign that found nothing.
+// ended or overran without a finding, a raw finding that could not be read, a group none of whose cases could be
+// saved or a summary file that could not be written; 128 + N when signal N (SIGINT, SIGTERM) stopped a campaign that
+// found nothing.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -903,8 +904,9 @@ void add_fuzz(CLI::App& app, Runner& run) {
   sub->footer(
       "Exit status: 0 no finding, 1 findings (minimised, saved, summarised in FINDINGS/fuzz-<kernel>-summary.md\n"
       "and .json), 2 usage error, no libFuzzer build, a bad ATTNCHECK_FUZZ_* setting, a fuzzer that ended or\n"
-      "overran --time without a finding to show for it, a raw finding that could not be read, or a group of\n"
-      "findings none of which could be saved; 128+N when signal N (Ctrl-C: 130) stopped it before any finding.\n"
+      "overran --time without a finding to show for it, a raw finding that could not be read, a group of\n"
+      "findings none of which could be saved, or a summary that could not be written (it is printed first);\n"
+      "128+N when signal N (Ctrl-C: 130) stopped it before any finding.\n"
       "SIGINT/SIGTERM stop the fuzzer and the findings so far are still minimised; a second signal skips that.");
   sub->callback([&run, opt, seeds, corpus, fuzzer] {
     opt->seeds_given = seeds->count() > 0;
