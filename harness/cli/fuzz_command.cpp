@@ -289,9 +289,6 @@ void keep_earlier_summary(const fs::path& md, const fs::path& js) {
 }
 
 int run_fuzz(const FuzzOptions& o) {
-  // The fuzzer's exit status is read with waitpid: SIGCHLD ignored by whoever started attncheck (it passes through
-  // exec) has the kernel reap the fuzzer itself, and its status is lost.
-  ::signal(SIGCHLD, SIG_DFL);
   if (o.seconds <= 0) throw Error("--time must be positive");
   if (o.seconds != std::floor(o.seconds))  // it was cut to whole seconds silently: 1.9 ran for 1
     throw Error("--time " + fmt_num(o.seconds) + ": whole seconds (libFuzzer's -max_total_time counts in seconds)");
@@ -452,14 +449,19 @@ int run_fuzz(const FuzzOptions& o) {
   const std::regex exec_re(R"(#(\d+).*exec/s:? (\d+))");  // plain and -fork status lines
   auto last_progress = Clock::now();
   // The loop ends when the fuzzer has exited and its output has ended: a fuzzer that closed its output and ran on was
-  // waited on forever (waitpid came after the output's end, past --time and past the signals below). Two limits
-  // more: output held open kLeftOpen s past the fuzzer's exit (by a process it left in a session of its own, which
-  // the group's signals do not reach) is not waited on, and a fuzzer that SIGKILL has not ended kStuck s later (in
-  // the kernel: a driver hang) is given up, its status unknown.
+  // waited on forever (waitpid came after the output's end, past --time and past the signals below). Processes of
+  // its group that outlive it (fork-mode jobs whose parent died) are waited on, and stopped by the deadlines below,
+  // as the fuzzer is. Two limits more: output held open kLeftOpen s after the last byte read, past the fuzzer's exit,
+  // by no process of its group (one it left in a session of its own, out of the group's signals' reach) is not
+  // waited on; and a fuzzer that SIGKILL has not ended kStuck s later (in the kernel: a driver hang) is given up.
   constexpr double kLeftOpen = 5, kStuck = 30;
-  bool eof = false, reaped = false, status_known = true;
+  bool eof = false, reaped = false;
+  std::string status_unknown;  // why the fuzzer's exit status is not known ("" when it is)
   int status = 0;
-  double reaped_at = 0, killed_at = -1, scanned_at = -1;
+  double reaped_at = 0, read_at = 0, killed_at = -1, scanned_at = -1;
+  // Whether the fuzzer or a process of its group still runs: its group then exists (a group's ID is not given to
+  // another process while it has members), and the stop signals and deadlines below are for it.
+  const auto group_alive = [&] { return !reaped || ::kill(-child.pid, 0) == 0; };
   std::string given_up;  // why the loop ended without the output's end or the fuzzer's status
   bool err_open = true;  // until every writer of the error channel has closed it (then it would poll at once, always)
   while (!(eof && reaped) && given_up.empty()) {
@@ -472,7 +474,7 @@ int run_fuzz(const FuzzOptions& o) {
       const pid_t r = ::waitpid(child.pid, &status, WNOHANG);
       if (r == child.pid || (r < 0 && errno != EINTR)) {
         reaped = true;
-        status_known = r == child.pid;
+        if (r != child.pid) status_unknown = "reaped elsewhere";
         reaped_at = seconds_since(start);
       }
     }
@@ -484,6 +486,7 @@ int run_fuzz(const FuzzOptions& o) {
       } else if (n <= 0) {
         eof = true;
       } else {
+        read_at = seconds_since(start);
         logf.write(buf, n);
         pending.append(buf, static_cast<std::size_t>(n));
         std::size_t nl;
@@ -497,10 +500,12 @@ int run_fuzz(const FuzzOptions& o) {
             execs = std::strtoll(m[1].str().c_str(), nullptr, 10);
             rate = std::strtod(m[2].str().c_str(), nullptr);
           }
+          // The final stat:: lines, where they count more: a fork-mode parent stopped by a signal says 0 for itself
+          // (it runs no input), which replaced its jobs' count ("0 executions (0 exec/s)").
           if (line.find("stat::number_of_executed_units") != std::string::npos)
-            execs = std::strtoll(line.c_str() + line.rfind(':') + 1, nullptr, 10);
+            execs = std::max(execs, std::strtoll(line.c_str() + line.rfind(':') + 1, nullptr, 10));
           if (line.find("stat::average_exec_per_sec") != std::string::npos)
-            rate = std::strtod(line.c_str() + line.rfind(':') + 1, nullptr);
+            if (const double r = std::strtod(line.c_str() + line.rfind(':') + 1, nullptr); r > 0) rate = r;
           // libFuzzer names each artifact it writes: this campaign's even where a rewrite kept the old time
           if (const std::size_t w = line.find("Test unit written to "); w != std::string::npos) {
             const fs::path a = line.substr(w + 21);
@@ -511,7 +516,7 @@ int run_fuzz(const FuzzOptions& o) {
       }
     }
     const double el = seconds_since(start);
-    if (!eof || el - scanned_at >= 1) {  // after the output's end, once a second (its loop turns every 50 ms)
+    if (el - scanned_at >= 1) {  // once a second: a scan of a large raw folder took longer than the reads it slowed
       scan();
       scanned_at = el;
     }
@@ -520,32 +525,33 @@ int run_fuzz(const FuzzOptions& o) {
                 << " exec/s, " << first_seen.size() << " raw finding(s)\n";
       last_progress = Clock::now();
     }
+    const bool alive = group_alive();
     if (g_stop_signals > stops_acted) {  // SIGINT or SIGTERM: stop the fuzzer, then minimise (a second: kill it)
       stops_acted = g_stop_signals;
       std::cerr << "attncheck fuzz: " << (stops_acted == 1 ? "stopping the fuzzer" : "killing the fuzzer")
                 << " (signal " << g_last_stop_signal << ")"
                 << (stops_acted == 1 ? "; the findings so far are minimised and summarised (again to skip that)" : "")
                 << "\n";
-      ::kill(-child.pid, stops_acted == 1 ? SIGTERM : SIGKILL);
-      if (stops_acted > 1 && killed_at < 0) killed_at = el;
+      if (alive) ::kill(-child.pid, stops_acted == 1 ? SIGTERM : SIGKILL);
+      if (alive && stops_acted > 1 && killed_at < 0) killed_at = el;
     }
-    if (el > o.seconds + grace && !overran) {  // libFuzzer stops itself between inputs; this is a safety net
+    if (el > o.seconds + grace && !overran && alive) {  // libFuzzer stops itself between inputs; a safety net
       overran = true;
       std::cerr << "attncheck fuzz: the fuzzer overran --time by " << grace << " s (one input runs long: a large "
                 << "--bias-t?); stopping it\n";
       ::kill(-child.pid, SIGTERM);
     }
-    if (el > o.seconds + grace + grace_kill) {
+    if (el > o.seconds + grace + grace_kill && alive) {
       ::kill(-child.pid, SIGKILL);
       if (killed_at < 0) killed_at = el;
     }
-    if (reaped && !eof && el - reaped_at >= kLeftOpen)
-      given_up = "the fuzzer exited, but its output was still held open " + fmt_num(kLeftOpen) +
-                 " s later (by a process it left behind); not waited on";
+    if (reaped && !eof && !alive && el - std::max(reaped_at, read_at) >= kLeftOpen)
+      given_up = "the fuzzer exited, but its output was held open " + fmt_num(kLeftOpen) + " s after its last "
+                 "line by a process outside its group (one it left in a session of its own); not waited on";
     if (!reaped && killed_at >= 0 && el - killed_at >= kStuck) {
       given_up = "the fuzzer had not ended " + fmt_num(kStuck) + " s after SIGKILL (stuck in the kernel?); not "
                  "waited on";
-      status_known = false;
+      status_unknown = "still running after SIGKILL";
     }
   }
   if (!given_up.empty()) std::cerr << "attncheck fuzz: " << given_up << "\n";
@@ -565,8 +571,8 @@ int run_fuzz(const FuzzOptions& o) {
   const double total = seconds_since(start);
   // libFuzzer exits 0 when its time is up. Anything else is a crash, timeout, out-of-memory or leak in the kernel
   // under test (its input is an artifact in the raw folder: a finding), or the target could not start.
-  const bool fuzzer_ok = status_known && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  const std::string fuzzer_status = !status_known ? std::string("an unknown status (not reaped here)")
+  const bool fuzzer_ok = status_unknown.empty() && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  const std::string fuzzer_status = !status_unknown.empty() ? "an unknown status (" + status_unknown + ")"
                                     : WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
                                     : WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
                                                           : "status " + std::to_string(status);
@@ -779,12 +785,14 @@ int run_fuzz(const FuzzOptions& o) {
   report["minimising_stopped"] = minimise_stopped;
   report["not_minimised_groups"] = not_minimised;
   report["unreadable_raw_findings"] = unreadable;
+  report["not_waited_on"] = given_up.empty() ? nlohmann::json(nullptr) : nlohmann::json(given_up);
   std::ostringstream head;
   head << "# attncheck fuzz: " << o.kernel << "\n\n" << static_cast<long>(total) << " s, " << o.workers
        << " worker(s), " << execs << " executions (" << rate << " exec/s), " << first_seen.size()
        << " raw finding(s) in " << groups.size() << " group(s); the fuzzer ended with " << fuzzer_status
        << (interrupted ? " (stopped by a signal)" : overran ? " (stopped by attncheck: it overran --time)" : "")
        << ".\n\n";
+  if (!given_up.empty()) head << "Not waited on: " << given_up << ".\n\n";
   if (minimise_stopped)
     head << "Minimising was stopped by a signal: " << not_minimised << " group(s) keep their raw cases.\n\n";
   else if (not_minimised > 0)

@@ -2,6 +2,7 @@
 // Every attncheck::Error, CLI11 parse error or unexpected exception becomes one line on stderr and exit 2;
 // nothing escapes as a crash or a stack trace. Run: ./build/harness/attncheck --help
 #include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -120,6 +121,12 @@ int run_main(int argc, char** argv) {
   // the findings and the --json report were written. Ignored, a write to the closed pipe fails instead; the run goes
   // on, saves and writes everything, and exits 2 for the standard output it could not write (below).
   std::signal(SIGPIPE, SIG_IGN);
+  // Children's exit statuses are read with waitpid (the fuzzer, plugin calls in isolation): SIGCHLD ignored by
+  // whoever started attncheck (it passes through exec), or SA_NOCLDWAIT, has the kernel reap them itself and their
+  // statuses are lost (`fuzz` then waited forever; a plugin's crash read as wait status 0). A handler is left alone.
+  if (struct sigaction sa {}; ::sigaction(SIGCHLD, nullptr, &sa) == 0 &&
+                              (sa.sa_handler == SIG_IGN || (sa.sa_flags & SA_NOCLDWAIT)))
+    std::signal(SIGCHLD, SIG_DFL);
   if (argc > 0) attncheck::set_replay_program(argv[0]);  // printed replay lines name the program as invoked
   attncheck::set_tool_version(ATTNCHECK_VERSION);
   namespace cli = attncheck::cli;
@@ -199,7 +206,7 @@ int run_main(int argc, char** argv) {
     const CLI::Option* o = word.size() > 3 && word.rfind("--", 0) == 0 && word.find('=') == word.size() - 1
                                ? command->get_option_no_throw(word.substr(0, word.size() - 1))
                                : nullptr;
-    if (o && o->get_type_size() != 0) {
+    if (o && o->get_expected_max() != 0) {  // a value option (a flag takes none: CLI11 says what it says)
       std::cerr << "attncheck: error: " << attncheck::printable(word) << " gives an empty value (see attncheck "
                 << argv[1] << " --help)\n";
       return cli::kExitUsage;
