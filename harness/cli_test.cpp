@@ -70,6 +70,22 @@ class Cli : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
+  // A stand-in fuzzer for `attncheck fuzz`: a shell script that answers -help=1 as libFuzzer does, sets $prefix from
+  // -artifact_prefix, reports one execution (a fuzzer that reports none is exit 2), then runs `body`.
+  std::string script(const std::string& name, const std::string& body) {
+    const std::string path = file(name, "#!/bin/sh\nfor a in \"$@\"; do case $a in -help=1) echo 'Usage of libFuzzer'; "
+                                        "exit 0;; -artifact_prefix=*) prefix=${a#-artifact_prefix=};; esac; done\n"
+                                        "echo '#1 DONE cov: 1 ft: 1 corp: 1/1b exec/s: 1 rss: 1Mb'\n" + body + "\n");
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+    return path;
+  }
+  // `attncheck fuzz --time 1` with `fuzzer`, an empty seed folder, findings in dir_/findings, and `extra` options.
+  CmdResult fuzz(const std::string& fuzzer, const std::string& findings, const std::string& extra = "") {
+    std::filesystem::create_directories(dir_ / "seeds");
+    return run("fuzz --time 1 --fuzzer " + shell_word(fuzzer) + " --seeds " + (dir_ / "seeds").string() +
+               " --corpus " + (dir_ / "corpus").string() + " --findings " + (dir_ / findings).string() + extra);
+  }
+
   CmdResult run(const std::string& args) { return run_env("", args); }
   // run() with environment assignments before the program ("NAME=value ").
   CmdResult run_env(const std::string& env, const std::string& args) {
@@ -946,20 +962,8 @@ TEST_F(Cli, FuzzPassesItsPropertiesToTheTarget) {
 // exit 0); raw cases an earlier campaign left in the folder are not this campaign's findings; and the fuzzer's path
 // is run by exec, not by a shell (a path with a quote in it ran as a command).
 TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
-  auto script = [&](const std::string& name, const std::string& body) {
-    // (each reports one execution, as libFuzzer's status lines do: a fuzzer that reports none is exit 2, below)
-    const std::string path = file(name, "#!/bin/sh\nfor a in \"$@\"; do case $a in -help=1) echo 'Usage of libFuzzer'; exit 0;; "
-                                        "-artifact_prefix=*) prefix=${a#-artifact_prefix=};; esac; done\n"
-                                        "echo '#1 DONE cov: 1 ft: 1 corp: 1/1b exec/s: 1 rss: 1Mb'\n" + body + "\n");
-    fs::permissions(path, fs::perms::owner_all);
-    return path;
-  };
   const std::string seeds = (dir_ / "seeds").string();
   fs::create_directories(seeds);
-  auto fuzz = [&](const std::string& fuzzer, const std::string& findings, const std::string& extra = "") {
-    return run("fuzz --time 1 --fuzzer " + shell_word(fuzzer) + " --seeds " + seeds + " --corpus " + (dir_ / "corpus").string() +
-               " --findings " + (dir_ / findings).string() + extra);
-  };
   const CmdResult crash = fuzz(script("crash.sh", "printf x > \"${prefix}crash-0123\"; exit 1"), "f1");
   EXPECT_EQ(crash.status, 1) << crash.out << crash.err;
   EXPECT_NE(crash.out.find("crash-0123"), std::string::npos) << crash.out;
@@ -1019,78 +1023,6 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   EXPECT_NE(stopped_summary.find("crash-0456"), std::string::npos) << stopped_summary;
   EXPECT_NE(stopped_summary.find("\"interrupted\": true"), std::string::npos) << stopped_summary;
 
-  // A fuzzer still running --grace s past --time (one input of a large --bias-t can run long) is stopped: SIGTERM,
-  // then SIGKILL as long again (at most 30 s) later. With no finding that is exit 2, said, never "no finding"; what it
-  // found before is still a finding. (The stand-ins loop past --time 1; one leaves on SIGTERM, one ignores it.)
-  const std::string forever = "while :; do sleep 0.1; done";
-  const CmdResult overran = fuzz(script("overrun.sh", "trap 'exit 0' TERM; " + forever), "f13", " --grace 1");
-  EXPECT_EQ(overran.status, 2) << overran.out << overran.err;
-  EXPECT_NE(overran.err.find("overran --time by 1 s (one input runs long: a large --bias-t?); stopping it"), std::string::npos) << overran.err;
-  EXPECT_NE(overran.err.find("the fuzzer overran --time by 1 s and was stopped, with no finding"), std::string::npos)
-      << overran.err;
-  const auto deaf_start = std::chrono::steady_clock::now();
-  const CmdResult deaf = fuzz(script("deaf.sh", "trap '' INT TERM; " + forever), "f14", " --grace 1");
-  EXPECT_EQ(deaf.status, 2) << deaf.out << deaf.err;
-  // killed grace s after the SIGTERM (at 3 s), not after a fixed 30 s (the margin is for a busy machine)
-  EXPECT_LT(std::chrono::steady_clock::now() - deaf_start, std::chrono::seconds(20));
-  EXPECT_NE(deaf.err.find("the fuzzer overran --time by 1 s and was stopped"), std::string::npos) << deaf.err;
-  const CmdResult overran_found =
-      fuzz(script("overrun-found.sh", "printf z > \"${prefix}crash-0789\"; trap 'exit 0' TERM; " + forever), "f15",
-           " --grace 1");
-  EXPECT_EQ(overran_found.status, 1) << overran_found.out << overran_found.err;
-  EXPECT_NE(overran_found.out.find("crash-0789"), std::string::npos) << overran_found.out;
-  // A fuzzer that closes its output and runs on is stopped as one that overruns (it was waited on forever: the
-  // wait came after the output's end, past every deadline).
-  const auto closed_start = std::chrono::steady_clock::now();
-  const CmdResult closed = fuzz(script("closed.sh", "exec >&- 2>&-; trap 'exit 0' TERM; " + forever), "f18",
-                                " --grace 1");
-  EXPECT_EQ(closed.status, 2) << closed.out << closed.err;
-  EXPECT_LT(std::chrono::steady_clock::now() - closed_start, std::chrono::seconds(20));
-  EXPECT_NE(closed.err.find("the fuzzer overran --time by 1 s and was stopped"), std::string::npos) << closed.err;
-  // Output held open past the fuzzer's exit, by a process it left in a session of its own (out of the group's
-  // signals' reach), is not waited on: it was, until that process ended (here 60 s; it is ended below).
-  const fs::path leaked_pid = dir_ / "leaked.pid";
-  const auto leak_start = std::chrono::steady_clock::now();
-  const CmdResult leak = fuzz(script("leak.sh", "setsid sleep 60 & echo $! > " + shell_word(leaked_pid.string()) +
-                                                "; exit 0"), "f19");
-  EXPECT_LT(std::chrono::steady_clock::now() - leak_start, std::chrono::seconds(30));
-  EXPECT_EQ(leak.status, 0) << leak.out << leak.err;
-  EXPECT_NE(leak.err.find("the fuzzer exited, but its output was held open 5 s after its last line by a process "
-                          "outside its group (one it left in a session of its own); not waited on"), std::string::npos)
-      << leak.err;
-  EXPECT_NE(leak.out.find("Not waited on: the fuzzer exited, but its output"), std::string::npos) << leak.out;
-  if (const std::string pid = slurp(leaked_pid); !pid.empty()) ::kill(std::atoi(pid.c_str()), SIGKILL);
-  // ... counted from its last line, not from the fuzzer's exit: a writer outside the group that goes on writing (a
-  // backlog read slowly, here a line a second for 7 s) is read to its end (cut at 5 s, its last lines lost).
-  const CmdResult talker = fuzz(script("talker.sh", "setsid sh -c 'for i in 1 2 3 4 5 6 7; do sleep 1; echo talk-$i; "
-                                                    "done' & exit 0"), "f21");
-  EXPECT_EQ(talker.status, 0) << talker.out << talker.err;
-  EXPECT_NE(slurp(dir_ / "f21" / "raw-paper" / "fuzz.log").find("talk-7"), std::string::npos) << talker.err;
-  // A process of the fuzzer's own group that outlives it (a fork-mode job whose parent died: OOM, a crash) is waited
-  // on, as before: what it finds is this campaign's (it was left running 5 s after the reap, which comes up to 1 s
-  // after the exit: its crash at 8 s was found by nobody).
-  const CmdResult orphan = fuzz(script("orphan.sh", "(sleep 8; printf q > \"${prefix}crash-late\"; echo \"Test unit "
-                                                    "written to ${prefix}crash-late\") & sleep 0.2; kill -KILL $$"),
-                                "f22");
-  EXPECT_EQ(orphan.status, 1) << orphan.out << orphan.err;
-  EXPECT_NE(orphan.out.find("crash-late"), std::string::npos) << orphan.out;
-  // A fork-mode parent's final stat:: lines say 0 for itself when a signal stops it: the jobs' count stays.
-  const CmdResult stats = fuzz(script("stats.sh", "echo '#99 pulse exec/s: 50'; echo 'stat::number_of_executed_units: "
-                                                  "0'; echo 'stat::average_exec_per_sec:     0'; exit 0"), "f23");
-  EXPECT_EQ(stats.status, 0) << stats.out << stats.err;
-  EXPECT_NE(stats.out.find("99 executions (50 exec/s)"), std::string::npos) << stats.out;
-  // SIGCHLD ignored by whoever started attncheck (it passes through exec; the kernel then reaps the fuzzer itself):
-  // the campaign ends and reads the fuzzer's status (the loop ran on forever, deaf to signals; before that the
-  // status read "exit 0"). perl sets the disposition and execs attncheck; `timeout` bounds a regression.
-  const CmdResult ignored = run_env("timeout -s KILL 60 perl -e '$SIG{CHLD}=\"IGNORE\"; exec @ARGV' ",
-                                    "fuzz --time 1 --fuzzer " + shell_word(script("crash.sh", "printf x > "
-                                    "\"${prefix}crash-0123\"; exit 1")) + " --seeds " + seeds + " --corpus " +
-                                    (dir_ / "corpus").string() + " --findings " + (dir_ / "f20").string());
-  EXPECT_EQ(ignored.status, 1) << ignored.out << ignored.err;
-  EXPECT_NE(ignored.out.find("the fuzzer ended with exit 1"), std::string::npos) << ignored.out;
-  const CmdResult short_grace = fuzz(script("ok.sh", "exit 0"), "f16", " --grace 0.5");
-  EXPECT_EQ(short_grace.status, 2) << short_grace.out << short_grace.err;
-  EXPECT_NE(short_grace.err.find("--grace"), std::string::npos) << short_grace.err;
 
   // A kernel fault's raw case (the target's note says so) is listed as it is: not shrunk and not run again here
   // (each group's shrink and replay met the fault again: with a hanging plugin, its time limit per group).
@@ -1253,6 +1185,88 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   EXPECT_TRUE(fs::exists(ran)) << "the fuzzer with a quote in its path did not run";
   EXPECT_FALSE(fs::exists(pwned)) << "the fuzzer's path went through a shell";
   fs::remove(pwned);
+}
+
+// `attncheck fuzz` waits on the fuzzer it started as long as it should, and no longer: past --time by --grace s it is
+// stopped (SIGTERM, then SIGKILL); processes of its group that outlive it are waited on; output held open from outside
+// its group is not, 5 s after its last line; SIGCHLD ignored by whoever started attncheck does not lose its status.
+// (Stand-ins as in the test above; this one is apart so that ctest -j runs the two side by side: its stand-ins wait
+// out their limits.)
+TEST_F(Cli, FuzzWaitsOnTheFuzzerAsLongAsItShould) {
+  const std::string seeds = (dir_ / "seeds").string();
+  fs::create_directories(seeds);
+  // A fuzzer still running --grace s past --time (one input of a large --bias-t can run long) is stopped: SIGTERM,
+  // then SIGKILL as long again (at most 30 s) later. With no finding that is exit 2, said, never "no finding"; what it
+  // found before is still a finding. (The stand-ins loop past --time 1; one leaves on SIGTERM, one ignores it.)
+  const std::string forever = "while :; do sleep 0.1; done";
+  const CmdResult overran = fuzz(script("overrun.sh", "trap 'exit 0' TERM; " + forever), "f13", " --grace 1");
+  EXPECT_EQ(overran.status, 2) << overran.out << overran.err;
+  EXPECT_NE(overran.err.find("overran --time by 1 s (one input runs long: a large --bias-t?); stopping it"), std::string::npos) << overran.err;
+  EXPECT_NE(overran.err.find("the fuzzer overran --time by 1 s and was stopped, with no finding"), std::string::npos)
+      << overran.err;
+  const auto deaf_start = std::chrono::steady_clock::now();
+  const CmdResult deaf = fuzz(script("deaf.sh", "trap '' INT TERM; " + forever), "f14", " --grace 1");
+  EXPECT_EQ(deaf.status, 2) << deaf.out << deaf.err;
+  // killed grace s after the SIGTERM (at 3 s), not after a fixed 30 s (the margin is for a busy machine)
+  EXPECT_LT(std::chrono::steady_clock::now() - deaf_start, std::chrono::seconds(20));
+  EXPECT_NE(deaf.err.find("the fuzzer overran --time by 1 s and was stopped"), std::string::npos) << deaf.err;
+  const CmdResult overran_found =
+      fuzz(script("overrun-found.sh", "printf z > \"${prefix}crash-0789\"; trap 'exit 0' TERM; " + forever), "f15",
+           " --grace 1");
+  EXPECT_EQ(overran_found.status, 1) << overran_found.out << overran_found.err;
+  EXPECT_NE(overran_found.out.find("crash-0789"), std::string::npos) << overran_found.out;
+  // A fuzzer that closes its output and runs on is stopped as one that overruns (it was waited on forever: the
+  // wait came after the output's end, past every deadline).
+  const auto closed_start = std::chrono::steady_clock::now();
+  const CmdResult closed = fuzz(script("closed.sh", "exec >&- 2>&-; trap 'exit 0' TERM; " + forever), "f18",
+                                " --grace 1");
+  EXPECT_EQ(closed.status, 2) << closed.out << closed.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - closed_start, std::chrono::seconds(20));
+  EXPECT_NE(closed.err.find("the fuzzer overran --time by 1 s and was stopped"), std::string::npos) << closed.err;
+  // Output held open past the fuzzer's exit, by a process it left in a session of its own (out of the group's
+  // signals' reach), is not waited on: it was, until that process ended (here 60 s; it is ended below).
+  const fs::path leaked_pid = dir_ / "leaked.pid";
+  const auto leak_start = std::chrono::steady_clock::now();
+  const CmdResult leak = fuzz(script("leak.sh", "setsid sleep 60 & echo $! > " + shell_word(leaked_pid.string()) +
+                                                "; exit 0"), "f19");
+  EXPECT_LT(std::chrono::steady_clock::now() - leak_start, std::chrono::seconds(30));
+  EXPECT_EQ(leak.status, 0) << leak.out << leak.err;
+  EXPECT_NE(leak.err.find("the fuzzer exited, but its output was held open 5 s after its last line by a process "
+                          "outside its group (one it left in a session of its own); not waited on"), std::string::npos)
+      << leak.err;
+  EXPECT_NE(leak.out.find("Not waited on: the fuzzer exited, but its output"), std::string::npos) << leak.out;
+  if (const std::string pid = slurp(leaked_pid); !pid.empty()) ::kill(std::atoi(pid.c_str()), SIGKILL);
+  // ... counted from its last line, not from the fuzzer's exit: a writer outside the group that goes on writing (a
+  // backlog read slowly, here a line a second for 7 s) is read to its end (cut at 5 s, its last lines lost).
+  const CmdResult talker = fuzz(script("talker.sh", "setsid sh -c 'for i in 1 2 3 4 5 6 7; do sleep 1; echo talk-$i; "
+                                                    "done' & exit 0"), "f21");
+  EXPECT_EQ(talker.status, 0) << talker.out << talker.err;
+  EXPECT_NE(slurp(dir_ / "f21" / "raw-paper" / "fuzz.log").find("talk-7"), std::string::npos) << talker.err;
+  // A process of the fuzzer's own group that outlives it (a fork-mode job whose parent died: OOM, a crash) is waited
+  // on, as before: what it finds is this campaign's (it was left running 5 s after the reap, which comes up to 1 s
+  // after the exit: its crash at 8 s was found by nobody).
+  const CmdResult orphan = fuzz(script("orphan.sh", "(sleep 8; printf q > \"${prefix}crash-late\"; echo \"Test unit "
+                                                    "written to ${prefix}crash-late\") & sleep 0.2; kill -KILL $$"),
+                                "f22");
+  EXPECT_EQ(orphan.status, 1) << orphan.out << orphan.err;
+  EXPECT_NE(orphan.out.find("crash-late"), std::string::npos) << orphan.out;
+  // A fork-mode parent's final stat:: lines say 0 for itself when a signal stops it: the jobs' count stays.
+  const CmdResult stats = fuzz(script("stats.sh", "echo '#99 pulse exec/s: 50'; echo 'stat::number_of_executed_units: "
+                                                  "0'; echo 'stat::average_exec_per_sec:     0'; exit 0"), "f23");
+  EXPECT_EQ(stats.status, 0) << stats.out << stats.err;
+  EXPECT_NE(stats.out.find("99 executions (50 exec/s)"), std::string::npos) << stats.out;
+  // SIGCHLD ignored by whoever started attncheck (it passes through exec; the kernel then reaps the fuzzer itself):
+  // the campaign ends and reads the fuzzer's status (the loop ran on forever, deaf to signals; before that the
+  // status read "exit 0"). perl sets the disposition and execs attncheck; `timeout` bounds a regression.
+  const CmdResult ignored = run_env("timeout -s KILL 60 perl -e '$SIG{CHLD}=\"IGNORE\"; exec @ARGV' ",
+                                    "fuzz --time 1 --fuzzer " + shell_word(script("crash.sh", "printf x > "
+                                    "\"${prefix}crash-0123\"; exit 1")) + " --seeds " + seeds + " --corpus " +
+                                    (dir_ / "corpus").string() + " --findings " + (dir_ / "f20").string());
+  EXPECT_EQ(ignored.status, 1) << ignored.out << ignored.err;
+  EXPECT_NE(ignored.out.find("the fuzzer ended with exit 1"), std::string::npos) << ignored.out;
+  const CmdResult short_grace = fuzz(script("ok.sh", "exit 0"), "f16", " --grace 0.5");
+  EXPECT_EQ(short_grace.status, 2) << short_grace.out << short_grace.err;
+  EXPECT_NE(short_grace.err.find("--grace"), std::string::npos) << short_grace.err;
 }
 
 // --family GENERATOR[key=value,...] runs the suite's families of GENERATOR with those values: a generator parameter
