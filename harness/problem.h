@@ -10,8 +10,8 @@
 // validate() checks all of it and throws attncheck::Error with a message naming the first bad element.
 #pragma once
 
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>

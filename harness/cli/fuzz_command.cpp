@@ -246,11 +246,12 @@ struct Group {
   int raw_count = 0;
 };
 
-// An earlier campaign's summary at `md` and `js` (a second campaign on one --findings folder) is kept: renamed to
-// fuzz-<kernel>-<its start, from its .json's started_at, else the file's time>-summary.md and .json (a name that
-// `replay DIR` passes over, as it does the summary), and said on stderr. Regular files only: a link (to /dev/stdout,
-// to a shared report) is written through, as before.
-void keep_earlier_summary(const fs::path& md, const fs::path& js) {
+// An earlier campaign's summary in `dir`, <stem>-summary.md and .json (a second campaign on one --findings folder;
+// stem: fuzz-<kernel>), is kept: renamed to <stem>-<its start, from its .json's started_at, else the file's
+// time>-summary.md and .json (a name that `replay DIR` passes over, as it does the summary), and said on stderr.
+// Regular files only: a link (to /dev/stdout, to a shared report) is written through, as before.
+void keep_earlier_summary(const fs::path& dir, const std::string& stem) {
+  const fs::path md = dir / (stem + "-summary.md"), js = dir / (stem + "-summary.json");
   std::error_code ec;
   const auto earlier = [&](const fs::path& p) { return fs::is_regular_file(fs::symlink_status(p, ec)); };
   if (!earlier(md) && !earlier(js)) return;
@@ -269,16 +270,15 @@ void keep_earlier_summary(const fs::path& md, const fs::path& js) {
   for (char ch : when)
     if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-') stamp += ch;
   if (stamp.empty()) stamp = "earlier";
-  const std::string base = md.stem().string();  // fuzz-<kernel>-summary
-  const std::string stem = base.substr(0, base.size() - 8) + "-" + stamp;  // fuzz-<kernel>-<stamp>
-  std::string name = stem + "-summary";
+  const std::string kept = stem + "-" + stamp;  // fuzz-<kernel>-<stamp>
+  std::string name = kept + "-summary";
   const auto taken = [&](const std::string& n) {
-    return fs::exists(md.parent_path() / (n + ".md"), ec) || fs::exists(js.parent_path() / (n + ".json"), ec);
+    return fs::exists(dir / (n + ".md"), ec) || fs::exists(dir / (n + ".json"), ec);
   };
-  for (int n = 2; taken(name);) name = stem + "-" + std::to_string(n++) + "-summary";
+  for (int n = 2; taken(name);) name = kept + "-" + std::to_string(n++) + "-summary";
   for (const fs::path& from : {md, js}) {
     if (!earlier(from)) continue;
-    const fs::path to = from.parent_path() / (name + from.extension().string());
+    const fs::path to = dir / (name + from.extension().string());
     fs::rename(from, to, ec);
     if (ec)
       std::cerr << "attncheck fuzz: warning: the earlier campaign's " << printable(from.string()) << " could not be "
@@ -469,8 +469,8 @@ int run_fuzz(const FuzzOptions& o) {
     if (::poll(p, 2, eof || reaped ? 50 : 1000) > 0 && (p[1].revents & POLLIN)) read_errors(false);
     if ((p[1].revents & POLLHUP) && !(p[1].revents & POLLIN)) err_open = false;
     if (!reaped) {
-      // -1 (not EINTR) is a child reaped elsewhere: SIGCHLD ignored by whoever started attncheck (reset above; the
-      // loop ran forever on it, deaf to signals)
+      // -1 (not EINTR) is a child reaped elsewhere: SIGCHLD ignored by whoever started attncheck (reset in main();
+      // the loop ran forever on it, deaf to signals)
       const pid_t r = ::waitpid(child.pid, &status, WNOHANG);
       if (r == child.pid || (r < 0 && errno != EINTR)) {
         reaped = true;
@@ -526,25 +526,26 @@ int run_fuzz(const FuzzOptions& o) {
       last_progress = Clock::now();
     }
     const bool alive = group_alive();
+    const auto signal_group = [&](int sig) {  // SIGKILL starts kStuck's count
+      if (!alive) return;
+      ::kill(-child.pid, sig);
+      if (sig == SIGKILL && killed_at < 0) killed_at = el;
+    };
     if (g_stop_signals > stops_acted) {  // SIGINT or SIGTERM: stop the fuzzer, then minimise (a second: kill it)
       stops_acted = g_stop_signals;
       std::cerr << "attncheck fuzz: " << (stops_acted == 1 ? "stopping the fuzzer" : "killing the fuzzer")
                 << " (signal " << g_last_stop_signal << ")"
                 << (stops_acted == 1 ? "; the findings so far are minimised and summarised (again to skip that)" : "")
                 << "\n";
-      if (alive) ::kill(-child.pid, stops_acted == 1 ? SIGTERM : SIGKILL);
-      if (alive && stops_acted > 1 && killed_at < 0) killed_at = el;
+      signal_group(stops_acted == 1 ? SIGTERM : SIGKILL);
     }
     if (el > o.seconds + grace && !overran && alive) {  // libFuzzer stops itself between inputs; a safety net
       overran = true;
       std::cerr << "attncheck fuzz: the fuzzer overran --time by " << grace << " s (one input runs long: a large "
                 << "--bias-t?); stopping it\n";
-      ::kill(-child.pid, SIGTERM);
+      signal_group(SIGTERM);
     }
-    if (el > o.seconds + grace + grace_kill && alive) {
-      ::kill(-child.pid, SIGKILL);
-      if (killed_at < 0) killed_at = el;
-    }
+    if (el > o.seconds + grace + grace_kill) signal_group(SIGKILL);
     if (reaped && !eof && !alive && el - std::max(reaped_at, read_at) >= kLeftOpen)
       given_up = "the fuzzer exited, but its output was held open " + fmt_num(kLeftOpen) + " s after its last "
                  "line by a process outside its group (one it left in a session of its own); not waited on";
@@ -775,8 +776,9 @@ int run_fuzz(const FuzzOptions& o) {
       std::cerr << "attncheck fuzz: " << key.first << " / " << key.second << ": " << e.what() << "\n";
     }
   }
-  const fs::path md_path = fs::path(o.findings) / ("fuzz-" + safe + "-summary.md");
-  const fs::path js_path = fs::path(o.findings) / ("fuzz-" + safe + "-summary.json");
+  const std::string summary_stem = "fuzz-" + safe;
+  const fs::path md_path = fs::path(o.findings) / (summary_stem + "-summary.md");
+  const fs::path js_path = fs::path(o.findings) / (summary_stem + "-summary.json");
   // How the campaign and its minimising ended: a signal while minimising was said nowhere (the groups left read
   // "(not minimised)", as for a spent budget). "interrupted" is the fuzzing's, as the exit status 128 + N is.
   const bool signal_while_minimising = g_stop_signals > signals_fuzzing;
@@ -803,7 +805,7 @@ int run_fuzz(const FuzzOptions& o) {
   const std::string summary = head.str() + md.str();
   // An earlier campaign's summary on this folder is kept under its start time: it was replaced, and its findings
   // (still on disk) were listed nowhere.
-  keep_earlier_summary(md_path, js_path);
+  keep_earlier_summary(o.findings, summary_stem);
   // Each file is tried, and the summary printed, whatever failed: an unwritable .md skipped the .json and the
   // printed summary. What failed is exit 2, after the summary.
   std::string unwritten;
