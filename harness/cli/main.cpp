@@ -198,17 +198,18 @@ int run_main(int argc, char** argv) {
     }
   }
   // `--kernel=` (an empty value after '='): CLI11 took the next word as the value (`replay --kernel= DIR` replayed
-  // nothing, on a kernel named DIR). Only the command's options that take a value: an unknown one (--kernal=) is
-  // CLI11's "unknown option ... (did you mean --kernel?)", a flag's its own. Words after `--` are files, not options.
+  // nothing, on a kernel named DIR); a flag's `--quiet=` it took as the flag given. Only the command's own options:
+  // an unknown one (--kernal=) is CLI11's "unknown option ... (did you mean --kernel?)". Words after `--` are files.
   const CLI::App* command = names_command ? app.get_subcommand(argv[1]) : nullptr;
   for (int i = 2; command && i < argc && std::string(argv[i]) != "--"; ++i) {
     const std::string word = argv[i];
     const CLI::Option* o = word.size() > 3 && word.rfind("--", 0) == 0 && word.find('=') == word.size() - 1
                                ? command->get_option_no_throw(word.substr(0, word.size() - 1))
                                : nullptr;
-    if (o && o->get_expected_max() != 0) {  // a value option (a flag takes none: CLI11 says what it says)
-      std::cerr << "attncheck: error: " << attncheck::printable(word) << " gives an empty value (see attncheck "
-                << argv[1] << " --help)\n";
+    if (o) {
+      std::cerr << "attncheck: error: " << attncheck::printable(word) << " gives an empty value"
+                << (o->get_expected_max() == 0 ? " (a flag: give it without '=')" : "") << " (see attncheck " << argv[1]
+                << " --help)\n";
       return cli::kExitUsage;
     }
   }
