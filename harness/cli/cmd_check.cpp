@@ -4,7 +4,7 @@
 //
 // Determinism: each check is a pure function of (kernel, family, budget); --seed mixes into every family's
 // seed (mix64), so one seed names one run. Progress goes to stderr: a rewritten line on a TTY, else a line
-// every kProgressEvery seconds. Exit 0 all pass, 1 any failure, 2 usage/input error; stopped by SIGINT/SIGTERM
+// at most every kProgressEvery seconds (naming the checks still running when one runs long). Exit 0 all pass, 1 any failure, 2 usage/input error; stopped by SIGINT/SIGTERM
 // with no failure: ended by that signal (128 + N) once the summary and reports are written.
 #include <sched.h>
 #include <sys/stat.h>
@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -88,11 +89,22 @@ struct CheckOptions {
 
 using Clock = std::chrono::steady_clock;
 
+// Progress on standard error (not with --quiet): on a terminal one line, rewritten as each check starts; else a line
+// at most every kProgressEvery s, as a check starts or, while checks run past it, naming them (a check of a huge
+// --instances, or a plugin call waiting out its time limit, said nothing until it ended). Every call, and the
+// ticker's lines, hold the run's printing mutex `guard` (so they do not cut into a FAIL block or each other).
 class Progress {
  public:
-  explicit Progress(std::size_t total, bool quiet) : total_(total), tty_(!quiet && ::isatty(2)), quiet_(quiet) {}
-  void show(std::size_t done, const std::string& what) {
+  Progress(std::size_t total, bool quiet, std::mutex& guard)
+      : total_(total), tty_(!quiet && ::isatty(2)), quiet_(quiet), guard_(guard) {
+    if (!quiet_ && !tty_) ticker_ = std::thread([this] { tick(); });
+  }
+  ~Progress() { stop(); }
+  // A check starts (`done` checks have ended); `slot` names it until ended().
+  void show(const void* slot, std::size_t done, const std::string& what) {
     if (quiet_) return;
+    running_[slot] = {what, Clock::now()};
+    done_ = done;
     if (tty_) {
       std::string line = "[" + std::to_string(done + 1) + "/" + std::to_string(total_) + "] " + what;
       if (line.size() > 100) line.resize(100);
@@ -103,15 +115,45 @@ class Progress {
       last_ = Clock::now();
     }
   }
+  void ended(const void* slot, std::size_t done) {
+    running_.erase(slot);
+    done_ = done;
+  }
   void clear() {
     if (tty_ && shown_) std::cerr << "\r\033[K" << std::flush;
     shown_ = false;
   }
+  // Ends the ticker (the caller does not hold guard).
+  void stop() {
+    if (!ticker_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(guard_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    ticker_.join();
+  }
 
  private:
-  std::size_t total_;
-  bool tty_, quiet_, shown_ = false;
+  void tick() {
+    std::unique_lock<std::mutex> lock(guard_);
+    while (!wake_.wait_for(lock, std::chrono::duration<double>(1.0), [this] { return stop_; })) {
+      if (running_.empty() || seconds_since(last_) < kProgressEvery) continue;
+      std::string names;
+      for (const auto& [slot, started] : running_)
+        names += (names.empty() ? "" : "; ") + started.first + " (" +
+                 std::to_string(static_cast<long>(seconds_since(started.second))) + " s)";
+      std::cerr << "attncheck: " << done_ << "/" << total_ << " checks done, still running: " << names << "\n";
+      last_ = Clock::now();
+    }
+  }
+  std::size_t total_, done_ = 0;
+  bool tty_, quiet_, shown_ = false, stop_ = false;
   Clock::time_point last_ = Clock::now();
+  std::map<const void*, std::pair<std::string, Clock::time_point>> running_;  // the checks started, not ended
+  std::mutex& guard_;
+  std::condition_variable wake_;
+  std::thread ticker_;
 };
 
 std::vector<const Kernel*> pick_kernels(const CheckOptions& opt) {
@@ -580,9 +622,9 @@ int run_check(const CheckOptions& opt) {
     if (opt.findings != CheckOptions{}.findings) args += " --findings " + shell_word(opt.findings);
     return is_plugin ? attncheck_command(args + plugin_replay_args(), plugin_replay_env()) : attncheck_command(args);
   };
-  Progress progress(slots.size(), opt.quiet);
   int unsaved = 0;  // failures whose case could not be written
   std::mutex mu;    // guards the slots' done flags, next/printed/finished, unsaved, the progress line and printing
+  Progress progress(slots.size(), opt.quiet, mu);
   std::mutex device_mu;  // one CUDA check at a time (one device context)
   std::shared_mutex plugin_mu;  // a plugin's check holds it alone, every other check shares it (run_slot)
   std::size_t next = 0, printed = 0, finished = 0;
@@ -658,7 +700,7 @@ int run_check(const CheckOptions& opt) {
     if (g_stop_signals > 0) return;
     {
       std::lock_guard<std::mutex> lock(mu);
-      progress.show(finished, k.name() + " " + p.name + " " + e.family.generator);
+      progress.show(&slot, finished, k.name() + " " + p.name + " " + e.family.generator);
     }
     try {
       entry.outcome = check_one(p, k, e.family, report.budget, !opt.no_shrink);
@@ -703,7 +745,7 @@ int run_check(const CheckOptions& opt) {
       }
       std::lock_guard<std::mutex> lock(mu);
       slots[i].done = true;
-      ++finished;
+      progress.ended(&slots[i], ++finished);
       print_ready();
     }
   };
@@ -732,6 +774,7 @@ int run_check(const CheckOptions& opt) {
   report.jobs = static_cast<int>(threads.size() + 1);
   worker();
   for (std::thread& t : threads) t.join();
+  progress.stop();
   if (worker_error) std::rethrow_exception(worker_error);
   for (Slot& slot : slots) (slot.ran ? report.entries : report.not_run).push_back(std::move(slot.result));
   std::size_t in_baseline = 0;

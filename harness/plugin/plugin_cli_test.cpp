@@ -264,6 +264,22 @@ TEST(PluginCli, ACrashShrinksAndAHangDoesNot) {
   EXPECT_NE(hang.output.find("nq16 nk32"), std::string::npos) << hang.output;
 }
 
+// A check that runs long says so on a standard error that is not a terminal: which check, for how long (a plugin call
+// waiting out its time limit, or a huge --instances, said nothing until it ended; one line per check start came at
+// most every 5 s). The call here waits 7 s; the line comes at 5 s.
+TEST(PluginCli, ALongCheckIsNamedWhileItRuns) {
+  int st = -1;
+  const std::string findings = testing::TempDir() + "plugin_cli_long_" + std::to_string(::getpid());
+  const std::string err = run_shell("{ ATTNCHECK_PLUGIN_TIMEOUT=7 " + kExe + " check -k plugin:hang --plugin " +
+                                        kFaultyPlugin + " --property finite --family normal --findings " + findings +
+                                        " 2>&1 >/dev/null; }",  // standard error alone (not a terminal)
+                                    &st, /*stdout_only=*/true);
+  EXPECT_EQ(st, 1) << err;
+  EXPECT_TRUE(std::regex_search(err, std::regex("attncheck: 0/1 checks done, still running: plugin:hang finite "
+                                                "normal \\([5-7] s\\)\n")))
+      << err;
+}
+
 // One fault met by every property is printed in full once; the other checks say it in two lines, each with its saved
 // case's replay line (four whole blocks of the same inputs read as four bugs: a UX review, session 33).
 TEST(PluginCli, AKernelFaultMetAgainIsPrintedOnce) {
