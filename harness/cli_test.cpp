@@ -630,6 +630,27 @@ TEST_F(Cli, ReplayTellsAFailureOnAnotherTensor) {
   c["found_by"] = "check";  // nor is prose, whoever wrote it (a regression case's "O overflows here" read as O)
   c["note"] = "O overflows here, found by hand in instance 3";
   EXPECT_EQ(run("replay -q " + file("prose.json", c.dump(1))).status, 0);
+  // Prose that quotes the message after "Found: " (as the corpus's regression cases do) records it; --update-expected
+  // keeps the prose and quotes the new message.
+  c["note"] = "why it matters. Found: instance 3: O[0] = -nan but exact -0";
+  const std::string quoted = file("quoted.json", c.dump(1));
+  const CmdResult q = run("replay -q " + quoted);
+  EXPECT_EQ(q.status, 1) << q.out << q.err;
+  EXPECT_NE(q.out.find("the file's failure is on O, this replay's on dQ: another failure"), std::string::npos) << q.out;
+  EXPECT_EQ(run("replay -q --update-expected " + quoted).status, 0);
+  EXPECT_EQ(json::parse(slurp(quoted))["note"].get<std::string>().rfind("why it matters. Found: instance 3: dQ", 0), 0u)
+      << slurp(quoted);
+  // A statistic's finding and a kernel fault are failures of other kinds (a bias case whose kernel now crashes, or
+  // the reverse, replayed "ok": the note's prose was not compared). The crash side: plugin_cli_test.
+  json bias = json::parse(slurp(fs::path(ATTNCHECK_SOURCE_DIR) / "corpus" / "regression" /
+                                "paper-unbiased-tied_max-c0b57938.json"));
+  bias["note"] = "kernel fault: paper: crash: killed by SIGSEGV (Segmentation fault)", bias["stats"] = json::object();
+  const CmdResult f = run("replay -q " + file("fault.json", bias.dump(1)));
+  EXPECT_EQ(f.status, 1) << f.out << f.err;
+  EXPECT_NE(f.out.find("the file's failure is a kernel fault (crash: killed by SIGSEGV), this replay's a biased "
+                       "statistic: another failure"),
+            std::string::npos)
+      << f.out;
 }
 
 // --update-expected turns a fixed kernel's finding into a regression case: the differing verdict and its statistic

@@ -203,33 +203,47 @@ std::string turned_tensors(const nlohmann::json& saved, const nlohmann::json& no
 }
 
 // The failure a note records where it is a message as check writes it ("instance 39: dK(b0,...): ...", "kernel fault:
-// plugin:x: crash: killed by SIGSEGV (...)"): "on dK", or "a kernel fault (crash: killed by SIGSEGV)" (no kernel name:
-// a case replayed with --kernel faults under another name). "" for anything else: prose (a hand-written or edited
-// note, the corpus's regression cases), the fuzzer's "minimised from ...".
+// plugin:x: crash: killed by SIGSEGV (...)", "biased: O: mean ..."): "on dK", "a kernel fault (crash: killed by
+// SIGSEGV)" (no kernel name: a case replayed with --kernel faults under another name), "a biased statistic"; in prose,
+// the message after "Found: " (the corpus's regression cases quote it so). "" for anything else: other prose (a
+// hand-written or edited note), the fuzzer's "minimised from ...".
 std::string recorded_failure(const std::string& message) {
-  static const std::regex per_instance(R"(^instance \d+: (O|LSE|dQ|dK|dV|delta)\b)");
+  static const std::regex per_instance(R"((?:^|Found: )instance \d+: (O|LSE|dQ|dK|dV|delta)\b)");
   std::smatch m;
   if (std::regex_search(message, m, per_instance)) return "on " + m[1].str();
+  if (message.rfind("biased: ", 0) == 0 || message.find("Found: biased: ") != std::string::npos)
+    return "a biased statistic";
   const std::string kind = fault_kind(message);
   return kind.empty() ? "" : "a kernel fault (" + kind + ")";
 }
 
-// Same verdict (fail), but not the finding the file saved (its note records another tensor or another fault): what
-// differs, or "" (the same, or a note that records nothing: recorded_failure).
+// Same verdict (fail), but not the finding the file saved: what differs, or "" (the same, or nothing to compare).
+// The file's failure is its note's (recorded_failure); where the note is prose, its stats tell what they can: tensors
+// a statistic fails on are a biased statistic, other stats a failure measured on the kernel's outputs, which a kernel
+// fault now is not (a bias finding, or a regression case, whose kernel now crashes replayed "ok").
 std::string another_failure(const Case& c, const Outcome& o) {
   if (c.found_by == "manual") return "";
-  const std::string was = recorded_failure(c.note), is = recorded_failure(o.message);
+  const std::string measured = "one measured on the kernel's outputs (its stats)";
+  std::string was = recorded_failure(c.note);
+  if (was.empty() && !failing_tensors(c.stats).empty()) was = "a biased statistic";
+  else if (was.empty() && c.stats.is_object() && !c.stats.empty()) was = measured;
+  const std::string is = recorded_failure(o.message);
   if (was.empty() || is.empty() || was == is) return "";
+  if (was == measured && fault_kind(o.message).empty()) return "";  // any measured failure may be the prose's
   return "the file's failure is " + was + ", this replay's " + is;
 }
 
 // The note --update-expected writes: the replay's message where the file's note records a failure and this one is
 // another (so the updated case replays as it now fails), with what the note said of where it came from (check's
-// " [found with ENV --plugin LIB]", the fuzzer's " | fuzz input HEX"); "" = keep the note.
+// " [found with ENV --plugin LIB]", the fuzzer's " | fuzz input HEX") or the prose before "Found: "; "" = keep the
+// note.
 std::string updated_note(const Case& c, const Outcome& o) {
   if (c.found_by == "manual" || o.status != Status::kFail) return "";
   const std::string was = recorded_failure(c.note), is = recorded_failure(o.message);
   if (was.empty() || was == is) return "";
+  // Prose that quotes the failure after "Found: " keeps its prose; the quote becomes this replay's message.
+  if (const std::size_t at = c.note.find("Found: "); at != std::string::npos)
+    return c.note.substr(0, at) + "Found: " + o.message;
   std::size_t from = std::string::npos;
   for (const char* tail : {" [found with ", " | fuzz input "}) from = std::min(from, c.note.find(tail));
   return o.message + (from == std::string::npos ? "" : c.note.substr(from));

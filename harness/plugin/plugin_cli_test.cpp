@@ -264,6 +264,33 @@ TEST(PluginCli, ACrashShrinksAndAHangDoesNot) {
   EXPECT_NE(hang.output.find("nq16 nk32"), std::string::npos) << hang.output;
 }
 
+// A case whose kernel now crashes differs from its finding, whatever the note says: a statistic's (the bias cases
+// replayed "ok" on a crash, their prose notes not compared), a per-instance failure quoted after "Found: ", or one
+// whose prose quotes nothing but whose stats were measured on the kernel's outputs. A crash case replays "ok".
+TEST(PluginCli, AFindingWhoseKernelNowCrashesDiffers) {
+  const std::string reg = std::string(ATTNCHECK_SOURCE_DIR) + "/corpus/regression/";
+  for (const auto& [name, said] : {std::pair<std::string, std::string>{"paper-unbiased-tied_max-c0b57938.json",
+                                                                     "the file's failure is a biased statistic"},
+                                   {"fa2-finite-very_negative_rows-f33ba021.json", "the file's failure is on dQ"},
+                                   {"", "the file's failure is one measured on the kernel's outputs (its stats)"}}) {
+    std::string path = reg + name;
+    if (name.empty()) {  // constant_v's case with its prose cut before "Found: ": stats {"c": 1.5} are left
+      std::ifstream in(reg + "paper-constant_v-constant_v-4dac08cc.json");
+      std::stringstream text;
+      text << in.rdbuf();
+      path = testing::TempDir() + "plugin_cli_prose_" + std::to_string(::getpid()) + ".json";
+      std::ofstream(path) << std::regex_replace(text.str(), std::regex(" Found: [^\"]*"), "");
+    }
+    int st = -1;
+    const std::string out =
+        run_shell(kExe + " replay -q -k plugin:crash --plugin " + kFaultyPlugin + " " + shell_word(path), &st);
+    EXPECT_EQ(st, 1) << name << "\n" << out;
+    EXPECT_NE(out.find(said + ", this replay's a kernel fault (crash: killed by SIGSEGV): another failure"),
+              std::string::npos)
+        << name << "\n" << out;
+  }
+}
+
 // A check that runs long says so on a standard error that is not a terminal: which check, for how long (a plugin call
 // waiting out its time limit, or a huge --instances, said nothing until it ended; one line per check start came at
 // most every 5 s). The call here waits 7 s; the line comes at 5 s.
