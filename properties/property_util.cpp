@@ -109,16 +109,21 @@ Outcome run_per_instance(const std::string& property, const Kernel& k, const Fam
   return o;
 }
 
-double envelope_gamma(const Family& f) {
-  const int tk = f.tile_k > 0 ? f.tile_k : kDefaultTileK;
-  const int tiles = (f.problem.n_k + tk - 1) / tk;
-  const double ru = (2.0 * tiles + 4.0) * kU;
-  // Higham's γ_R holds for R·u < 1; the envelope's ratio terms γ/(1 − γ) need γ < 1, i.e. R·u < 1/2. Past that
-  // (about 60 key tiles) there is no bound: +inf, which the callers read as "bounds nothing" (mismatch()).
-  return ru < 0.5 ? ru / (1.0 - ru) : HUGE_VAL;
+double envelope_mismatch(int n_k, int tile_k) {
+  const int tk = tile_k > 0 ? tile_k : kDefaultTileK;
+  const double r = 2.0 * ((n_k + tk - 1) / tk) + 4.0;  // R = 2·(key tiles) + 4 (property_util.h)
+  // Each weight's factor lies in [(1 − u)^R, (1 + u)^R] (no R·u < 1 needed, unlike Higham's γ_R = Ru/(1 − Ru), which
+  // the envelope took until session 39 and gave up at R·u >= 1/2, n_k >= 977 at 16-key tiles: +inf, and with it a
+  // key_permutation or logit_shift that compared nothing passed). γ_hi = (1 + u)^R − 1 <= γ_R, γ_lo = 1 − (1 − u)^R.
+  const double hi = std::expm1(r * std::log1p(kU)), lo = -std::expm1(r * std::log1p(-kU));
+  return hi / (1 - lo);  // (γ_hi + γ_hi)/(1 − γ_lo) is O's mismatch (twice this): finite for every R
 }
 
-double mismatch(double g) { return g < 1 ? g / (1 - g) : HUGE_VAL; }
+double envelope_log_mismatch(int n_k, int tile_k) {
+  const int tk = tile_k > 0 ? tile_k : kDefaultTileK;
+  const double r = 2.0 * ((n_k + tk - 1) / tk) + 4.0;
+  return -r * std::log1p(-kU);  // −log(1 − γ_lo) = −R·log(1 − u) >= log(1 + γ_hi) = R·log(1 + u)
+}
 
 namespace {
 double sigma_count(double beta, bool bias) { return 2 + 3 * std::max(beta, 2.0) + (bias ? 2 : 0); }
@@ -190,6 +195,7 @@ EnvelopeKernel envelope_kernel(const Kernel& k) {
   if (!s) return e;
   if (s->max_policy.kind == MaxPolicy::kPaperShift) e.beta = std::max(s->max_policy.beta, 2.0);
   e.lse_fmt = s->lse_fmt;
+  e.tile_k = s->tile_k;
   return e;
 }
 
@@ -205,14 +211,14 @@ std::vector<std::vector<double>> score_error_bounds_last_q(const Instance& in,
   return sigma_of(in, last_q, beta);
 }
 
-std::vector<double> output_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_o) {
-  return output_envelope(in, f, exact_o, score_error_bounds(in));
+std::vector<double> output_envelope(const Instance& in, int tile_k, const std::vector<double>& exact_o) {
+  return output_envelope(in, tile_k, exact_o, score_error_bounds(in));
 }
 
-std::vector<double> output_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_o,
+std::vector<double> output_envelope(const Instance& in, int tile_k, const std::vector<double>& exact_o,
                                     const std::vector<double>& sigma) {
   const Problem& p = in.problem;
-  const double g = envelope_gamma(f);
+  const double mm = envelope_mismatch(p.n_k, tile_k);
   std::vector<double> e(p.q_size(), 0.0);
   std::vector<double> m_col(p.head_dim);
   for (int b = 0; b < p.batch; ++b)
@@ -234,7 +240,7 @@ std::vector<double> output_envelope(const Instance& in, const Family& f, const s
         for (int c = 0; c < p.head_dim; ++c) {
           const double m = m_col[c];
           const double x = std::fabs(exact_o[p.q_at(b, h, i, c)]);
-          const double dev = (2 * mismatch(g) + w) * m;
+          const double dev = (2 * mm + w) * m;
           const double bound = dev + ulp(x + dev, Format::kBF16);
           // Not finite (an exact value that is not, or a deviation past fp64's range): no bound. Always +inf
           // then, never NaN, so that callers can tell "unbounded" from a number (property_util.h).
@@ -244,18 +250,18 @@ std::vector<double> output_envelope(const Instance& in, const Family& f, const s
   return e;
 }
 
-std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse) {
-  return lse_envelope(in, f, exact_lse, score_error_bounds(in));
+std::vector<double> lse_envelope(const Instance& in, int tile_k, const std::vector<double>& exact_lse) {
+  return lse_envelope(in, tile_k, exact_lse, score_error_bounds(in));
 }
 
-std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse,
+std::vector<double> lse_envelope(const Instance& in, int tile_k, const std::vector<double>& exact_lse,
                                  const std::vector<double>& sigma, Format lse_fmt) {
   const Problem& p = in.problem;
-  const double g = envelope_gamma(f);
+  const double mm = envelope_log_mismatch(p.n_k, tile_k);
   std::vector<double> e(p.rows(), 0.0);
   for (std::size_t r = 0; r < p.rows(); ++r) {
     const double l = std::isfinite(exact_lse[r]) ? std::fabs(exact_lse[r]) : 0.0;
-    const double e0 = sigma[r] + mismatch(g) + 0x1.0p-22 * l;
+    const double e0 = sigma[r] + mm + 0x1.0p-22 * l;
     const double u = lse_fmt == Format::kF32 ? 0.0 : std::ldexp(1.0, -format_info(lse_fmt).precision);
     const double bound = e0 * (1 + u) + u * l;  // property_util.h: the returned LSE's rounding, of |LSE| + e0
     e[r] = std::isfinite(bound) ? bound : HUGE_VAL;  // +inf = unbounded, never NaN (as above)
@@ -322,10 +328,10 @@ std::vector<SpecRowBound> spec_row_bounds(const Instance& in, const NumericsSpec
   return out;
 }
 
-std::vector<double> output_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_o,
+std::vector<double> output_envelope(const Instance& in, int tile_k, const std::vector<double>& exact_o,
                                     const std::vector<double>& sigma, const NumericsSpec* spec,
                                     const std::vector<double>& exact_lse, int* spec_elements) {
-  std::vector<double> e = output_envelope(in, f, exact_o, sigma);
+  std::vector<double> e = output_envelope(in, tile_k, exact_o, sigma);
   if (!spec) return e;
   const Problem& p = in.problem;
   const std::vector<SpecRowBound> rows = spec_row_bounds(in, *spec, sigma, exact_lse);
@@ -351,10 +357,10 @@ std::vector<double> output_envelope(const Instance& in, const Family& f, const s
   return e;
 }
 
-std::vector<double> lse_envelope(const Instance& in, const Family& f, const std::vector<double>& exact_lse,
+std::vector<double> lse_envelope(const Instance& in, int tile_k, const std::vector<double>& exact_lse,
                                  const std::vector<double>& sigma, Format lse_fmt, const NumericsSpec* spec,
                                  int* spec_elements) {
-  std::vector<double> e = lse_envelope(in, f, exact_lse, sigma, lse_fmt);
+  std::vector<double> e = lse_envelope(in, tile_k, exact_lse, sigma, lse_fmt);
   if (!spec) return e;
   const std::vector<SpecRowBound> rows = spec_row_bounds(in, *spec, sigma, exact_lse);
   for (std::size_t r = 0; r < e.size(); ++r)

@@ -208,15 +208,14 @@ std::string check_constant_v(const Kernel& k, const Instance& base, const Family
   return "";
 }
 
-// O_ic within [min_j v_jc − slack, max_j v_jc + slack] over attended keys j; slack = 2γ/(1−γ)·M_c + 1 ulp
+// O_ic within [min_j v_jc − slack, max_j v_jc + slack] over attended keys j; slack = 2γ_hi/(1−γ_lo)·M_c + 1 ulp
 // (property_util.h: only the numerator/denominator rounding mismatch can leave the convex hull; errors in the
 // scores only move the convex weights). For a kernel with a covered spec (envelope_spec), the smaller of that and
 // the spec's mismatch (ν + δ)/(1 − δ)·M_c + its underflow term + 1 ulp of out_fmt (property_util.h: the shared
 // errors κ only move the convex weights, so they are not charged here).
-std::string check_within_v_range(const Kernel& k, const Instance& in, const Family& f, nlohmann::json& stats) {
+std::string check_within_v_range(const Kernel& k, const Instance& in, const Family&, nlohmann::json& stats) {
   const ForwardOutput fw = k.forward(in);
   const Problem& p = in.problem;
-  const double g = envelope_gamma(f);
   const NumericsSpec* spec = envelope_spec(k);
   std::vector<SpecRowBound> rows;
   if (spec)
@@ -224,8 +223,7 @@ std::string check_within_v_range(const Kernel& k, const Instance& in, const Fami
   int spec_elements = 0;
   double worst = 0;
   std::vector<double> lo_c(p.head_dim), hi_c(p.head_dim), m_c(p.head_dim), slack_c(p.head_dim);
-  const double dev_factor = 2 * mismatch(g);
-  if (!std::isfinite(dev_factor)) return "skip:the envelope bounds nothing at this many key tiles (R·u >= 1/2)";
+  const double dev_factor = 2 * envelope_mismatch(p.n_k, envelope_kernel(k).tile_k);
   for (int b = 0; b < p.batch; ++b)
     for (int h = 0; h < p.heads_q; ++h)
       for (int i = 0; i < p.n_q; ++i) {

@@ -46,7 +46,8 @@ double other_value(double v, Format f) {
 // judges NaN itself). Inf − inf is NaN and |finite − inf| <= an infinite tolerance would pass, so neither may
 // reach the arithmetic. For two finite values the tolerance decides; where the envelope itself is not finite
 // (an exact value that is not finite, or a bound past fp64's range) it bounds nothing: the pair is counted as
-// unbounded (stats "unbounded") and passes, as any finite pair is within an unbounded envelope. A huge σ alone
+// unbounded (stats "unbounded") and passes, as any finite pair is within an unbounded envelope (the row length alone
+// no longer gets there: the envelope's γ is finite for every n_k since session 39). A huge σ alone
 // does not get there: output_envelope caps e^{2σ} − 1 at 1e300, so such a pair is judged against a tolerance of
 // ~1e300·M_c, which only an output far outside V's range fails (`within_v_range` is the sharper check there:
 // very_negative_rows at level 1e9 has σ ~ 10^3, where O's envelope bounds nothing useful and LSE's still does).
@@ -139,7 +140,7 @@ EdgeSide edge_side(double L, double e) {
 // O and LSE are unchanged. Kernels sum in another order and tile differently, so O moves within the envelope:
 // |O − O'| <= E + E' with the same E (same exact answer). Causal problems are skipped: a permutation would
 // change which keys each query sees.
-std::string check_key_permutation(const Kernel& k, const Instance& in, const Family& f, nlohmann::json& stats) {
+std::string check_key_permutation(const Kernel& k, const Instance& in, const Family&, nlohmann::json& stats) {
   const Problem& p = in.problem;
   if (p.causal) return "skip:a key permutation changes causal visibility";
   if (p.n_k < 2) return "skip:one key";
@@ -169,8 +170,8 @@ std::string check_key_permutation(const Kernel& k, const Instance& in, const Fam
   const auto sigma = score_error_bounds(in, ek.beta);
   const NumericsSpec* spec = envelope_spec(k);  // null: the generic envelope alone
   int spec_elements = 0;
-  const auto tol_o = output_envelope(in, f, rf.o, sigma, spec, rf.lse, &spec_elements);
-  const auto tol_l = lse_envelope(in, f, rf.lse, sigma, ek.lse_fmt, spec, &spec_elements);
+  const auto tol_o = output_envelope(in, ek.tile_k, rf.o, sigma, spec, rf.lse, &spec_elements);
+  const auto tol_l = lse_envelope(in, ek.tile_k, rf.lse, sigma, ek.lse_fmt, spec, &spec_elements);
   if (spec) stats["spec"] = spec_elements;
   std::vector<EdgeRow> edges(p.rows());
   for (std::size_t r = 0; r < p.rows(); ++r) edges[r].a = edges[r].b = edge_side(rf.lse[r], tol_l[r]);
@@ -181,7 +182,7 @@ std::string check_key_permutation(const Kernel& k, const Instance& in, const Fam
 // the shifted copy sets q_{i,d−1} = t_i = ±2^e (e in 0..2). In exact arithmetic every score of row i moves by
 // scale·t_i (q·k gains t_i·κ), so O' = O and LSE' = LSE + scale·t_i; every input stays an exact bf16 value. The
 // kernel's fp32 dot products and bf16 S round differently after the shift: the envelope's σ bounds that.
-std::string check_logit_shift(const Kernel& k, const Instance& in0, const Family& f, nlohmann::json& stats) {
+std::string check_logit_shift(const Kernel& k, const Instance& in0, const Family&, nlohmann::json& stats) {
   const Problem& p = in0.problem;
   const int last = p.head_dim - 1;
   Instance base = in0;
@@ -211,10 +212,10 @@ std::string check_logit_shift(const Kernel& k, const Instance& in0, const Family
   const std::vector<double>& sigma_t = sigmas[1];
   const NumericsSpec* spec = envelope_spec(k);  // null: the generic envelope alone
   int spec_elements = 0;
-  auto tol_o = output_envelope(base, f, rb.o, sigma_b, spec, rb.lse, &spec_elements);
-  const auto tol_o2 = output_envelope(t, f, rb.o, sigma_t, spec, lse_t, &spec_elements);
-  auto tol_l = lse_envelope(base, f, rb.lse, sigma_b, ek.lse_fmt, spec, &spec_elements);
-  const auto tol_l2 = lse_envelope(t, f, lse_t, sigma_t, ek.lse_fmt, spec, &spec_elements);
+  auto tol_o = output_envelope(base, ek.tile_k, rb.o, sigma_b, spec, rb.lse, &spec_elements);
+  const auto tol_o2 = output_envelope(t, ek.tile_k, rb.o, sigma_t, spec, lse_t, &spec_elements);
+  auto tol_l = lse_envelope(base, ek.tile_k, rb.lse, sigma_b, ek.lse_fmt, spec, &spec_elements);
+  const auto tol_l2 = lse_envelope(t, ek.tile_k, lse_t, sigma_t, ek.lse_fmt, spec, &spec_elements);
   if (spec) stats["spec"] = spec_elements;
   // fp32's edge, each side with its own exact LSE and envelope (before they are averaged): where one exact LSE rounds
   // past fp32 and the other does not (a scale near 2^126: LSE + 4·scale overflows), the correctly rounded LSE is ±inf
