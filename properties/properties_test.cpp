@@ -1034,6 +1034,12 @@ TEST(Envelope, AKernelIsCountedByItsNumericsOrItsTwinsSpec) {
   EXPECT_EQ(envelope_kernel(fixed4).lse_fmt, Format::kF32);
   EXPECT_EQ(envelope_kernel(default_registry().get("fa2")).beta, 2);
   EXPECT_EQ(envelope_kernel(default_registry().get("paper")).lse_fmt, Format::kBF16);
+  // Its key tile too (paper's 64 were counted as 16; a declared 8 was under-counted), none for a kernel declaring none.
+  EXPECT_EQ(envelope_kernel(default_registry().get("paper")).tile_k, 64);
+  EXPECT_EQ(envelope_kernel(default_registry().get("fa2[tile_q=16,tile_k=8]")).tile_k, 8);
+  EXPECT_EQ(envelope_kernel(default_registry().get("oracle")).tile_k, 0);
+  EXPECT_LT(envelope_mismatch(128, 64), envelope_mismatch(128, 0));
+  EXPECT_LT(envelope_mismatch(128, 0), envelope_mismatch(128, 8));
   const auto bf16_lse = [](const Instance& in) {
     ForwardOutput o = rounded_reference(in);
     for (double& l : o.lse) l = round_to(l, Format::kBF16);
@@ -1044,6 +1050,7 @@ TEST(Envelope, AKernelIsCountedByItsNumericsOrItsTwinsSpec) {
   EXPECT_EQ(envelope_kernel(twinned).lse_fmt, Format::kBF16);
   twinned.set_twin(bf16_lse, *fixed4.numerics());
   EXPECT_EQ(envelope_kernel(twinned).beta, 4);
+  EXPECT_EQ(envelope_kernel(twinned).tile_k, 64);
   EXPECT_EQ(envelope_kernel(twinned).lse_fmt, Format::kF32);
   Family f = default_family("negative_rows");
   f.params["level"] = 20;
