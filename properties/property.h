@@ -2,9 +2,9 @@
 //
 // A property is checked on (kernel, family). Per-instance properties draw instances 0..budget-1 of the
 // family and stop at the first failing instance; across-instance properties (unbiasedness) compute a
-// statistic over T instances. A property that does not apply to a kernel (capabilities) is Skipped; a
-// family on which a null control (oracle, stochastic) fails the bias property is Degenerate and is never
-// reported as a kernel failure. Failures are shrunk (shrink.h) before they are reported or saved.
+// statistic over T instances. A property that does not apply to a kernel (capabilities) is Skipped; a bias
+// check whose kernel fails only on tensors where a null control (oracle, stochastic) fails too is Degenerate and is
+// never reported as a kernel failure. Failures are shrunk (shrink.h) before they are reported or saved.
 // Everything here is deterministic: same kernel, family and budget give the same Outcome.
 #pragma once
 

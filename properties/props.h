@@ -2,6 +2,7 @@
 // statistic that the shrinker and the tests use directly. Not a contract: properties/ only.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,8 @@ struct BiasStatistic {
   std::uint64_t exemplar = 0;  // an instance erring in the direction of the headline tensor's mean
   double z_crit = 0;       // after the Šidák adjustment
   std::string message;     // the failing tensors, one clause each
+  std::map<std::string, std::string> clause;      // per failing tensor, its clause of `message`
+  std::map<std::string, std::uint64_t> exemplar_of;  // per failing tensor, its exemplar (as `exemplar`)
   std::string not_finite;  // "" or the first output that is NaN/infinite where the exact value is finite (a failure)
   std::uint64_t not_finite_instance = 0;
   nlohmann::json stats;    // per tensor: mean_ulp, z, T, sd, away_mean_ulp; headline tensor, mean_ulp, z

@@ -176,6 +176,37 @@ TEST(Statistics, AFamilyWhereCorrectRoundingIsBiasedIsDegenerate) {
   EXPECT_TRUE(o.stats["calibration"]["oracle"]["fails"].get<bool>()) << o.stats.dump();
 }
 
+// Calibration sets aside only the tensors a null control fails on (review, session 39: oracle's dV lean discarded
+// every tensor's failure). On the family above, a kernel with the oracle's outputs but O one ulp up fails on O, dV
+// set aside; and paper-fixed on tied_max[head_dim=4, quant=1] fails on O (+0.45 ulp, the fix's small-|r| hole),
+// where oracle fails on dV alone: it read "degenerate". A kernel failing on dV alone stays degenerate (above).
+TEST(Statistics, CalibrationSetsAsideOnlyTheTensorsANullControlFails) {
+  Family f = default_family("tied_max");
+  f.problem.head_dim = 8;
+  f.problem.scale = Problem::default_scale(8);
+  for (const auto& [k, v] : {std::pair{"quant", 1.0}, {"do_sign", 1.0}, {"do_binade", 1.0}, {"v_sign", 1.0}}) f.params[k] = v;
+  auto up = make_kernel("o_up", [](const Instance& in) {
+    ForwardOutput o = rounded_reference(in);
+    for (double& x : o.o) x = x + ulp(x, Format::kBF16);
+    return o;
+  }, testing::rounded_reference_backward);
+  Budget b;  // the default T = 64
+  const Outcome o = get_property("unbiased").check(*up, f, b);
+  EXPECT_EQ(o.status, Status::kFail) << o.message;
+  EXPECT_EQ(o.message.rfind("biased: O: mean +", 0), 0u) << o.message;
+  EXPECT_NE(o.message.find("(set aside, as a null control fails there too: dV)"), std::string::npos) << o.message;
+  EXPECT_EQ(o.stats["tensor"], "O") << o.stats.dump();
+  EXPECT_EQ(o.stats["set_aside"], "dV") << o.stats.dump();
+  EXPECT_EQ(o.stats["calibration"]["oracle"]["fails_on"], nlohmann::json::array({"dV"})) << o.stats.dump();
+  Family g = default_family("tied_max");
+  g.problem.head_dim = 4;
+  g.problem.scale = Problem::default_scale(4);
+  g.params["quant"] = 1;
+  const Outcome fixed = get_property("unbiased").check(default_registry().get("paper-fixed"), g, b);
+  EXPECT_EQ(fixed.status, Status::kFail) << fixed.message;
+  EXPECT_EQ(fixed.message.rfind("biased: O: mean +0.4", 0), 0u) << fixed.message;
+}
+
 // Below kMinBiasInstances the z test's level is not what it claims (property.h): the check skips and says why (as
 // it does past kMaxBiasInstances),
 // the statistic refuses, and a time budget cannot stop drawing before the minimum. Before, T = 2 ran (--instances 1).
