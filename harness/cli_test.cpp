@@ -910,6 +910,26 @@ TEST_F(Cli, ReplayGoesOnPastALinkLoopAndEscapesBinaryBytes) {
 // A worker thread that cannot start (a pids cgroup, an address-space limit; staged here by an LD_PRELOAD shim that fails
 // pthread_create after three) leaves fewer workers, said once; the run goes on and writes its summary and report. It
 // was std::terminate: exit 134, no report, and findings on disk that were never printed.
+// A check that runs out of memory is not the kernel's failure (a review, session 39: std::bad_alloc read "FAIL oracle /
+// finite", exit 1, the null control failing). It is not run, listed so in the reports with why, and the run exits 2.
+// The family needs ~540 MB; attncheck gets 400 MB of address space.
+TEST_F(Cli, OutOfMemoryIsNotAFailure) {
+  const std::string report = (dir_ / "r.json").string();
+  const CmdResult r = run_env("ulimit -v 400000; ", "check -j 1 --no-shrink -k oracle --property finite --instances 1 "
+                              "--family 'normal[heads_q=1,heads_kv=1,n_q=4096,n_k=4096,head_dim=16]' --findings " +
+                              (dir_ / "f").string() + " --json " + report);
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_EQ(r.out.find("\nFAIL "), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("1 check(s) could not run to their end: out of memory (std::bad_alloc)"), std::string::npos)
+      << r.err;
+  const json j = json::parse(slurp(report));
+  EXPECT_EQ(j["summary"]["verdict"], "checks_not_run") << j["summary"].dump();
+  EXPECT_EQ(j["summary"]["exit_status"], 2);
+  ASSERT_EQ(j["not_run"].size(), 1u) << j.dump();
+  EXPECT_EQ(j["not_run"][0]["reason"].get<std::string>().rfind("out of memory", 0), 0u) << j.dump();
+  EXPECT_FALSE(fs::exists(dir_ / "f") && !fs::is_empty(dir_ / "f")) << "no finding saved";
+}
+
 TEST_F(Cli, JobsThatCannotAllStartRunOnTheOnesThatDid) {
   const std::string args = "check -q --no-shrink -k fa2 -k oracle -j 8 --findings " + (dir_ / "found").string() +
                            " --json " + (dir_ / "r.json").string();

@@ -63,6 +63,8 @@ RunVerdict run_verdict(const RunReport& r) {
   if (!r.junit_error.empty()) return {"report_unwritten", 2};
   if (r.count(Status::kFail) > r.known_failures()) return {"fail", 1};
   if (r.interrupted_by) return {"interrupted", 128 + r.interrupted_by};
+  if (std::any_of(r.not_run.begin(), r.not_run.end(), [](const RunEntry& e) { return !e.not_run_reason.empty(); }))
+    return {"checks_not_run", 2};
   if (r.count(Status::kPass) == 0 && r.count(Status::kFail) == 0) return {"nothing_tested", 2};
   if (r.count(Status::kFail)) return {"known_failures", 0};
   return {"pass", 0};
@@ -262,7 +264,8 @@ json run_to_json(const RunReport& r) {
                        {"kernel", e.outcome.kernel},
                        {"property", e.outcome.property},
                        {"family_label", e.label},
-                       {"family_checked", e.checked}});
+                       {"family_checked", e.checked},
+                       {"reason", e.not_run_reason.empty() ? "interrupted" : e.not_run_reason}});
   return {{"format", kRunReportTag},
           {"version", kRunReportVersion},
           {"run",

@@ -130,7 +130,9 @@ std::string run_to_junit(const RunReport& r) {
       x << "    <testcase classname=\"attncheck." << xml_escape(kernel) << "\" name=\"" << xml_escape(junit_name(*e))
         << "\" time=\"" << secs(o.seconds + o.shrink_seconds) << "\"";
       if (not_run.count(e)) {
-        x << ">\n      <error message=\"" << xml_escape(not_run_message) << "\" type=\"interrupted\"/>\n    </testcase>\n";
+        const bool cause = !e->not_run_reason.empty();
+        x << ">\n      <error message=\"" << xml_escape(cause ? "not run: " + e->not_run_reason : not_run_message)
+          << "\" type=\"" << (cause ? "not_run" : "interrupted") << "\"/>\n    </testcase>\n";
         continue;
       }
       if (o.status == Status::kPass) {

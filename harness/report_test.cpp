@@ -484,7 +484,7 @@ TEST(ReportInterrupted, JsonSaysWhichSignalAndListsTheChecksNotRun) {
   ASSERT_EQ(j["not_run"].size(), 3u);
   EXPECT_EQ(j["not_run"][0], json({{"check", "oracle / unbiased / tied_max [" + kHostile + "]"},
                                     {"kernel", "oracle"}, {"property", "unbiased"}, {"family_label", "tied_max"},
-                                    {"family_checked", "tied_max [" + kHostile + "]"}}));
+                                    {"family_checked", "tied_max [" + kHostile + "]"}, {"reason", "interrupted"}}));
   EXPECT_EQ(j["outcomes"].size(), 3u);
   const json whole = json::parse(run_to_json(sample_report()).dump());  // a run that went to the end
   EXPECT_TRUE(whole["run"]["interrupted"].is_null());

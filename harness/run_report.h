@@ -42,6 +42,9 @@ struct RunEntry {
   // A failure of a check that failed in the baseline too (`check --baseline FILE`): still a failure, printed, saved
   // and reported, but it does not fail the run (RunVerdict "known_failures").
   bool known_failure = false;
+  // Why a check in RunReport::not_run did not run to its end: "" = the run was interrupted (a stop signal); else the
+  // cause, said as it is ("out of memory (std::bad_alloc) ..."): the run exits 2 (RunVerdict "checks_not_run").
+  std::string not_run_reason;
 };
 
 // An earlier `check --json` report given to `check --baseline`: the checks it ran and those that failed, by
@@ -77,7 +80,8 @@ struct RunReport {
   int jobs = 1;
   std::vector<RunEntry> entries;
   // A run stopped by SIGINT or SIGTERM (`check` ends after the check in progress, whose outcome is discarded):
-  // the signal's number, 0 when the run went to the end; and the checks it never ran (outcome.kernel and
+  // the signal's number, 0 when the run went to the end; and the checks it never ran, or could not run to their end
+  // (RunEntry::not_run_reason) (outcome.kernel and
   // outcome.property, label and checked filled; no verdict). JSON: run.interrupted ("SIGINT"/"SIGTERM" or null),
   // summary.not_run and a "not_run" list; JUnit: each one a <testcase> with an <error>; the summary table marks
   // the cells they leave incomplete.
@@ -97,7 +101,8 @@ struct RunReport {
 // What a check run comes to, in one word, and the exit status `attncheck check` gives it: "findings_unsaved" (2: a
 // failure's case could not be written), else "report_unwritten" (2: the JUnit report could not be written; the JSON
 // one is written after it, so it can say so), else "fail" (1: a failure not known from --baseline), else "interrupted"
-// (128 + the signal, no new failure found), else "nothing_tested" (2: every check skipped or discarded), else
+// (128 + the signal, no new failure found), else "checks_not_run" (2: a check could not run to its end, out of
+// memory: RunEntry::not_run_reason), else "nothing_tested" (2: every check skipped or discarded), else
 // "known_failures" (0: every failure failed in the baseline too), else "pass" (0). The JSON report's
 // summary.verdict and summary.exit_status; cmd_check.cpp exits by it, so a reader of the report and a shell see the same. (A JSON report
 // that could not be written also makes check exit 2: it does not exist to say so.)

@@ -486,6 +486,8 @@ Outcome check_one(const Property& p, const Kernel& k, const Family& f, const Bud
     return o;
   } catch (const Interrupted&) {
     throw;  // a stop request (Ctrl-C): the check has no verdict, run_check stops the run
+  } catch (const std::bad_alloc&) {
+    throw;  // the machine's memory, not the kernel's verdict (a null control "failed" on it): run_slot says so
   } catch (const Unsupported& e) {
     // The kernel declined the problem at run time (harness/problem.h): a skip, as for capabilities.
     return ended(Status::kSkip, e.what());
@@ -706,6 +708,9 @@ int run_check(const CheckOptions& opt) {
       entry.outcome = check_one(p, k, e.family, report.budget, !opt.no_shrink);
     } catch (const Interrupted&) {
       return;
+    } catch (const std::bad_alloc&) {  // not run: listed so in the reports, and the run exits 2 (checks_not_run)
+      entry.not_run_reason = "out of memory (std::bad_alloc): free memory, or run fewer checks at once (-j)";
+      return;
     }
     slot.ran = true;
     const Outcome& o = entry.outcome;
@@ -829,6 +834,14 @@ int run_check(const CheckOptions& opt) {
     return verdict.exit_status;
   }
   if (said == "fail") return verdict.exit_status;
+  if (said == "checks_not_run") {  // the table says "not run" where they are; this says why, and the exit
+    std::size_t n = 0;
+    std::string why;
+    for (const RunEntry& e : report.not_run)
+      if (!e.not_run_reason.empty()) ++n, why = e.not_run_reason;
+    std::cerr << "attncheck: error: " << n << " check(s) could not run to their end: " << why << "\n";
+    return verdict.exit_status;
+  }
   if (said == "known_failures") {  // the table's last lines said which; this says why the exit is 0
     std::cerr << "attncheck: every failure (" << report.count(Status::kFail)
               << ") failed in the baseline too: exit 0\n";
