@@ -307,6 +307,9 @@ TEST_F(Cli, HelpAndUsageErrors) {
            {"check --seconds 2e7", "--seconds: 2e7 is outside 0 to 10000000"},
            {"replay --kernel= " + saved_case, "--kernel= gives an empty value (see attncheck replay --help)"},
            {"check --json= -k paper", "--json= gives an empty value"},  // CLI11 took the next word as the value
+           {"check --family 'tied_max[ties=2.5]' -k paper",  // it ran ties = 3, named and saved as 2.5
+            "ties = 2.5 acts as 3 in tied_max at b1 hq2 hkv2 nq16 nk32 d16 scale=0.25 bf16 (an integer: the generator "
+            "reads the nearest); give a value that acts as given (an integer)"},
            {"check --no-shrink= -k paper", "--no-shrink= gives an empty value (a flag: give it without '=')"},  // ran
            {"check --kernal= paper", "unknown option --kernal= (did you mean --kernel?)"},  // not an option: CLI11's
            {"fuzz --time 0x10", "--time: '0x10' is not a number"},  // taken as 16 s, and " 3" as 3

@@ -392,6 +392,13 @@ std::vector<ClampedParam> clamped_params(const Family& f) {
       out.push_back({key, value, double(acting), "at most " + std::to_string(acting) + ": " + limit->why});
       continue;
     }
+    // An integer parameter's fraction: the generator reads the nearest integer (iparam), so ties = 2.5 made ties = 3
+    // and was reported, named and saved as 2.5 (a review, session 39).
+    if (const std::optional<ParamDomain> d = param_domain(key, fmt);
+        d && d->kind == ParamDomain::Kind::kInteger && std::isfinite(value) && std::round(value) != value) {
+      out.push_back({key, value, std::round(value), "an integer: the generator reads the nearest"});
+      continue;
+    }
     // Values the generator rounds to the input format: V = c (constant_v), the tied score A = ±|tie_level| (exact ties,
     // a nonzero sign). The sign and the magnitude are as given; only the rounding acts.
     const bool rounded = (key == "c" && f.generator == "constant_v") ||

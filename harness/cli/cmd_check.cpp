@@ -424,8 +424,10 @@ std::vector<Picked> pick_entries(const CheckOptions& opt) {
   for (std::size_t i = 0; i < specs.size(); ++i) {
     if (left_out[i].empty()) continue;
     if (kept[i] == 0)
-      throw Error("--family '" + specs[i].text + "': " + left_out[i].front() +
-                  "; give a value that acts as given (a count that fits, or a larger shape)");
+      throw Error("--family '" + specs[i].text + "': " + left_out[i].front() + "; give a value that acts as given (" +
+                  (left_out[i].front().find("(an integer") != std::string::npos ? "an integer"
+                                                                              : "a count that fits, or a larger shape") +
+                  ")");
     std::cerr << "attncheck: note: --family '" << specs[i].text << "' leaves out " << left_out[i].size() << " of its "
               << left_out[i].size() + kept[i] << " checks, where " << left_out[i].front()
               << (left_out[i].size() > 1 ? ", and others" : "") << "\n";
