@@ -91,7 +91,8 @@ float fixed_policy_param(const std::string& kernel, const std::string& key, doub
     throw Error(given + " is " + shortest(f) + " in fp32, which the fix computes with: give a finite value > " +
                 shortest(least) + " there");
   }
-  if (f >= 0.0f && std::isfinite(f) && (value == 0.0 || f > 0.0f)) return f;
+  // −0 is 0 (the same threshold m − tol), named as 0: paper-fixed[tol=-0] ran again beside paper-fixed[tol=0].
+  if (f >= 0.0f && std::isfinite(f) && (value == 0.0 || f > 0.0f)) return f == 0.0f ? 0.0f : f;
   if (!(value >= 0.0)) throw Error(given + ": it must be >= 0");
   throw Error(given + " is " + shortest(f) + " in fp32, which the fix computes with: give 0, or a value from " +
               "1.4e-45 to 3.4e+38 (fp32's least subnormal and largest finite number)");

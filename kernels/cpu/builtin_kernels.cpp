@@ -119,7 +119,7 @@ std::unique_ptr<Kernel> make_model_kernel(const std::string& base, const KernelP
       // computes with the fp32 value (flash_model_steps.h): that one must be in range. The spec keeps the value as
       // given (the kernel's name: tol=0.002).
       fixed_policy_param(base, key, v, s.max_fmt);
-      (key == "beta" ? s.max_policy.beta : s.max_policy.tolerance) = v;
+      (key == "beta" ? s.max_policy.beta : s.max_policy.tolerance) = v == 0 ? 0.0 : v;  // −0 is 0, named so
     } else {
       throw Error(fmt::format("kernel {}: unknown parameter '{}' (known: {})", base, key,
                               is_fixed(base) ? "beta, tol, tile_q, tile_k" : "tile_q, tile_k"));

@@ -198,6 +198,8 @@ TEST(BuiltinKernels, FactoriesBuildCanonicalNamesAndRejectBadParameters) {
   EXPECT_EQ(m->spec().max_policy.kind, MaxPolicy::kPaperShift);
   EXPECT_EQ(&r.get("paper-fixed[tol=0.002,beta=4]"), &fixed);  // same parameters spelled differently
   EXPECT_EQ(&r.get("paper-fixed[beta=2,tol=0.001]"), r.find("paper-fixed"));  // defaults: the plain name
+  EXPECT_EQ(&r.get("paper-fixed[tol=-0]"), &r.get("paper-fixed[tol=0]"));  // −0: the same threshold, one name
+  EXPECT_EQ(r.get("paper-fixed[tol=-0]").name(), "paper-fixed[tol=0]");
   EXPECT_EQ(r.get("fa2[tile_q=16,tile_k=8]").name(), "fa2[tile_q=16,tile_k=8]");
   EXPECT_EQ(r.get("fa2-fixed[beta=8,tile_k=1]").name(), "fa2-fixed[beta=8,tile_k=1]");
   EXPECT_EQ(r.find("fa2")->with_tiles(16, 8)->name(), "fa2[tile_q=16,tile_k=8]");
