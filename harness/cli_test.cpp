@@ -324,7 +324,8 @@ TEST_F(Cli, HelpAndUsageErrors) {
            {"check -k paper --findings " + f + "/sub", "--findings " + f + "/sub: cannot create"},
            {"check -k paper --findings " + f, "--findings " + f + ": a file, not a directory"},
            {"check -k paper --json ''", "--json: an empty path"},
-           {"check -k paper --json " + (dir_ / "no-dir" / "r.json").string(), "no directory"},
+           {"check -k paper --json " + (dir_ / "no-dir" / "r.json").string(), "no-dir: no such directory"},
+           {"check -k paper --json " + f + "/r.json", f + " is not a directory"},  // it read "no directory a-file"
            {"fuzz --time 2 --fuzzer " + (dir_ / "no-fuzzer").string(), "no such file"},
            // A missing value took the next option as it: a JSON report in a file named -q (a UX review, session 34).
            {"check -k paper --json -q", "--json needs a value, and took the option '-q' as it (a path that starts "

@@ -560,7 +560,9 @@ void require_writable_file(const std::string& path, const std::string& option) {
     return;
   }
   const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
-  if (!std::filesystem::is_directory(dir)) throw Error(option + " " + path + ": no directory " + dir.string());
+  if (!std::filesystem::is_directory(dir))  // a file in the way is said as one (it read "no directory base.json")
+    throw Error(option + " " + path + ": " + dir.string() +
+                (std::filesystem::exists(dir) ? " is not a directory" : ": no such directory"));
   if (const std::string why = cannot_write_in(dir); !why.empty())
     throw Error(option + " " + path + ": cannot write in " + dir.string() + ": " + why);
 }
