@@ -356,7 +356,8 @@ TEST(ReportJunit, BytesThatAreNotUtf8BecomeTheReplacementCharacter) {
   ASSERT_NO_THROW(root = XmlChecker(xml).parse()) << xml;
   const Element& failure = root.children[0].children[0].children[0];
   EXPECT_EQ(failure.attrs.at("message"), "binary " + fffd + "[2J");
-  // The replay line's path is a shell word: such bytes are \xNN in ANSI-C quotes there (session 39), exact and pasteable.
+  // The replay line's path is a shell word: such bytes are \xNN in ANSI-C quotes there (session 39), exact and
+  // pasteable.
   EXPECT_NE(failure.text.find("replay $'corpus/caf\\xe9/p.json'"), std::string::npos) << failure.text;
 }
 

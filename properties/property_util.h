@@ -146,8 +146,8 @@ std::vector<double> output_envelope(const Instance& in, int tile_k, const std::v
                                     const std::vector<double>& sigma);
 // The bound on |LSE_kernel − LSE_exact| per row: e·(1 + u) + u·|LSE|, e = σ_i − log(1 − γ_lo) + 2^-22·|LSE|. LSE is
 // 1-Lipschitz in every score (its gradient is the softmax, weights summing to 1), so scores off by σ_i move it by σ_i;
-// the row sum's factor in [1 − γ_lo, 1 + γ_hi] moves log l by at most −log(1 − γ_lo) = −R·log(1 − u) (>= R·log(1 + u)); then the fp32 rounding of m·scale + log l
-// (2^-24·|LSE|, taken 4x: room for logf's ulps and a second rounding). u: the returned LSE's rounding, 2^-8 for one
+// the row sum's factor in [1 − γ_lo, 1 + γ_hi] moves log l by at most −log(1 − γ_lo) = −R·log(1 − 2^-8), which is
+// >= R·log(1 + 2^-8); then the fp32 rounding of m·scale + log l (2^-24·|LSE|, taken 4x: room for logf's ulps and a second rounding). u: the returned LSE's rounding, 2^-8 for one
 // returned in bf16 (lse_fmt; the paper's kernel, and a kernel whose format is not known), 0 for fp32; it errs by u of
 // the value it rounds, within |LSE| + e (the paper's kernel failed logit_shift on that rounding alone, −28 for
 // −27.875 at negative_rows[level=20], when this charged fp32's). log l's own fp32 rounding (a few 2^-24·log n_k)

@@ -45,6 +45,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "properties/property_util.h"
 #include "properties/props.h"
@@ -459,8 +460,8 @@ Outcome check_bias(const Kernel& k, const Family& f, const Budget& b, Part part)
   // others. (Until session 39 a null's failure on any tensor discarded the whole check: oracle's dV lean on
   // tied_max[head_dim=4,quant=1] hid paper-fixed's +0.45 ulp on O, where oracle is clean.)
   nlohmann::json cal = nlohmann::json::object();
-  std::map<std::string, std::string> set_aside;  // a tensor the kernel fails on -> the first null failing it too
-  std::string null_message;                      // that null's failures
+  std::set<std::string> set_aside;  // tensors the kernel fails on where a null control fails too
+  std::string null_message;         // the first such null's failures
   for (const char* name : {"oracle", "stochastic"}) {
     const Kernel* c = default_registry().find(name);
     if (!c) continue;
@@ -471,7 +472,7 @@ Outcome check_bias(const Kernel& k, const Family& f, const Budget& b, Part part)
                  {"fails_on", nlohmann::json::array()}};
     for (const auto& [tensor, clause] : cs.clause) {
       cal[name]["fails_on"].push_back(tensor);
-      if (s.clause.count(tensor) && set_aside.emplace(tensor, name).second && null_message.empty())
+      if (s.clause.count(tensor) && set_aside.insert(tensor).second && null_message.empty())
         null_message = std::string(name) + " fails too (" + cs.message + ")";
     }
   }

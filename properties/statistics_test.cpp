@@ -184,7 +184,8 @@ TEST(Statistics, CalibrationSetsAsideOnlyTheTensorsANullControlFails) {
   Family f = default_family("tied_max");
   f.problem.head_dim = 8;
   f.problem.scale = Problem::default_scale(8);
-  for (const auto& [k, v] : {std::pair{"quant", 1.0}, {"do_sign", 1.0}, {"do_binade", 1.0}, {"v_sign", 1.0}}) f.params[k] = v;
+  for (const auto& [k, v] : {std::pair{"quant", 1.0}, {"do_sign", 1.0}, {"do_binade", 1.0}, {"v_sign", 1.0}})
+    f.params[k] = v;
   auto up = make_kernel("o_up", [](const Instance& in) {
     ForwardOutput o = rounded_reference(in);
     for (double& x : o.o) x = x + ulp(x, Format::kBF16);

@@ -4,8 +4,9 @@
 //
 // Determinism: each check is a pure function of (kernel, family, budget); --seed mixes into every family's
 // seed (mix64), so one seed names one run. Progress goes to stderr: a rewritten line on a TTY, else a line
-// at most every kProgressEvery seconds (naming the checks still running when one runs long). Exit 0 all pass, 1 any failure, 2 usage/input error; stopped by SIGINT/SIGTERM
-// with no failure: ended by that signal (128 + N) once the summary and reports are written.
+// at most every kProgressEvery seconds (naming the checks still running when one runs long). Exit 0 all pass,
+// 1 any failure, 2 usage/input error (or a check that ran out of memory); stopped by SIGINT/SIGTERM with no
+// failure: ended by that signal (128 + N) once the summary and reports are written.
 #include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -423,11 +424,10 @@ std::vector<Picked> pick_entries(const CheckOptions& opt) {
   // (--suite gpu's first_tile_masked at n_k 32 and 160: first_masked=100 fits the second only).
   for (std::size_t i = 0; i < specs.size(); ++i) {
     if (left_out[i].empty()) continue;
+    const bool fraction = left_out[i].front().find("(an integer") != std::string::npos;
     if (kept[i] == 0)
       throw Error("--family '" + specs[i].text + "': " + left_out[i].front() + "; give a value that acts as given (" +
-                  (left_out[i].front().find("(an integer") != std::string::npos ? "an integer"
-                                                                              : "a count that fits, or a larger shape") +
-                  ")");
+                  (fraction ? "an integer" : "a count that fits, or a larger shape") + ")");
     std::cerr << "attncheck: note: --family '" << specs[i].text << "' leaves out " << left_out[i].size() << " of its "
               << left_out[i].size() + kept[i] << " checks, where " << left_out[i].front()
               << (left_out[i].size() > 1 ? ", and others" : "") << "\n";
