@@ -478,9 +478,10 @@ Outcome check_bias(const Kernel& k, const Family& f, const Budget& b, Part part)
   }
   o.stats["calibration"] = cal;
   std::string kept, aside;
+  nlohmann::json aside_list = nlohmann::json::array();
   for (const char* tensor : kTensors) {
     if (!s.clause.count(tensor)) continue;
-    if (set_aside.count(tensor)) aside += (aside.empty() ? "" : ", ") + std::string(tensor);
+    if (set_aside.count(tensor)) aside += (aside.empty() ? "" : ", ") + std::string(tensor), aside_list.push_back(tensor);
     else kept += (kept.empty() ? "" : "; ") + s.clause.at(tensor);
   }
   if (kept.empty()) {
@@ -489,7 +490,7 @@ Outcome check_bias(const Kernel& k, const Family& f, const Budget& b, Part part)
     return o;
   }
   if (!aside.empty()) {  // the headline is a tensor the kernel fails on alone
-    o.stats["set_aside"] = aside;
+    o.stats["set_aside"] = aside_list;
     BiasStatistic head = s;
     for (const char* tensor : kTensors)
       if (s.clause.count(tensor) && !set_aside.count(tensor)) {

@@ -53,7 +53,11 @@ bool same_failure(const Property& p, const Outcome& orig, const Outcome& cand) {
                         orig.stats["tensors"][tensor].contains("mean_ulp");
   const bool same_sign =
       !has_mean || (t.value("mean_ulp", 0.0) > 0) == (orig.stats["tensors"][tensor]["mean_ulp"].get<double>() > 0);
-  return t.value("fails", false) && t.value("sd", 0.0) > 0 && same_sign;
+  // Not set aside in the candidate (a null control failing there too): that failure would be another tensor's.
+  const bool aside = cand.stats.contains("set_aside") && cand.stats["set_aside"].is_array() &&
+                     std::find(cand.stats["set_aside"].begin(), cand.stats["set_aside"].end(), tensor) !=
+                         cand.stats["set_aside"].end();
+  return t.value("fails", false) && t.value("sd", 0.0) > 0 && same_sign && !aside;
 }
 
 }  // namespace

@@ -171,6 +171,33 @@ TEST(Shrink, ABiasKeepsItsSign) {
   }
 }
 
+// A bias does not shrink into a candidate whose failure is another tensor's: where the finding's tensor is set aside
+// there (a null control fails on it too, props_bias.cpp), the candidate fails on something else (a review, session
+// 39: same_failure read the raw per-tensor "fails" and took such a step). A stand-in property: the family as checked
+// fails on O; every other family fails on dV with O set aside.
+TEST(Shrink, ABiasDoesNotShrinkIntoATensorSetAside) {
+  const Family checked = default_family("tied_max");
+  const auto outcome = [&](const Family& f) {
+    Outcome o;
+    o.property = "stand_in";
+    o.family = f;
+    o.status = Status::kFail;
+    const bool as_checked = f.describe() == checked.describe();
+    const nlohmann::json tensor = {{"fails", true}, {"sd", 1.0}, {"mean_ulp", 0.3}};
+    o.stats = {{"tensor", as_checked ? "O" : "dV"}, {"tensors", {{"O", tensor}, {"dV", tensor}}}};
+    if (!as_checked) o.stats["set_aside"] = nlohmann::json::array({"O"});
+    o.message = as_checked ? "biased: O: ..." : "biased: dV: ... (set aside, as a null control fails there too: O)";
+    return o;
+  };
+  Property p;
+  p.name = "stand_in";
+  p.across_instances = true;
+  p.check = [&](const Kernel&, const Family& f, const Budget&) { return outcome(f); };
+  const Outcome o = shrink_failure(p, default_registry().get("paper"), Budget{}, outcome(checked), ShrinkOptions{});
+  EXPECT_EQ(o.shrink_steps, 0) << o.family.describe();
+  EXPECT_EQ(o.stats["tensor"], "O");
+}
+
 TEST(Shrink, PaperTieBiasShrinksToATinyTie) {
   const auto t0 = std::chrono::steady_clock::now();
   const Outcome o =

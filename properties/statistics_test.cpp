@@ -197,7 +197,7 @@ TEST(Statistics, CalibrationSetsAsideOnlyTheTensorsANullControlFails) {
   EXPECT_EQ(o.message.rfind("biased: O: mean +", 0), 0u) << o.message;
   EXPECT_NE(o.message.find("(set aside, as a null control fails there too: dV)"), std::string::npos) << o.message;
   EXPECT_EQ(o.stats["tensor"], "O") << o.stats.dump();
-  EXPECT_EQ(o.stats["set_aside"], "dV") << o.stats.dump();
+  EXPECT_EQ(o.stats["set_aside"], nlohmann::json::array({"dV"})) << o.stats.dump();
   EXPECT_EQ(o.stats["calibration"]["oracle"]["fails_on"], nlohmann::json::array({"dV"})) << o.stats.dump();
   Family g = default_family("tied_max");
   g.problem.head_dim = 4;
