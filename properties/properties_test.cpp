@@ -1040,6 +1040,11 @@ TEST(Envelope, AKernelIsCountedByItsNumericsOrItsTwinsSpec) {
   EXPECT_EQ(envelope_kernel(default_registry().get("oracle")).tile_k, 0);
   EXPECT_LT(envelope_mismatch(128, 64), envelope_mismatch(128, 0));
   EXPECT_LT(envelope_mismatch(128, 0), envelope_mismatch(128, 8));
+  // Finite at 128k-context lengths (1 − γ_lo cancelled to 0 from ~75k keys: every output "unbounded" again), +inf
+  // only where (1 + u)^R leaves fp64.
+  EXPECT_TRUE(std::isfinite(envelope_mismatch(131072, 0)));
+  EXPECT_GT(envelope_mismatch(131072, 0), envelope_mismatch(65536, 0));
+  EXPECT_FALSE(std::isfinite(envelope_mismatch(1 << 24, 0)));
   const auto bf16_lse = [](const Instance& in) {
     ForwardOutput o = rounded_reference(in);
     for (double& l : o.lse) l = round_to(l, Format::kBF16);

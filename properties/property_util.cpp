@@ -115,8 +115,10 @@ double envelope_mismatch(int n_k, int tile_k) {
   // Each weight's factor lies in [(1 − u)^R, (1 + u)^R] (no R·u < 1 needed, unlike Higham's γ_R = Ru/(1 − Ru), which
   // the envelope took until session 39 and gave up at R·u >= 1/2, n_k >= 977 at 16-key tiles: +inf, and with it a
   // key_permutation or logit_shift that compared nothing passed). γ_hi = (1 + u)^R − 1 <= γ_R, γ_lo = 1 − (1 − u)^R.
-  const double hi = std::expm1(r * std::log1p(kU)), lo = -std::expm1(r * std::log1p(-kU));
-  return hi / (1 - lo);  // (γ_hi + γ_hi)/(1 − γ_lo) is O's mismatch (twice this): finite for every R
+  // 1 − γ_lo = (1 − u)^R straight from its logarithm (1 − lo cancelled to 0 past R ≈ 9,400, 75k keys: +inf again).
+  // Finite while (1 + u)^R is, R < 709.78/log(1 + 2^-8) ≈ 182,000 (1.45M keys in 16-key tiles); +inf past it.
+  const double hi = std::expm1(r * std::log1p(kU)), keep = std::exp(r * std::log1p(-kU));
+  return keep > 0 ? hi / keep : HUGE_VAL;  // (γ_hi + γ_hi)/(1 − γ_lo) is O's mismatch (twice this)
 }
 
 double envelope_log_mismatch(int n_k, int tile_k) {
