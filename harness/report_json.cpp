@@ -76,16 +76,16 @@ std::string shell_word(const std::string& s) {
   });
   if (plain) return s;
   // Bytes a terminal should not get (controls, a newline, bytes that are not UTF-8: what printable escapes) are written
-  // in ANSI-C quotes, $'...' with \xNN (bash, zsh, ksh; POSIX.1-2024): printable then leaves the word as it is, and
-  // it runs as pasted. In plain quotes they read \xNN there too, and named a file that does not exist.
+  // in ANSI-C quotes, $'...' with three-digit octal \NNN (bash, zsh, ksh; POSIX.1-2024, where \x takes any number of
+  // hex digits, so a digit after it would join): printable then leaves the word as it is, and it runs as pasted. In
+  // plain quotes they read \xNN there too, and named a file that does not exist. (dash has no $'...'.)
   if (printable(s) != s) {
-    static const char* const kHex = "0123456789abcdef";
     std::string q = "$'";
     for (char ch : s) {
       const auto c = static_cast<unsigned char>(ch);
       if (c == '\\' || c == '\'') q += '\\', q += ch;
       else if (c >= 0x20 && c < 0x7f) q += ch;
-      else q += std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+      else q += {'\\', char('0' + (c >> 6)), char('0' + ((c >> 3) & 7)), char('0' + (c & 7))};
     }
     return q + "'";
   }

@@ -148,21 +148,24 @@ TEST(ReportJson, ShellWordQuotesWhatAShellWouldSplit) {
   EXPECT_EQ(shell_word("a;touch x"), "'a;touch x'");
   EXPECT_EQ(shell_word(""), "''");
   EXPECT_EQ(replay_command("p q.json", " --plugin x.so"), "attncheck replay 'p q.json' --plugin x.so");
-  // Bytes a terminal should not get: ANSI-C quotes with \xNN, which printable leaves as they are and bash reads back
-  // (in plain quotes printable's \xNN named another file: a review, session 39).
-  const std::string odd = std::string("nu/x\ny\x1b'\\ \xce\xb4 \xff/a.json");
+  // Bytes a terminal should not get: ANSI-C quotes with octal \NNN, which printable leaves as they are and bash reads
+  // back (in plain quotes printable's \xNN named another file: a review, session 39); a digit after one stays a digit.
+  const std::string odd = std::string("nu/x\ny\x1b'\\ \xce\xb4 \xff") + "7/a.json";
   const std::string word = shell_word(odd);
-  EXPECT_EQ(word, "$'nu/x\\x0ay\\x1b\\'\\\\ \\xce\\xb4 \\xff/a.json'");
+  EXPECT_EQ(word, "$'nu/x\\012y\\033\\'\\\\ \\316\\264 \\3777/a.json'");
   EXPECT_EQ(printable(word), word);
-  if (std::system("bash -c true >/dev/null 2>&1") == 0) {  // bash reads the word back as the bytes it names
+  std::string every = odd;  // and every byte but NUL, each followed by a digit
+  for (int b = 1; b < 256; ++b) every += std::string(1, static_cast<char>(b)) + "7";
+  EXPECT_EQ(printable(shell_word(every)), shell_word(every));
+  if (std::system("bash -c true >/dev/null 2>&1") == 0) {  // bash reads the words back as the bytes they name
     const std::string script = testing::TempDir() + "shell_word_" + std::to_string(::getpid()) + ".sh";
-    std::ofstream(script) << "printf %s " << word << "\n";
+    std::ofstream(script) << "printf %s " << word << "\nprintf %s " << shell_word(every) << "\n";
     FILE* p = popen(("bash " + script).c_str(), "r");
     ASSERT_NE(p, nullptr);
     std::string back;
     for (int c; (c = std::fgetc(p)) != EOF;) back += static_cast<char>(c);
     pclose(p);
-    EXPECT_EQ(back, odd);
+    EXPECT_EQ(back, odd + every);
   }
 }
 
@@ -356,9 +359,9 @@ TEST(ReportJunit, BytesThatAreNotUtf8BecomeTheReplacementCharacter) {
   ASSERT_NO_THROW(root = XmlChecker(xml).parse()) << xml;
   const Element& failure = root.children[0].children[0].children[0];
   EXPECT_EQ(failure.attrs.at("message"), "binary " + fffd + "[2J");
-  // The replay line's path is a shell word: such bytes are \xNN in ANSI-C quotes there (session 39), exact and
+  // The replay line's path is a shell word: such bytes are \NNN in ANSI-C quotes there (session 39), exact and
   // pasteable.
-  EXPECT_NE(failure.text.find("replay $'corpus/caf\\xe9/p.json'"), std::string::npos) << failure.text;
+  EXPECT_NE(failure.text.find("replay $'corpus/caf\\351/p.json'"), std::string::npos) << failure.text;
 }
 
 // A check keeps its JUnit name when it starts failing: the family as checked, not the shrunk one (a dashboard's

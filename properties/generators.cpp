@@ -417,8 +417,9 @@ Family with_acting_params(Family f) {
 namespace {
 
 // Parameter domains (family.cpp lists what each parameter means). Integer parameters are read rounded to the
-// nearest integer (iparam), so they are checked rounded: 4.2 ties is 4 ties, as the generator reads it (the
-// fuzzer's decoder produces such values on its log scale). Flags must be exactly 0 or 1 (the generators read
+// nearest integer (iparam), so they are checked rounded: 4.2 ties is 4 ties, as the generator reads it (a case file
+// may hold such a value; `check --family` refuses one, clamped_params, and the fuzzer's decoder rounds). Flags must
+// be exactly 0 or 1 (the generators read
 // them as "!= 0", so 0.3 would silently mean 1). Shape-dependent limits (pad < n_k, rank <= head_dim, ...) are
 // not errors: the generators clamp them to the shape, so that shrinking the shape keeps a family valid.
 std::string num(double v) {

@@ -98,7 +98,10 @@ class Progress {
  public:
   Progress(std::size_t total, bool quiet, std::mutex& guard)
       : total_(total), tty_(!quiet && ::isatty(2)), quiet_(quiet), guard_(guard) {
-    if (!quiet_ && !tty_) ticker_ = std::thread([this] { tick(); });
+    try {  // without a thread for it (a pids limit), the lines come as checks start, as before the ticker
+      if (!quiet_ && !tty_) ticker_ = std::thread([this] { tick(); });
+    } catch (const std::system_error&) {
+    }
   }
   ~Progress() { stop(); }
   // A check starts (`done` checks have ended); `slot` names it until ended().
@@ -835,15 +838,13 @@ int run_check(const CheckOptions& opt) {
               << " (the reports above name them)\n";
     return verdict.exit_status;
   }
-  if (said == "fail") return verdict.exit_status;
-  if (said == "checks_not_run") {  // the table says "not run" where they are; this says why, and the exit
-    std::size_t n = 0;
-    std::string why;
-    for (const RunEntry& e : report.not_run)
-      if (!e.not_run_reason.empty()) ++n, why = e.not_run_reason;
-    std::cerr << "attncheck: error: " << n << " check(s) could not run to their end: " << why << "\n";
-    return verdict.exit_status;
-  }
+  std::size_t cut_short = 0;  // checks that could not run to their end (out of memory): said whatever the verdict
+  std::string why_cut;
+  for (const RunEntry& e : report.not_run)
+    if (!e.not_run_reason.empty()) ++cut_short, why_cut = e.not_run_reason;
+  if (cut_short > 0)
+    std::cerr << "attncheck: error: " << cut_short << " check(s) could not run to their end: " << why_cut << "\n";
+  if (said == "fail" || said == "checks_not_run") return verdict.exit_status;
   if (said == "known_failures") {  // the table's last lines said which; this says why the exit is 0
     std::cerr << "attncheck: every failure (" << report.count(Status::kFail)
               << ") failed in the baseline too: exit 0\n";
@@ -938,7 +939,8 @@ void add_check(CLI::App& app, Runner& run) {
   sub->footer(
       "Exit status: 0 every check passed (with --baseline: or failed there too), 1 a property failed (with\n"
       "--baseline: a check that did not fail there), 2 usage or input error (or nothing was tested: every check\n"
-      "skipped or degenerate; a failure's case or a report could not be written). Interrupted (SIGINT, SIGTERM):\n"
+      "skipped or degenerate; a failure's case or a report could not be written; a check ran out of memory).\n"
+      "Interrupted (SIGINT, SIGTERM):\n"
       "the check in progress ends early, the summary and reports are written and marked interrupted, and the exit\n"
       "is 1 if a property failed, else by the signal (130, 143); a second signal stops at once. The JSON report's\n"
       "summary.verdict says which.\n"

@@ -213,7 +213,10 @@ std::string recorded_failure(const std::string& message) {
   if (std::regex_search(message, m, per_instance)) return "on " + m[1].str();
   if (message.rfind("biased: ", 0) == 0 || message.find("Found: biased: ") != std::string::npos)
     return "a biased statistic";
-  const std::string kind = fault_kind(message);
+  if (message.rfind("not finite: ", 0) == 0 || message.find("Found: not finite: ") != std::string::npos)
+    return "non-finite outputs";  // a bias property's other failure
+  const std::size_t found = message.find("Found: kernel fault: ");
+  const std::string kind = fault_kind(found == std::string::npos ? message : message.substr(found + 7));
   return kind.empty() ? "" : "a kernel fault (" + kind + ")";
 }
 
@@ -241,9 +244,10 @@ std::string updated_note(const Case& c, const Outcome& o) {
   if (c.found_by == "manual" || o.status != Status::kFail) return "";
   const std::string was = recorded_failure(c.note), is = recorded_failure(o.message);
   if (was.empty() || was == is) return "";
-  // Prose that quotes the failure after "Found: " keeps its prose; the quote becomes this replay's message.
+  // Prose that quotes the failure after "Found: " keeps its prose; the quote becomes this replay's message, and what
+  // followed it (the old quote, and any prose after it: where the quote ends is not marked) is kept after "(was: ".
   if (const std::size_t at = c.note.find("Found: "); at != std::string::npos)
-    return c.note.substr(0, at) + "Found: " + o.message;
+    return c.note.substr(0, at) + "Found: " + o.message + " (was: " + c.note.substr(at + 7) + ")";
   std::size_t from = std::string::npos;
   for (const char* tail : {" [found with ", " | fuzz input "}) from = std::min(from, c.note.find(tail));
   return o.message + (from == std::string::npos ? "" : c.note.substr(from));
