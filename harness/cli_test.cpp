@@ -932,10 +932,11 @@ TEST_F(Cli, OutOfMemoryIsNotAFailure) {
   EXPECT_EQ(j["not_run"][0]["reason"].get<std::string>().rfind("out of memory", 0), 0u) << j.dump();
   EXPECT_FALSE(fs::exists(dir_ / "f") && !fs::is_empty(dir_ / "f")) << "no finding saved";
   // Beside a failure (exit 1, the failure's) the check cut short is still said (it was said only as the verdict).
-  const CmdResult both = run_env("ulimit -v 400000; ", "check -j 1 --no-shrink -q -k paper --property finite --property "
-                                 "constant_v --instances 1 --family constant_v --family "
-                                 "'normal[heads_q=1,heads_kv=1,n_q=4096,n_k=4096,head_dim=16]' --findings " +
-                                 (dir_ / "f2").string());
+  const CmdResult both =
+      run_env("ulimit -v 400000; ", "check -j 1 --no-shrink -q -k paper --property finite --property constant_v "
+                                    "--instances 1 --family constant_v --family "
+                                    "'normal[heads_q=1,heads_kv=1,n_q=4096,n_k=4096,head_dim=16]' --findings " +
+                                        (dir_ / "f2").string());
   EXPECT_EQ(both.status, 1) << both.out << both.err;
   EXPECT_NE(both.err.find("1 check(s) could not run to their end: out of memory"), std::string::npos) << both.err;
 }

@@ -7,8 +7,8 @@
 // Score structure ("lead" construction, used by the tie, near-tie, sink and negative-row generators):
 // every query has q_i0 in [1, 2) (a row left out of the ties by tie_rows < 1 has it negated: its lead keys score
 // lowest, and its maximum is an ordinary key's); a tied key's row is [A, 0, ..., 0], so its raw score
-// q_i·k_j = q_i0·A exactly, the tied keys are bit-identical rows (every kernel computes bit-identical scores for them, whatever its
-// arithmetic). Every other key has k_j0 <= A − G (G = gap / scale, in raw units) and noise in dims 1.. bounded by
+// q_i·k_j = q_i0·A exactly, the tied keys are bit-identical rows (every kernel computes bit-identical scores for
+// them, whatever its arithmetic). Every other key has k_j0 <= A − G (G = gap / scale, in raw units) and noise in dims 1.. bounded by
 // ν with (d−1)·ν² <= G/2, so its raw score is at most q_i0·(A − G) + G/2 <= q_i0·A − G/2: the tied keys are the
 // strict row maximum. Near ties: the tied keys' lead is A + n_j·step with distinct small integers n_j, and
 // 2·6·step·scale < 2^-9, so every pair of near-tied scaled scores differs by less than 2^-9 but not by zero.

@@ -18,8 +18,8 @@
 //     R = 2·(key tiles) + 4 (per tile: block value + rescaled accumulator; plus p̄, the final sum, the division,
 //     the output), so each weight's factor lies in [(1 − u)^R, (1 + u)^R] = [1 − γ_lo, 1 + γ_hi], independently in
 //     the numerator and the denominator (finite in fp64 to R ≈ 182,000; Higham's γ_R = R·u/(1 − R·u) >= γ_hi,
-//     taken until session 39, needed R·u < 1/2 and left n_k >= 977 unbounded); the rescale factor α = exp(m_old − m_new) is
-//     taken as fp32 (one rounded to bf16, as the paper's kernel does, adds a rounding per tile that R does not count);
+//     taken until session 39, needed R·u < 1/2 and left n_k >= 977 unbounded); the rescale factor
+//     α = exp(m_old − m_new) is taken as fp32 (one rounded to bf16, as the paper's kernel does, adds a rounding per tile that R does not count);
 //   * every exponent argument is off by at most σ_i = 8·2^-24·max_j|s_ij| + scale·γ_d·max_j Σ_c|q_ic k_jc|
 //     (fp32 dot products, Higham Thm 3.1, γ_d = d·2^-24/(1 − d·2^-24)). After the dot products, in units of
 //     u32·max|s|, with |m| <= β·max|s| (β = 1; the fixed policy's shift m = β·r has β = 2) and so
@@ -147,12 +147,12 @@ std::vector<double> output_envelope(const Instance& in, int tile_k, const std::v
 // The bound on |LSE_kernel − LSE_exact| per row: e·(1 + u) + u·|LSE|, e = σ_i − log(1 − γ_lo) + 2^-22·|LSE|. LSE is
 // 1-Lipschitz in every score (its gradient is the softmax, weights summing to 1), so scores off by σ_i move it by σ_i;
 // the row sum's factor in [1 − γ_lo, 1 + γ_hi] moves log l by at most −log(1 − γ_lo) = −R·log(1 − 2^-8), which is
-// >= R·log(1 + 2^-8); then the fp32 rounding of m·scale + log l (2^-24·|LSE|, taken 4x: room for logf's ulps and a second rounding). u: the returned LSE's rounding, 2^-8 for one
-// returned in bf16 (lse_fmt; the paper's kernel, and a kernel whose format is not known), 0 for fp32; it errs by u of
-// the value it rounds, within |LSE| + e (the paper's kernel failed logit_shift on that rounding alone, −28 for
-// −27.875 at negative_rows[level=20], when this charged fp32's). log l's own fp32 rounding (a few 2^-24·log n_k)
-// lies far inside −log(1 − γ_lo) >= 6·2^-8; a log l rounded to bf16 (the paper's) is outside this envelope, as its bf16
-// scores are (above).
+// >= R·log(1 + 2^-8); then the fp32 rounding of m·scale + log l (2^-24·|LSE|, taken 4x: room for logf's ulps and
+// a second rounding). u: the returned LSE's rounding, 2^-8 for one returned in bf16 (lse_fmt; the paper's kernel,
+// and a kernel whose format is not known), 0 for fp32; it errs by u of the value it rounds, within |LSE| + e (the
+// paper's kernel failed logit_shift on that rounding alone, −28 for −27.875 at negative_rows[level=20], when this
+// charged fp32's). log l's own fp32 rounding (a few 2^-24·log n_k) lies far inside −log(1 − γ_lo) >= 6·2^-8; a log l
+// rounded to bf16 (the paper's) is outside this envelope, as its bf16 scores are (above).
 std::vector<double> lse_envelope(const Instance& in, int tile_k, const std::vector<double>& exact_lse);
 std::vector<double> lse_envelope(const Instance& in, int tile_k, const std::vector<double>& exact_lse,
                                  const std::vector<double>& sigma, Format lse_fmt = Format::kBF16);

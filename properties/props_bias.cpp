@@ -481,8 +481,12 @@ Outcome check_bias(const Kernel& k, const Family& f, const Budget& b, Part part)
   nlohmann::json aside_list = nlohmann::json::array();
   for (const char* tensor : kTensors) {
     if (!s.clause.count(tensor)) continue;
-    if (set_aside.count(tensor)) aside += (aside.empty() ? "" : ", ") + std::string(tensor), aside_list.push_back(tensor);
-    else kept += (kept.empty() ? "" : "; ") + s.clause.at(tensor);
+    if (!set_aside.count(tensor)) {
+      kept += (kept.empty() ? "" : "; ") + s.clause.at(tensor);
+      continue;
+    }
+    aside += (aside.empty() ? "" : ", ") + std::string(tensor);
+    aside_list.push_back(tensor);
   }
   if (kept.empty()) {
     o.status = Status::kDegenerate;

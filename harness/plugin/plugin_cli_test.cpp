@@ -297,7 +297,8 @@ TEST(PluginCli, AFindingWhoseKernelNowCrashesDiffers) {
   text << in.rdbuf();
   const auto with = [&](const std::string& kernel, const std::string& note) {
     const std::string path = testing::TempDir() + "plugin_cli_" + kernel + "_" + std::to_string(::getpid()) + ".json";
-    std::string c = std::regex_replace(text.str(), std::regex("\"kernel\": \"[^\"]*\""), "\"kernel\": \"plugin:" + kernel + "\"");
+    const std::string c =
+        std::regex_replace(text.str(), std::regex("\"kernel\": \"[^\"]*\""), "\"kernel\": \"plugin:" + kernel + "\"");
     std::ofstream(path) << std::regex_replace(c, std::regex("\"note\": \"[^\"]*\""), "\"note\": \"" + note + "\"");
     return path;
   };
