@@ -109,9 +109,16 @@ Outcome run_per_instance(const std::string& property, const Kernel& k, const Fam
   return o;
 }
 
-double envelope_mismatch(int n_k, int tile_k) {
+namespace {
+// R = 2·(key tiles) + 4, the roundings of each weight (property_util.h), in key tiles of tile_k (<= 0: 16).
+double envelope_roundings(int n_k, int tile_k) {
   const int tk = tile_k > 0 ? tile_k : kDefaultTileK;
-  const double r = 2.0 * ((n_k + tk - 1) / tk) + 4.0;  // R = 2·(key tiles) + 4 (property_util.h)
+  return 2.0 * ((n_k + tk - 1) / tk) + 4.0;
+}
+}  // namespace
+
+double envelope_mismatch(int n_k, int tile_k) {
+  const double r = envelope_roundings(n_k, tile_k);
   // Each weight's factor lies in [(1 − u)^R, (1 + u)^R] (no R·u < 1 needed, unlike Higham's γ_R = Ru/(1 − Ru), which
   // the envelope took until session 39 and gave up at R·u >= 1/2, n_k >= 977 at 16-key tiles: +inf, and with it a
   // key_permutation or logit_shift that compared nothing passed). γ_hi = (1 + u)^R − 1 <= γ_R, γ_lo = 1 − (1 − u)^R.
@@ -122,9 +129,7 @@ double envelope_mismatch(int n_k, int tile_k) {
 }
 
 double envelope_log_mismatch(int n_k, int tile_k) {
-  const int tk = tile_k > 0 ? tile_k : kDefaultTileK;
-  const double r = 2.0 * ((n_k + tk - 1) / tk) + 4.0;
-  return -r * std::log1p(-kU);  // −log(1 − γ_lo) = −R·log(1 − u) >= log(1 + γ_hi) = R·log(1 + u)
+  return -envelope_roundings(n_k, tile_k) * std::log1p(-kU);  // −log(1 − γ_lo) = −R·log(1 − u) >= log(1 + γ_hi) = R·log(1 + u)
 }
 
 namespace {

@@ -263,13 +263,12 @@ double sidak_z(double z_crit, int m) {
 
 namespace {
 
-// Makes tensor `name` (its summary in out.stats["tensors"]) the headline of the statistic.
-void headline(BiasStatistic& out, const std::string& name, std::uint64_t exemplar) {
-  const nlohmann::json& s = out.stats["tensors"][name];
-  out.stats["tensor"] = name;
-  for (const char* key : {"mean_ulp", "z", "away_mean_ulp", "detectable_ulp"}) out.stats[key] = s[key];
-  out.exemplar = exemplar;
-  out.stats["exemplar_instance"] = exemplar;
+// Makes tensor `name` (its summary in stats["tensors"]) the headline of a statistic's stats.
+void headline(nlohmann::json& stats, const std::string& name, std::uint64_t exemplar) {
+  const nlohmann::json s = stats["tensors"][name];
+  stats["tensor"] = name;
+  for (const char* key : {"mean_ulp", "z", "away_mean_ulp", "detectable_ulp"}) stats[key] = s[key];
+  stats["exemplar_instance"] = exemplar;
 }
 
 BiasStatistic bias_statistic_of(const Kernel& k, const Family& f, const Budget& b, Batch& batch, Part part) {
@@ -368,7 +367,8 @@ BiasStatistic bias_statistic_of(const Kernel& k, const Family& f, const Budget& 
     if (fails ? !headline_fails : !headline_fails && std::fabs(z) > headline_z) {
       headline_fails = fails;
       headline_z = std::fabs(z);
-      headline(out, name(t), exemplar);
+      headline(out.stats, name(t), exemplar);
+      out.exemplar = exemplar;
     }
     if (fails) {
       out.fails = true;
@@ -495,15 +495,12 @@ Outcome check_bias(const Kernel& k, const Family& f, const Budget& b, Part part)
   }
   if (!aside.empty()) {  // the headline is a tensor the kernel fails on alone
     o.stats["set_aside"] = aside_list;
-    BiasStatistic head = s;
     for (const char* tensor : kTensors)
       if (s.clause.count(tensor) && !set_aside.count(tensor)) {
-        headline(head, tensor, s.exemplar_of.at(tensor));
+        headline(o.stats, tensor, s.exemplar_of.at(tensor));
+        o.instance_index = s.exemplar_of.at(tensor);
         break;
       }
-    for (const char* key : {"tensor", "mean_ulp", "z", "away_mean_ulp", "detectable_ulp", "exemplar_instance"})
-      o.stats[key] = head.stats[key];
-    o.instance_index = head.exemplar;
   }
   o.status = Status::kFail;
   o.message = "biased: " + kept +

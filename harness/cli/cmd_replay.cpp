@@ -207,17 +207,19 @@ std::string turned_tensors(const nlohmann::json& saved, const nlohmann::json& no
 // SIGSEGV)" (no kernel name: a case replayed with --kernel faults under another name), "a biased statistic"; in prose,
 // the message after "Found: " (the corpus's regression cases quote it so). "" for anything else: other prose (a
 // hand-written or edited note), the fuzzer's "minimised from ...".
-std::string recorded_failure(const std::string& message) {
-  static const std::regex per_instance(R"((?:^|Found: )instance \d+: (O|LSE|dQ|dK|dV|delta)\b)");
-  std::smatch m;
-  if (std::regex_search(message, m, per_instance)) return "on " + m[1].str();
-  if (message.rfind("biased: ", 0) == 0 || message.find("Found: biased: ") != std::string::npos)
-    return "a biased statistic";
-  if (message.rfind("not finite: ", 0) == 0 || message.find("Found: not finite: ") != std::string::npos)
-    return "non-finite outputs";  // a bias property's other failure
-  const std::size_t found = message.find("Found: kernel fault: ");
-  const std::string kind = fault_kind(found == std::string::npos ? message : message.substr(found + 7));
-  return kind.empty() ? "" : "a kernel fault (" + kind + ")";
+std::string recorded_failure(const std::string& note) {
+  const auto of_message = [](const std::string& message) -> std::string {
+    static const std::regex per_instance(R"(^instance \d+: (O|LSE|dQ|dK|dV|delta)\b)");
+    std::smatch m;
+    if (std::regex_search(message, m, per_instance)) return "on " + m[1].str();
+    if (message.rfind("biased: ", 0) == 0) return "a biased statistic";
+    if (message.rfind("not finite: ", 0) == 0) return "non-finite outputs";  // a bias property's other failure
+    const std::string kind = fault_kind(message);
+    return kind.empty() ? "" : "a kernel fault (" + kind + ")";
+  };
+  const std::string whole = of_message(note);
+  const std::size_t found = note.find("Found: ");  // prose quoting the message (a message itself is taken whole)
+  return whole.empty() && found != std::string::npos ? of_message(note.substr(found + 7)) : whole;
 }
 
 // Same verdict (fail), but not the finding the file saved: what differs, or "" (the same, or nothing to compare).
