@@ -666,6 +666,38 @@ TEST(SummaryTable, SaysWhyChecksSkippedOneLinePerReason) {
   EXPECT_NE(t.find("  and 3 more reasons (the JSON report has every check's)\n"), std::string::npos) << t;
 }
 
+// A pass that --seconds cut short (fewer instances than asked) is said below the table, the fewest first; a full
+// pass, a failure (it stops at its first failing instance anyway) and a run without a time budget say nothing.
+TEST(SummaryTable, SaysWhichPassesATimeBudgetCutShort) {
+  RunReport r;
+  r.kernels = {"fa2", "oracle"};
+  r.budget.instances = 64;
+  const auto add = [&r](const std::string& kernel, const std::string& label, Status status, int instances) {
+    RunEntry e;
+    e.outcome.kernel = kernel;
+    e.outcome.property = "accurate";
+    e.outcome.status = status;
+    e.outcome.instances_run = instances;
+    e.label = label;
+    r.entries.push_back(e);
+  };
+  add("fa2", "normal", Status::kPass, 64);
+  add("oracle", "normal", Status::kPass, 64);
+  add("fa2", "tails", Status::kFail, 1);
+  EXPECT_EQ(summary_table(r).find("cut short"), std::string::npos) << summary_table(r);
+  r.budget.seconds = 0.5;
+  EXPECT_EQ(summary_table(r).find("cut short"), std::string::npos) << "every pass ran all 64: " << summary_table(r);
+  add("oracle", "tails", Status::kPass, 3);
+  add("fa2", "gqa", Status::kPass, 1);
+  add("oracle", "gqa", Status::kPass, 1);
+  const std::string t = summary_table(r);
+  EXPECT_NE(t.find("cut short by --seconds 0.5: 3 passes ran fewer than the 64 instances asked (fewest 1: accurate on "
+                   "gqa (fa2), accurate on gqa (oracle)); the JSON report's instances_run has each check's\n"),
+            std::string::npos) << t;
+  r.budget.seconds = 0;  // a property that stops early on its own (no budget): not a cut
+  EXPECT_EQ(summary_table(r).find("cut short"), std::string::npos) << summary_table(r);
+}
+
 TEST(BiasTable, OneRowPerSuiteEntryOneColumnPerKernel) {
   RunReport r = sample_report();
   r.entries[0].outcome.stats = {{"tensor", "O"}, {"mean_ulp", 0.24}, {"z", 7.7}};

@@ -14,7 +14,8 @@
 #include <sstream>
 
 #include "harness/run_report.h"
-#include "properties/shrink.h"  // fault_signature
+#include "properties/property_util.h"  // fmt_num
+#include "properties/shrink.h"         // fault_signature
 
 namespace attncheck {
 
@@ -167,6 +168,29 @@ std::string skip_reasons(const RunReport& r) {
   return s.str();
 }
 
+// Passes a time budget cut short (`--seconds`: a check stops drawing instances once it is spent, and one instance
+// always runs): such a pass has seen fewer instances than the run asked for (one, at a tiny budget), and the table's
+// "pass" alone read as a full one (a CLI review, session 39). Said below the table, with the fewest run.
+std::string budget_cut_passes(const RunReport& r) {
+  if (r.budget.seconds <= 0) return "";
+  int cut = 0, fewest = r.budget.instances;
+  std::vector<std::string> checks;  // "accurate on normal (fa2)", the fewest first met
+  for (const RunEntry& e : r.entries) {
+    const Outcome& o = e.outcome;
+    // instances_run 0: a property that does not count instances (it draws none, or a fixed set).
+    if (o.status != Status::kPass || o.instances_run <= 0 || o.instances_run >= r.budget.instances) continue;
+    ++cut;
+    if (o.instances_run < fewest) fewest = o.instances_run, checks.clear();
+    if (o.instances_run == fewest) checks.push_back(o.property + " on " + family_label(e) + " (" + o.kernel + ")");
+  }
+  if (cut == 0) return "";
+  std::ostringstream s;
+  s << "cut short by --seconds " << fmt_num(r.budget.seconds) << ": " << cut << (cut == 1 ? " pass" : " passes")
+    << " ran fewer than the " << r.budget.instances << " instances asked (fewest " << fewest << ": "
+    << join_some(checks, 3) << "); the JSON report's instances_run has each check's\n";
+  return s.str();
+}
+
 // One kernel fault met by several checks (a plugin that crashes on every call fails each property's first one) said
 // once below the table, with the checks that met it: four FAIL blocks read as four bugs (a UX review, session 33).
 std::string shared_faults(const RunReport& r) {
@@ -281,7 +305,7 @@ std::string summary_table(const RunReport& r) {
       s << "  failed in the baseline, pass now (" << r.now_pass.size() << "; a new baseline would drop them): "
         << printable(join_some(r.now_pass, 5)) << "\n";
   }
-  s << shared_faults(r) << skip_reasons(r);
+  s << shared_faults(r) << skip_reasons(r) << budget_cut_passes(r);
   return s.str();
 }
 
