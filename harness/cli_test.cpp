@@ -440,6 +440,13 @@ TEST_F(Cli, EveryMalformedClassExitsTwoNamingTheProblem) {
                             j["instance_index"] = 0;
                           }),
                   "budget.instances: 10 is outside the 24 to 1048576");
+  // A per-instance property never discards a family as degenerate: every replay differed (exit 1). A statistic's
+  // file may expect it.
+  expect_bad_file(variant("degen.json", [](json& j) { j["expected"] = "degenerate"; }),
+                  "expected: \"degenerate\" is never " + good["property"].get<std::string>() + "'s verdict");
+  json degen_bias = good;
+  degen_bias["property"] = "unbiased", degen_bias["budget"]["instances"] = 24, degen_bias["expected"] = "degenerate";
+  EXPECT_EQ(case_from_json(degen_bias, "bias-degen.json").expected, Status::kDegenerate);
   // A family shape other than the pinned instance's is refused before any instance is generated (a forged n_k of
   // 10^9 took 15 GB before: UX review, session 11).
   expect_bad_file(variant("famshape.json", [](json& j) { j["family"]["problem"]["n_k"] = 100000; }),

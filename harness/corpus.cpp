@@ -237,11 +237,17 @@ Case case_from_json(const json& j, const std::string& origin) {
   // A statistic over instances takes kMinBiasInstances to kMaxBiasInstances: outside, every replay is a skip, which
   // read as a differing verdict (exit 1) where a file expecting another verdict cannot be replayed as written (a UX
   // review, session 34). A file that expects the skip stays valid.
-  bool across_instances = false;
+  bool across_instances = false, known_property = false;
   try {
     across_instances = get_property(c.property).across_instances;
+    known_property = true;
   } catch (const Error&) {  // an unknown property: replay names it
   }
+  // Only a statistic over instances discards a family as degenerate: a per-instance property's replay never gives
+  // it, so such a file differed on every replay (exit 1) as if the kernel had changed (a CLI review, session 39).
+  if (known_property && !across_instances && c.expected == Status::kDegenerate)
+    (top / "expected").fail("\"degenerate\" is never " + c.property + "'s verdict (a per-instance property: pass, fail "
+                            "or skip)");
   if (across_instances && c.expected != Status::kSkip &&
       (c.budget.instances < kMinBiasInstances || c.budget.instances > kMaxBiasInstances))
     (top / "budget" / "instances").fail(std::to_string(c.budget.instances) + " is outside the " +
