@@ -78,8 +78,9 @@ std::string shell_word(const std::string& s) {
   // Bytes a terminal should not get (controls, a newline, bytes that are not UTF-8: what printable escapes) are written
   // in ANSI-C quotes, $'...' with three-digit octal \NNN (bash, zsh, ksh; POSIX.1-2024, where \x takes any number of
   // hex digits, so a digit after it would join): printable then leaves the word as it is, and it runs as pasted. In
-  // plain quotes they read \xNN there too, and named a file that does not exist. (dash has no $'...'.)
-  if (printable(s) != s) {
+  // plain quotes they read \xNN there too, and named a file that does not exist. (dash has no $'...'.) A tab too,
+  // which printable keeps: a terminal's copy of the line gives spaces for it, and an unbracketed paste completes.
+  if (printable(s) != s || s.find('\t') != std::string::npos) {
     std::string q = "$'";
     for (char ch : s) {
       const auto c = static_cast<unsigned char>(ch);

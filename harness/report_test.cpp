@@ -154,6 +154,7 @@ TEST(ReportJson, ShellWordQuotesWhatAShellWouldSplit) {
   const std::string word = shell_word(odd);
   EXPECT_EQ(word, "$'nu/x\\012y\\033\\'\\\\ \\316\\264 \\3777/a.json'");
   EXPECT_EQ(printable(word), word);
+  EXPECT_EQ(shell_word("f/x\ty.json"), "$'f/x\\011y.json'");  // a tab: a terminal's copy gives spaces
   std::string every = odd;  // and every byte but NUL, each followed by a digit
   for (int b = 1; b < 256; ++b) every += std::string(1, static_cast<char>(b)) + "7";
   EXPECT_EQ(printable(shell_word(every)), shell_word(every));

@@ -146,8 +146,8 @@ typedef struct attncheck_backward_args {
   attncheck_tensor o, lse;    /* inputs: this kernel's own forward outputs for the same instance */
   attncheck_tensor d_o;       /* input, input_format */
   attncheck_tensor dq, dk, dv;/* outputs, output_format; dK and dV summed over each GQA group */
-  attncheck_tensor delta;     /* output, FP32: delta_i = sum_c dO_ic O_ic as the kernel computed it; all zero
-                                 (data NULL) under ATTNCHECK_CAP_NO_DELTA */
+  attncheck_tensor delta;     /* output, FP32: delta_i = sum_c dO_ic O_ic as the kernel computed it; under
+                                 ATTNCHECK_CAP_NO_DELTA not passed (descriptor zeroed, data NULL) */
   void* stream;
   uint64_t seed;
 } attncheck_backward_args;
