@@ -231,7 +231,7 @@ Outcome shrink_failure(const Property& p, const Kernel& k, const Budget& b, cons
         o.instance_index = e.instance >= 0 ? static_cast<std::uint64_t>(e.instance) : 0;  // where the property knows
         o.stats = nlohmann::json();
       } catch (const std::exception&) {
-        continue;  // a candidate the kernel cannot run is not simpler
+        continue;  // a candidate the kernel cannot run (or that runs out of memory) is not simpler
       }
       const bool same = fault.empty() ? same_failure(p, failing, o) : fault_signature(o.message) == fault;
       if (o.status != Status::kFail || !same) continue;

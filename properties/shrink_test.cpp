@@ -105,6 +105,25 @@ TEST(Shrink, AKernelThatTakesNoTilesKeepsItsOwnInTheMinimalCase) {
   EXPECT_EQ(m.family.tile_k, 1);
 }
 
+// A candidate whose check runs out of memory is not simpler: shrinking goes on without it, and the failure as found
+// is kept (nothing found is lost). Here every candidate smaller than the family as checked throws std::bad_alloc.
+TEST(Shrink, ACandidateThatRunsOutOfMemoryIsPassedOverAndTheFailureKept) {
+  const Family f = default_family("gqa");
+  const int n_k = f.problem.n_k, n_q = f.problem.n_q;
+  auto k = testing::make_kernel("nan_then_oom", [n_k, n_q](const Instance& in) -> ForwardOutput {
+    if (in.problem.n_k < n_k || in.problem.n_q < n_q) throw std::bad_alloc();
+    ForwardOutput o = testing::rounded_reference(in);
+    o.o[0] = NAN;
+    return o;
+  });
+  const Outcome o = check_and_shrink(get_property("finite"), *k, f, Budget{});
+  ASSERT_EQ(o.status, Status::kFail) << o.message;
+  EXPECT_EQ(o.family.problem.n_k, n_k);
+  EXPECT_EQ(o.family.problem.n_q, n_q);
+  EXPECT_NE(o.message.find("O(b0,h0,i0,c0)"), std::string::npos) << o.message;
+  EXPECT_NE(o.report.find("0x"), std::string::npos) << "the inputs, as for any failure";
+}
+
 TEST(Shrink, TheReportShowsTheSliceTheFailureNames) {
   // NaN in the last query head's first O element: shrinking cannot drop that head, and the report shows its slice
   // (it showed b0 h0, where nothing is wrong).
