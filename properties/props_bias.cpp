@@ -24,8 +24,9 @@
 //
 // `unbiased_at_ties`: the same statistic on the part of each tensor the mechanism reaches. A bias confined to
 // some rows is diluted in a whole-tensor mean: where one row in eight has a repeated maximum, the paper's +0.15 ulp
-// on those rows reads as +0.014 over O (z 1.75), below ε, and passes; and the backward's dV gets most of its value from the
-// tied keys, which are 2-4 of 32 keys, so a lean of +0.09 ulp on them reads as +0.01-0.02 over the head. The strata:
+// on those rows reads as +0.014 over O (z 1.75), below ε, and passes; and the backward's dV gets most of its value
+// from the tied keys, which are 2-4 of 32 keys, so a lean of +0.09 ulp on them reads as +0.01-0.02 over the head.
+// The strata:
 // O, δ and dQ on the rows whose maximum repeats (two or more visible keys with exact p = e^(s − max) >= 1 − 2^-9,
 // which round to p̄ = 1 in bf16: mechanism.md, step 1; exact ties and the near ties of `near_tie`), dK and dV on the
 // keys in such a maximum of some row ("O:tied", ..., "dV:tied"). The strata depend on the input only, never on a
