@@ -108,6 +108,23 @@ std::string failure_report(const Property& p, const Kernel& k, const Outcome& o)
                     t.value("unit", std::string()).c_str());
       s << buf;
     }
+    // The null controls on the same instances and the headline tensor (props_bias.cpp's calibration, run where the
+    // kernel fails): the mean is measured against 0, and correct rounding itself can lean (README, "unbiased").
+    const std::string headline = o.stats.value("tensor", std::string());
+    if (o.stats.contains("calibration") && o.stats["calibration"].is_object() && !headline.empty()) {
+      std::string nulls;
+      for (auto it = o.stats["calibration"].begin(); it != o.stats["calibration"].end(); ++it) {
+        const nlohmann::json& on = it.value().value("on_failing", nlohmann::json::object());
+        if (!on.contains(headline)) continue;
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "%s %s %+.4g ulp (z %+.3g)", nulls.empty() ? "" : ",", it.key().c_str(),
+                      on[headline].value("mean_ulp", 0.0), on[headline].value("z", 0.0));
+        nulls += buf;
+      }
+      if (!nulls.empty())
+        s << "  null controls on the same instances, " << headline << ":" << nulls
+          << " (a mean near the correctly rounded oracle's is mostly the format's own rounding)\n";
+    }
   } else if (!o.stats.empty()) {
     s << "stats: " << o.stats.dump() << "\n";
   }

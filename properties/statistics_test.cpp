@@ -12,6 +12,7 @@
 
 #include "properties/family_internal.h"
 #include "properties/props.h"
+#include "properties/report.h"
 #include "properties/test_kernels.h"
 #include "reference/reference.h"
 
@@ -206,6 +207,30 @@ TEST(Statistics, CalibrationSetsAsideOnlyTheTensorsANullControlFails) {
   const Outcome fixed = get_property("unbiased").check(default_registry().get("paper-fixed"), g, b);
   EXPECT_EQ(fixed.status, Status::kFail) << fixed.message;
   EXPECT_EQ(fixed.message.rfind("biased: O: mean +0.4", 0), 0u) << fixed.message;
+}
+
+// A bias failure says what the null controls show on the same instances and tensor (the effect is measured against
+// 0): fa2's dV on tied_max[head_dim=8, quant=2] fails at about +0.06 ulp where the correctly rounded oracle leans
+// about +0.05 below ε, and the stochastic control about 0 (a review, session 39: "mostly the rounding's").
+TEST(Statistics, ABiasFailureShowsTheNullControlsOnItsTensor) {
+  Family f = default_family("tied_max");
+  f.problem.head_dim = 8;
+  f.problem.scale = Problem::default_scale(8);
+  f.params["quant"] = 2;
+  const Property& p = get_property("unbiased");
+  const Outcome o = p.check(default_registry().get("fa2"), f, Budget{});
+  ASSERT_EQ(o.status, Status::kFail) << o.message;
+  ASSERT_EQ(o.stats["tensor"], "dV") << o.stats.dump();
+  const nlohmann::json& cal = o.stats["calibration"];
+  const double kernel = o.stats["tensors"]["dV"]["mean_ulp"].get<double>();
+  const double oracle = cal["oracle"]["on_failing"]["dV"]["mean_ulp"].get<double>();
+  const double stochastic = cal["stochastic"]["on_failing"]["dV"]["mean_ulp"].get<double>();
+  EXPECT_GT(oracle, 0.03) << cal.dump();
+  EXPECT_LT(oracle, kernel) << cal.dump();
+  EXPECT_LT(std::fabs(stochastic), 0.02) << cal.dump();
+  const std::string report = failure_report(p, default_registry().get("fa2"), o);
+  EXPECT_NE(report.find("  null controls on the same instances, dV: oracle +0.0"), std::string::npos) << report;
+  EXPECT_NE(report.find(", stochastic "), std::string::npos) << report;
 }
 
 // Below kMinBiasInstances the z test's level is not what it claims (property.h): the check skips and says why (as
