@@ -524,6 +524,13 @@ TEST(FuzzTarget, APluginKernelIsFuzzedAndItsCrashIsAFindingThatReplays) {
   const Case c = load_case(r.finding_path);
   EXPECT_EQ(c.kernel, "plugin:crash");
   EXPECT_THROW(replay_case(c, default_registry()), KernelFault);
+  // With no property (`--property none`: faults only) the crash is a finding too, met by `finite` (it read "no
+  // finding": a fuzz audit, session 40).
+  cfg.properties = {"none"};
+  const RunResult bare = KernelTarget(cfg).run_input(bytes.data(), bytes.size(), false);
+  EXPECT_TRUE(bare.finding) << bare.skipped << " " << bare.message;
+  EXPECT_EQ(bare.property, "finite");
+  EXPECT_NE(bare.message.find("SIGSEGV"), std::string::npos) << bare.message;
   ::setenv("ATTNCHECK_EXAMPLE_DEFECT", "none", 1);
   cfg.kernel = "plugin:example";
   cfg.properties = {"finite", "accurate"};

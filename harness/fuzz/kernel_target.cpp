@@ -481,6 +481,19 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
         }
         if (res.finding && !cfg_.keep_going) return res;  // keep-going: the bias step still runs
       }
+      // `--property none` ("crashes and sanitizer faults only"): no property meets the fault step 2 met, and an
+      // isolated kernel's fault (a plugin's crash, hang, error or stray write) was dropped, the campaign reading "no
+      // finding" (a fuzz audit, session 40). `finite` meets it: the cheapest property, and its case replays the fault.
+      if (per_instance_.empty() && family_faulted) {
+        const Property& p = get_property("finite");
+        memo_->set_lend_once(false);
+        const Outcome o = checked(p, *memo_, fam, b);
+        if (o.status == Status::kFail) {
+          failures.emplace_back(&p, o);
+          finding(p, o, b);
+        }
+        if (res.finding && !cfg_.keep_going) return res;
+      }
       if (!planted_)
         family_memo_.put(key, FamilyRun{shared_inst, nonzero_counters(), res.max_ulp_o, std::move(failures), family_faulted});
     }
