@@ -228,6 +228,7 @@ TEST_F(Cli, HelpAndUsageErrors) {
   // and under each family with ties, with the defaults the code takes (a README audit, session 40).
   EXPECT_NE(gens.out.find("ties=4 v_binade=1 v_exp=0 v_sign=1\n      also: ties_min=2 tie_rows=1 (parameters, below)\n"
                           "  tied_max_flat\n"), std::string::npos) << gens.out;
+  EXPECT_NE(gens.out.find("\n      also: tie_rows=1 (parameters, below)\n"), std::string::npos) << "sink: " << gens.out;
   // Each suite says what it is for (quick was named in --help and described nowhere: a UX review, session 34).
   const CmdResult suites = run("list suites");
   EXPECT_EQ(suites.status, 0) << suites.err;

@@ -106,7 +106,8 @@ TEST(Shrink, AKernelThatTakesNoTilesKeepsItsOwnInTheMinimalCase) {
 }
 
 // A candidate whose check runs out of memory is not simpler: shrinking goes on without it, and the failure as found
-// is kept (nothing found is lost). Here every candidate smaller than the family as checked throws std::bad_alloc.
+// is kept (nothing found is lost). Here every candidate with fewer keys or queries throws std::bad_alloc (batch,
+// heads and head dim still shrink): those two stay as checked.
 TEST(Shrink, ACandidateThatRunsOutOfMemoryIsPassedOverAndTheFailureKept) {
   const Family f = default_family("gqa");
   const int n_k = f.problem.n_k, n_q = f.problem.n_q;

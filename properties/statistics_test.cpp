@@ -231,6 +231,16 @@ TEST(Statistics, ABiasFailureShowsTheNullControlsOnItsTensor) {
   const std::string report = failure_report(p, default_registry().get("fa2"), o);
   EXPECT_NE(report.find("  null controls on the same instances, dV: oracle +0.0"), std::string::npos) << report;
   EXPECT_NE(report.find(", stochastic "), std::string::npos) << report;
+  // Under a time budget the nulls run on the instances the kernel drew, not on as many as their own speed allows
+  // (the oracle drew 677 where fa2 drew 395: a review, session 40).
+  Budget timed;
+  timed.instances = 4096;
+  timed.seconds = 0.02;
+  const Outcome t = p.check(default_registry().get("fa2"), f, timed);
+  ASSERT_EQ(t.status, Status::kFail) << t.message;
+  ASSERT_LT(t.instances_run, 4096) << "the budget did not bind";
+  EXPECT_EQ(t.stats["calibration"]["oracle"]["drawn"], t.instances_run) << t.stats["calibration"].dump();
+  EXPECT_EQ(t.stats["calibration"]["stochastic"]["drawn"], t.instances_run) << t.stats["calibration"].dump();
 }
 
 // Below kMinBiasInstances the z test's level is not what it claims (property.h): the check skips and says why (as

@@ -39,7 +39,9 @@ int run_list(const std::string& what) {
         o << "\n";
         // A family with ties also reads these two, whose defaults are in the code, not in its params (listing them
         // there would rename every tie family's checks, which --baseline matches by name).
-        if (g.defaults.count("ties")) o << "      also: ties_min=2 tie_rows=1 (parameters, below)\n";
+        // ties_min only where two or more keys tie (sink's one lead key refuses it).
+        if (const auto t = g.defaults.find("ties"); t != g.defaults.end() && t->second >= 1)
+          o << "      also: " << (t->second >= 2 ? "ties_min=2 " : "") << "tie_rows=1 (parameters, below)\n";
       }
     }
     // Every parameter with its domain: parameters compose (normal[ties=3] makes ties), and some no generator lists

@@ -531,6 +531,25 @@ TEST(FuzzTarget, APluginKernelIsFuzzedAndItsCrashIsAFindingThatReplays) {
   EXPECT_TRUE(bare.finding) << bare.skipped << " " << bare.message;
   EXPECT_EQ(bare.property, "finite");
   EXPECT_NE(bare.message.find("SIGSEGV"), std::string::npos) << bare.message;
+  // A bias-only campaign on an input with the bias flag: step 5's batch meets the crash, as `unbiased`'s finding.
+  cfg.properties = {"unbiased"};
+  const RunResult bias_only = KernelTarget(cfg).run_input(bytes.data(), bytes.size(), false);
+  EXPECT_TRUE(bias_only.finding) << bias_only.skipped << " " << bias_only.message;
+  EXPECT_EQ(bias_only.property, "unbiased") << bias_only.message;
+  // A crash the properties' own run does not meet again (plugin:flaky crashes on its first call only) is a finding
+  // too, as step 2 met it: it was dropped, and the family's later probe crashes with it.
+  const std::string marker = dir + "-flaky-marker";
+  std::filesystem::remove(marker);
+  ::setenv("ATTNCHECK_FLAKY_MARKER", marker.c_str(), 1);
+  cfg.kernel = "plugin:flaky";
+  cfg.properties = {"finite"};  // its zeros are finite: the property's own run passes
+  const RunResult flaky = KernelTarget(cfg).run_input(bytes.data(), bytes.size(), false);
+  ::unsetenv("ATTNCHECK_FLAKY_MARKER");
+  std::filesystem::remove(marker);
+  EXPECT_TRUE(flaky.finding) << flaky.skipped << " " << flaky.message;
+  EXPECT_EQ(flaky.property, "finite");
+  EXPECT_TRUE(flaky.message.find("kernel fault: ") != std::string::npos &&
+              flaky.message.find("SIGABRT") != std::string::npos) << flaky.message;
   ::setenv("ATTNCHECK_EXAMPLE_DEFECT", "none", 1);
   cfg.kernel = "plugin:example";
   cfg.properties = {"finite", "accurate"};

@@ -426,6 +426,7 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
     // (Not for the planted kernel: its experiment measures the climb on generated instances, and a special
     // value in a probe is a one-mutation cliff that would reach any error level.)
     bool family_faulted = seen && seen->faulted;
+    std::string step2_fault;  // the kernel fault step 2 met on the family's instance 0, as check would say it
     const auto probe = [&] {
       if (in.edits.empty() || planted_) return;
       try {
@@ -461,9 +462,10 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
     } else {
       try {
         res.max_ulp_o = observe(fam, inst);  // step 2
-      } catch (const KernelFault&) {
+      } catch (const KernelFault& e) {
         res.max_ulp_o = 0;  // nothing observed; step 4's first property meets the fault and reports it
         family_faulted = true;
+        step2_fault = kernel_fault_message(e);
       }
       probe();  // before the properties, which may end the run with a finding
       // Step 4: per-instance properties on the family's own instances (replayable by `attncheck replay`).
@@ -481,18 +483,21 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
         }
         if (res.finding && !cfg_.keep_going) return res;  // keep-going: the bias step still runs
       }
-      // `--property none` ("crashes and sanitizer faults only"): no property meets the fault step 2 met, and an
-      // isolated kernel's fault (a plugin's crash, hang, error or stray write) was dropped, the campaign reading "no
-      // finding" (a fuzz audit, session 40). `finite` meets it: the cheapest property, and its case replays the fault.
-      if (per_instance_.empty() && family_faulted) {
-        const Property& p = get_property("finite");
-        memo_->set_lend_once(false);
-        const Outcome o = checked(p, *memo_, fam, b);
-        if (o.status == Status::kFail) {
-          failures.emplace_back(&p, o);
-          finding(p, o, b);
-        }
-        if (res.finding && !cfg_.keep_going) return res;
+      // A fault step 2 met that no per-instance property reported (none configured: `--property none`, "crashes and
+      // sanitizer faults only"; or a flaky fault the properties' own run did not meet) is a finding as it is, of the
+      // first per-instance property, else `finite` (a fault is no property's: it carries it), on the family's
+      // instance 0, which its check runs first. It was dropped, the campaign reading "no finding" (a fuzz audit,
+      // session 40), and the memo's `faulted` then passed over the family's probe faults as reported. Where step 5's
+      // bias batch runs on this input with no per-instance property before it, that batch meets the fault instead.
+      const bool bias_meets_it = in.run_bias && !across_.empty() && per_instance_.empty();
+      if (!step2_fault.empty() && failures.empty() && !bias_meets_it) {
+        const Property& p = per_instance_.empty() ? get_property("finite") : *per_instance_.front();
+        Outcome o = make_outcome(p.name, *memo_, fam);
+        o.status = Status::kFail;
+        o.message = step2_fault;
+        failures.emplace_back(&p, o);
+        finding(p, o, b);
+        if (!cfg_.keep_going) return res;
       }
       if (!planted_)
         family_memo_.put(key, FamilyRun{shared_inst, nonzero_counters(), res.max_ulp_o, std::move(failures), family_faulted});

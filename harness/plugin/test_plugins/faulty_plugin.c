@@ -13,6 +13,8 @@
  *   unshared     not reentrant, as a kernel with one workspace is: a call that starts while another is in this
  *                process returns an error saying so; else O = 0, LSE = 0 after 20 ms (`check -j` runs a plugin's
  *                checks one at a time: with ATTNCHECK_PLUGIN_ISOLATION=0 calls share the process)
+ *   flaky        crashes (SIGABRT) on its first call only, where $ATTNCHECK_FLAKY_MARKER names a file that does
+ *                not exist yet (the call creates it); else O = 0, LSE = 0
  * Built as libattncheck_faulty_plugin.so by harness/plugin/CMakeLists.txt; never shipped.
  */
 #include <signal.h>
@@ -114,6 +116,21 @@ static int unshared_fwd(void* self, const attncheck_forward_args* a, char* msg, 
   return ATTNCHECK_OK;
 }
 
+/* Crashes on its first call only: where $ATTNCHECK_FLAKY_MARKER names a file that does not exist yet, the call
+   creates it and crashes; later calls (each in a fresh isolated child) find it and write zeros. A fault a second
+   run does not meet (the fuzz target's step 2 met such a crash and dropped it). */
+static int flaky_fwd(void* self, const attncheck_forward_args* a, char* msg, size_t n) {
+  (void)self, (void)msg, (void)n;
+  const char* marker = getenv("ATTNCHECK_FLAKY_MARKER");
+  if (marker && access(marker, F_OK) != 0) {
+    FILE* f = fopen(marker, "w");
+    if (f) fclose(f);
+    abort();
+  }
+  write_zeros(a);
+  return ATTNCHECK_OK;
+}
+
 #define KERNEL(NAME, FWD, BWD, CAPS)                                                              \
   {.struct_size = sizeof(attncheck_kernel_desc), .name = NAME, .summary = "faulty test kernel: " NAME, \
    .caps = (CAPS), .input_formats = ATTNCHECK_FORMAT_BIT(ATTNCHECK_FORMAT_BF16),                    \
@@ -130,6 +147,7 @@ static const attncheck_kernel_desc kKernels[] = {
     KERNEL("silent", silent_fwd, NULL, ATTNCHECK_CAP_CAUSAL | ATTNCHECK_CAP_GQA),
     KERNEL("packed", packed_fwd, packed_bwd, ATTNCHECK_CAP_CAUSAL | ATTNCHECK_CAP_GQA | ATTNCHECK_CAP_NO_DELTA),
     KERNEL("unshared", unshared_fwd, NULL, ATTNCHECK_CAP_CAUSAL | ATTNCHECK_CAP_GQA),
+    KERNEL("flaky", flaky_fwd, NULL, ATTNCHECK_CAP_CAUSAL | ATTNCHECK_CAP_GQA),
 };
 
 static const attncheck_plugin kPlugin = {
