@@ -22,6 +22,7 @@
 # Exit status: 1 when a GPU test, a sanitizer run or the verdict comparison fails (benchmarks never fail the job:
 # their exit status is noted in the report); 2, at once and said in the report, when this host has no usable CUDA
 # device (every GPU test would skip and read as a pass, the benchmarks would measure nothing).
+# ATTNCHECK_CUDA_ARCH (CMAKE_CUDA_ARCHITECTURES of the build this script makes; default 90, as ci/gpu_bundle.sh).
 # Paths in ATTNCHECK_GPU_BUILD and ATTNCHECK_GPU_OUT are relative to the repository root (or absolute).
 # Test (the no-GPU path): ci/ci_scripts_test.sh.
 set -uo pipefail
