@@ -9,6 +9,8 @@
 #     once, saying why on standard error and in the report, instead of "PASS" for tests that all skipped;
 #   gpu.sh on a stand-in GPU build (stub programs: an attncheck that lists cuda:fa2 and writes no report) whose
 #     out folder holds an earlier run's reports of equal verdicts: the comparison must fail, not pass on them;
+#   the same stand-ins with a cudnn_test whose every test skips and no cuda:cudnn: SKIP with the reason, not PASS, and
+#     the cuDNN suites say why they did not run;
 #   gpu.sh with stand-ins whose suite differs from the model where the twin rerun predicts it (step PASS) or not (FAIL);
 #   gpu.sh's racecheck over every test (ATTNCHECK_GPU_RACECHECK_FULL=1), with a stand-in compute-sanitizer and test
 #     program that matches --gtest_filter as gtest does: every listed test runs in exactly one part, and a test that
@@ -185,6 +187,9 @@ mkdir -p "$fake/harness" "$fake/kernels/cuda" "$tmp/gpu-stale"
 printf '#!/bin/sh\ncase $1 in list) echo "  cuda:fa2" ;; *) echo "stand-in: no report" >&2; exit 2 ;; esac\n' \
   >"$fake/harness/attncheck"
 for t in cuda_kernels_test mma_probe_test; do printf '#!/bin/sh\necho "[  PASSED  ] 1 test."\n' >"$fake/kernels/cuda/$t"; done
+# A cudnn_test whose every test skips (libcudnn did not load): SKIP with its reason, not PASS (a GPU docs audit).
+printf '#!/bin/sh\necho "x/cudnn_test.cpp:63: Skipped"\necho "libcudnn.so.9 did not load"\necho "[  PASSED  ] 0 tests."\necho "[  SKIPPED ] 8 tests, listed below:"\n' \
+  >"$fake/kernels/cuda/cudnn_test"
 chmod +x "$fake/harness/attncheck" "$fake"/kernels/cuda/*
 cp "$tmp/same.json" "$tmp/gpu-stale/suite-default.json"
 cp "$tmp/same.json" "$tmp/gpu-stale/suite-bias.json"
@@ -193,6 +198,11 @@ ATTNCHECK_GPU_SKIP_BUILD=1 ATTNCHECK_GPU_BUILD="$fake" ATTNCHECK_GPU_OUT="$tmp/g
   ATTNCHECK_GPU_NO_BENCH=1 timeout 120 bash "$ci/gpu.sh" >"$tmp/out" 2>"$tmp/err" || rc=$?
 { [ $rc = 1 ] && grep -q 'verdicts: cuda:K == K .*: FAIL' "$tmp/gpu-stale/gpu_report.md"; } ||
   fail "gpu.sh whose suites wrote no report: want the verdict step FAIL, not a pass on an earlier run's reports"
+{ grep -q '^- cudnn_test (cuda:cudnn): SKIP (every test skipped: libcudnn.so.9 did not load)' \
+    "$tmp/gpu-stale/gpu_report.md" && grep -q '^- cuda_kernels_test: PASS' "$tmp/gpu-stale/gpu_report.md" &&
+  grep -q 'through the property suites: not run, cuda:cudnn is not registered here (stand-in: no report)' \
+    "$tmp/gpu-stale/gpu_report.md"; } ||
+  fail "gpu.sh where every cudnn_test test skipped and no cuda:cudnn: want SKIP with the reason and the suites' why"
 
 # gpu.sh with stand-ins whose suite run differs from the model on one check and whose twin rerun of that check gets
 # the GPU's verdict: the verdict step passes and the report says PREDICTED; where the twin gets the model's verdict,
