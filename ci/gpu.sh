@@ -57,6 +57,9 @@ fi
   echo '```'
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1
   compute-sanitizer --version 2>&1 | tail -1
+  # What was run: the binaries' commit (`attncheck --version`: `-dirty` for uncommitted changes) and this tree's.
+  [ -x "$cli" ] && "$cli" --version 2>&1 | head -1
+  echo "tree: $(git -C "$(dirname "$0")/.." describe --always --dirty 2>/dev/null || echo 'not a git checkout')"
   echo '```'
 } >"$report"
 
