@@ -952,10 +952,11 @@ TEST_F(Cli, OutOfMemoryIsNotAFailure) {
   EXPECT_NE(both.err.find("1 check(s) could not run to their end: out of memory"), std::string::npos) << both.err;
 }
 
-// A worker thread that cannot start (a pids cgroup, an address-space limit; staged here by an LD_PRELOAD shim that fails
-// pthread_create after three) leaves fewer workers, said once; the run goes on and writes its summary and report. It
-// was std::terminate: exit 134, no report, and findings on disk that were never printed. No thread at all: the run
-// goes on in the main thread, without the progress ticker (its failure to start ended the run, a review, session 39).
+// A worker thread that cannot start (a pids cgroup, an address-space limit; staged here by an LD_PRELOAD shim that
+// fails pthread_create after three) leaves fewer workers, said once; the run goes on and writes its summary and
+// report. It was std::terminate: exit 134, no report, and findings on disk that were never printed. No thread at all:
+// the run goes on in the main thread, without the progress ticker (its failure to start ended the run, a review,
+// session 39).
 TEST_F(Cli, JobsThatCannotAllStartRunOnTheOnesThatDid) {
   const CmdResult none = run_env("ATTNCHECK_THREAD_LIMIT=0 LD_PRELOAD=" + shell_word(ATTNCHECK_THREAD_LIMIT_SHIM) + " ",
                                  "check -j 1 --no-shrink -k oracle --property finite --family normal --findings " +

@@ -9,9 +9,9 @@
 // lowest, and its maximum is an ordinary key's); a tied key's row is [A, 0, ..., 0], so its raw score
 // q_i·k_j = q_i0·A exactly, the tied keys are bit-identical rows (every kernel computes bit-identical scores for
 // them, whatever its arithmetic). Every other key has k_j0 <= A − G (G = gap / scale, in raw units) and noise in
-// dims 1.. bounded by ν with (d−1)·ν² <= G/2, so its raw score is at most q_i0·(A − G) + G/2 <= q_i0·A − G/2: the tied keys are the
-// strict row maximum. Near ties: the tied keys' lead is A + n_j·step with distinct small integers n_j, and
-// 2·6·step·scale < 2^-9, so every pair of near-tied scaled scores differs by less than 2^-9 but not by zero.
+// dims 1.. bounded by ν with (d−1)·ν² <= G/2, so its raw score is at most q_i0·(A − G) + G/2 <= q_i0·A − G/2: the
+// tied keys are the strict row maximum. Near ties: the tied keys' lead is A + n_j·step with distinct small integers
+// n_j, and 2·6·step·scale < 2^-9, so every pair of near-tied scaled scores differs by less than 2^-9 but not by zero.
 // All products q_i0·k_j0 are exact in fp32 (8-bit by 8-bit significands).
 // With masks or causal rows, the guarantee holds for rows that see every tied key. A bias (has_bias: random, added
 // to the scores; the fuzzer sets it on any family) breaks the ties and the gap: such a family no longer has them.
@@ -419,8 +419,9 @@ namespace {
 // Parameter domains (family.cpp lists what each parameter means). Integer parameters are read rounded to the
 // nearest integer (iparam), so they are checked rounded: 4.2 ties is 4 ties, as the generator reads it (a case file
 // may hold such a value; `check --family` refuses one, clamped_params, and the fuzzer's decoder rounds). Flags must
-// be exactly 0 or 1 (the generators read them as "!= 0", so 0.3 would silently mean 1). Shape-dependent limits (pad < n_k, rank <= head_dim, ...) are
-// not errors: the generators clamp them to the shape, so that shrinking the shape keeps a family valid.
+// be exactly 0 or 1 (the generators read them as "!= 0", so 0.3 would silently mean 1). Shape-dependent limits
+// (pad < n_k, rank <= head_dim, ...) are not errors: the generators clamp them to the shape, so that shrinking the
+// shape keeps a family valid.
 std::string num(double v) {
   std::ostringstream s;
   s << v;

@@ -129,7 +129,8 @@ double envelope_mismatch(int n_k, int tile_k) {
 }
 
 double envelope_log_mismatch(int n_k, int tile_k) {
-  return -envelope_roundings(n_k, tile_k) * std::log1p(-kU);  // −log(1 − γ_lo) = −R·log(1 − u) >= log(1 + γ_hi) = R·log(1 + u)
+  // −log(1 − γ_lo) = −R·log(1 − u) >= log(1 + γ_hi) = R·log(1 + u)
+  return -envelope_roundings(n_k, tile_k) * std::log1p(-kU);
 }
 
 namespace {

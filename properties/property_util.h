@@ -19,7 +19,8 @@
 //     the output), so each weight's factor lies in [(1 − u)^R, (1 + u)^R] = [1 − γ_lo, 1 + γ_hi], independently in
 //     the numerator and the denominator (finite in fp64 to R ≈ 182,000; Higham's γ_R = R·u/(1 − R·u) >= γ_hi,
 //     taken until session 39, needed R·u < 1/2 and left n_k >= 977 unbounded); the rescale factor
-//     α = exp(m_old − m_new) is taken as fp32 (one rounded to bf16, as the paper's kernel does, adds a rounding per tile that R does not count);
+//     α = exp(m_old − m_new) is taken as fp32 (one rounded to bf16, as the paper's kernel does, adds a rounding per
+//     tile that R does not count);
 //   * every exponent argument is off by at most σ_i = 8·2^-24·max_j|s_ij| + scale·γ_d·max_j Σ_c|q_ic k_jc|
 //     (fp32 dot products, Higham Thm 3.1, γ_d = d·2^-24/(1 − d·2^-24)). After the dot products, in units of
 //     u32·max|s|, with |m| <= β·max|s| (β = 1; the fixed policy's shift m = β·r has β = 2) and so

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <map>
+#include <utility>
 
 #include "properties/family_internal.h"
 #include "properties/props.h"
@@ -21,6 +23,15 @@ namespace {
 
 using testing::make_kernel;
 using testing::rounded_reference;
+
+// tied_max at head dim d, with d's default scale and these parameters set.
+Family tied_max_at(int d, std::initializer_list<std::pair<const char*, double>> params) {
+  Family f = default_family("tied_max");
+  f.problem.head_dim = d;
+  f.problem.scale = Problem::default_scale(d);
+  for (const auto& [k, v] : params) f.params[k] = v;
+  return f;
+}
 
 TEST(Statistics, SidakThreshold) {
   EXPECT_NEAR(sidak_z(6.0, 1), 6.0, 1e-9);
@@ -166,10 +177,7 @@ TEST(Statistics, NullControlsPassTheTieFamily) {
 // oracle's dV leans +0.066 ulp (z 15). No test reached kDegenerate before, and a calibration that never returned it
 // lived (mutation probe): the oracle was then reported as FAIL.
 TEST(Statistics, AFamilyWhereCorrectRoundingIsBiasedIsDegenerate) {
-  Family f = default_family("tied_max");
-  f.problem.head_dim = 8;
-  f.problem.scale = Problem::default_scale(8);
-  for (const auto& [k, v] : {std::pair{"quant", 1.0}, {"do_sign", 1.0}, {"do_binade", 1.0}, {"v_sign", 1.0}}) f.params[k] = v;
+  const Family f = tied_max_at(8, {{"quant", 1.0}, {"do_sign", 1.0}, {"do_binade", 1.0}, {"v_sign", 1.0}});
   Budget b;  // the default T = 64
   const Outcome o = get_property("unbiased").check(default_registry().get("oracle"), f, b);
   EXPECT_EQ(o.status, Status::kDegenerate) << o.message;
@@ -182,11 +190,7 @@ TEST(Statistics, AFamilyWhereCorrectRoundingIsBiasedIsDegenerate) {
 // set aside; and paper-fixed on tied_max[head_dim=4, quant=1] fails on O (+0.45 ulp, the fix's small-|r| hole),
 // where oracle fails on dV alone: it read "degenerate". A kernel failing on dV alone stays degenerate (above).
 TEST(Statistics, CalibrationSetsAsideOnlyTheTensorsANullControlFails) {
-  Family f = default_family("tied_max");
-  f.problem.head_dim = 8;
-  f.problem.scale = Problem::default_scale(8);
-  for (const auto& [k, v] : {std::pair{"quant", 1.0}, {"do_sign", 1.0}, {"do_binade", 1.0}, {"v_sign", 1.0}})
-    f.params[k] = v;
+  const Family f = tied_max_at(8, {{"quant", 1.0}, {"do_sign", 1.0}, {"do_binade", 1.0}, {"v_sign", 1.0}});
   auto up = make_kernel("o_up", [](const Instance& in) {
     ForwardOutput o = rounded_reference(in);
     for (double& x : o.o) x = x + ulp(x, Format::kBF16);
@@ -200,10 +204,7 @@ TEST(Statistics, CalibrationSetsAsideOnlyTheTensorsANullControlFails) {
   EXPECT_EQ(o.stats["tensor"], "O") << o.stats.dump();
   EXPECT_EQ(o.stats["set_aside"], nlohmann::json::array({"dV"})) << o.stats.dump();
   EXPECT_EQ(o.stats["calibration"]["oracle"]["fails_on"], nlohmann::json::array({"dV"})) << o.stats.dump();
-  Family g = default_family("tied_max");
-  g.problem.head_dim = 4;
-  g.problem.scale = Problem::default_scale(4);
-  g.params["quant"] = 1;
+  const Family g = tied_max_at(4, {{"quant", 1.0}});
   const Outcome fixed = get_property("unbiased").check(default_registry().get("paper-fixed"), g, b);
   EXPECT_EQ(fixed.status, Status::kFail) << fixed.message;
   EXPECT_EQ(fixed.message.rfind("biased: O: mean +0.4", 0), 0u) << fixed.message;
@@ -213,10 +214,7 @@ TEST(Statistics, CalibrationSetsAsideOnlyTheTensorsANullControlFails) {
 // 0): fa2's dV on tied_max[head_dim=8, quant=2] fails at about +0.06 ulp where the correctly rounded oracle leans
 // about +0.05 below ε, and the stochastic control about 0 (a review, session 39: "mostly the rounding's").
 TEST(Statistics, ABiasFailureShowsTheNullControlsOnItsTensor) {
-  Family f = default_family("tied_max");
-  f.problem.head_dim = 8;
-  f.problem.scale = Problem::default_scale(8);
-  f.params["quant"] = 2;
+  const Family f = tied_max_at(8, {{"quant", 2.0}});
   const Property& p = get_property("unbiased");
   const Outcome o = p.check(default_registry().get("fa2"), f, Budget{});
   ASSERT_EQ(o.status, Status::kFail) << o.message;

@@ -229,14 +229,19 @@ TargetConfig config_from_env() {
 namespace {
 // p.check, where a kernel fault (a plugin kernel crashed, hung, returned an error or wrote outside its outputs) is
 // the property's failure on this family, as `attncheck check` reports it (cmd_check.cpp) and `replay` replays it.
+// A kernel fault as a property's failure on the family, its message as kernel_fault_message says it.
+Outcome fault_outcome(const Property& p, const Kernel& k, const Family& f, const std::string& message) {
+  Outcome o = make_outcome(p.name, k, f);
+  o.status = Status::kFail;
+  o.message = message;
+  return o;
+}
+
 Outcome checked(const Property& p, const Kernel& k, const Family& f, const Budget& b) {
   try {
     return p.check(k, f, b);
   } catch (const KernelFault& e) {
-    Outcome o = make_outcome(p.name, k, f);
-    o.status = Status::kFail;
-    o.message = kernel_fault_message(e);
-    return o;
+    return fault_outcome(p, k, f, kernel_fault_message(e));
   }
 }
 }  // namespace
@@ -492,11 +497,8 @@ RunResult KernelTarget::run_input(const std::uint8_t* data, std::size_t size, bo
       const bool bias_meets_it = in.run_bias && !across_.empty() && per_instance_.empty();
       if (!step2_fault.empty() && failures.empty() && !bias_meets_it) {
         const Property& p = per_instance_.empty() ? get_property("finite") : *per_instance_.front();
-        Outcome o = make_outcome(p.name, *memo_, fam);
-        o.status = Status::kFail;
-        o.message = step2_fault;
-        failures.emplace_back(&p, o);
-        finding(p, o, b);
+        failures.emplace_back(&p, fault_outcome(p, *memo_, fam, step2_fault));
+        finding(p, failures.back().second, b);
         if (!cfg_.keep_going) return res;
       }
       if (!planted_)
