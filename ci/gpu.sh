@@ -33,6 +33,21 @@ out=${ATTNCHECK_GPU_OUT:-out/gpu}
 mkdir -p "$out"
 status=0
 report="$out/gpu_report.md"
+rm -f "$report"  # an earlier run's, which this run's last lines must not be added to
+started=$(date +%s) ended=0
+failed_steps=()  # run_step names that failed, for the report's last lines
+# The report ends with the job's exit status, its time and the steps that failed (whatever the way out): a report cut
+# short used to read like a whole one.
+# (Killed by a signal, bash runs this trap with $? of the last command, not the signal's: said as stopped.)
+finish() {
+  local rc=$?
+  [ -f "$report" ] || return
+  { if [ $ended = 1 ]; then echo "## Job status: $rc in $(( $(date +%s) - started )) s"
+    else echo "## Job status: stopped after $(( $(date +%s) - started )) s, before its last step (killed?)"; fi
+    [ ${#failed_steps[@]} -gt 0 ] && printf -- '- failed: %s\n' "${failed_steps[@]}"
+  } >>"$report"
+}
+trap finish EXIT
 bin="$build/kernels/cuda"
 cli="$build/harness/attncheck"
 
@@ -40,6 +55,7 @@ if [ "${ATTNCHECK_GPU_SKIP_BUILD:-0}" != 1 ]; then
   bash ci/install_deps.sh
   ATTNCHECK_CMAKE_ARGS="-DATTNCHECK_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=${ATTNCHECK_CUDA_ARCH:-90} ${ATTNCHECK_CMAKE_ARGS:-}" \
     bash ci/build.sh "$build" Release || exit 1
+  bash ci/build_info.sh "$build" >"$build/BUILD_INFO"
 fi
 
 # A bundle from ci/gpu_bundle.sh carries the shared libraries a bare GPU host lacks.
@@ -56,6 +72,11 @@ fi
   echo "# attncheck GPU report ($(date -u +%FT%TZ))"
   echo '```'
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1
+  # The newest CUDA the driver runs, and the toolkit the binaries were built with (gpu_bundle.sh or the build below
+  # leaves BUILD_INFO; else this host's nvcc). cuDNN's version is cudnn_test's first line (GPU tests, below).
+  nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | head -1 | sed 's/^/driver: /'
+  if [ -s "$build/BUILD_INFO" ]; then cat "$build/BUILD_INFO"
+  else echo "built with: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo 'unknown (no BUILD_INFO, no nvcc)')"; fi
   compute-sanitizer --version 2>&1 | tail -1
   # What was run: the binaries' commit (`attncheck --version`: `-dirty` for uncommitted changes) and this tree's.
   [ -x "$cli" ] && "$cli" --version 2>&1 | head -1
@@ -77,6 +98,7 @@ if [ -n "$why" ]; then
   { echo "## No usable CUDA device: nothing was run"; echo "$why"; } >>"$report"
   case $why in no\ usable\ CUDA\ device*) said=$why ;; *) said="no usable CUDA device: $why" ;; esac  # not twice
   echo "gpu.sh: $said (report in $report, status 2)" >&2
+  ended=1
   exit 2
 fi
 
@@ -87,7 +109,7 @@ run_step() {  # run_step NAME LOGFILE command...: runs, logs, records PASS/FAIL 
   "$@" >"$log" 2>&1
   local rc=$?
   local verdict=PASS
-  [ $rc -ne 0 ] && verdict="FAIL (exit $rc)" && status=1
+  [ $rc -ne 0 ] && verdict="FAIL (exit $rc)" && status=1 && failed_steps+=("$name")
   # A GoogleTest binary whose every test skipped (cudnn_test where libcudnn did not load) exits 0: it read PASS, and
   # the cuDNN suites below then dropped out unsaid (a GPU docs audit, session 40). Said as SKIP, with the first reason;
   # the job's status is not changed by it.
@@ -110,7 +132,7 @@ run_step "mma_probe_test" "$out/probe.log" timeout 120 "$bin/mma_probe_test"
 {
   echo '```'
   # (not cudnn_test's call-by-call trace of the first graph: "[cudnn] ok ...", "[cudnn] tensor ...", "[cudnn] op ...")
-  grep -hE '^\[(agreement|throughput|tensor cores|cudnn)\]|PASSED|FAILED|SKIPPED' "$out/tests.log" "$out/probe.log" \
+  grep -hE '^\[(agreement|throughput|tensor cores|cudnn)\]|^cuDNN version|PASSED|FAILED|SKIPPED' "$out/tests.log" "$out/probe.log" \
     "$out/device_check.log" "$out/cudnn_test.log" 2>/dev/null | grep -vE '^\[cudnn\] (ok|tensor|op) '
   echo '```'
 } >>"$report"
@@ -163,7 +185,7 @@ if [ "${ATTNCHECK_GPU_NO_SANITIZER:-0}" != 1 ]; then
       twice=$(uniq -d <<<"$ran" | grep .)
       unlisted=$(comm -13 <(sort -u <<<"$listed") <(sort -u <<<"$ran") | grep .)
       covered=$([ -z "$missing$twice$unlisted" ] && echo 1 || echo 0)
-      { [ $failed -ne 0 ] || [ "$covered" = 0 ]; } && status=1
+      { [ $failed -ne 0 ] || [ "$covered" = 0 ]; } && status=1 && failed_steps+=("compute-sanitizer --tool racecheck (every test)")
       verdict=PASS
       [ $failed -ne 0 ] && verdict="FAIL ($failed parts)"
       [ "$covered" = 0 ] && verdict="FAIL (not every test ran exactly once)"
@@ -276,4 +298,5 @@ fi
 fi
 
 echo "gpu.sh: report in $report (status $status)"
+ended=1
 exit $status

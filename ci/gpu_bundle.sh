@@ -31,6 +31,7 @@ for b in bench_attention bench_forward_many cuda_kernels_test cudnn_test mma_pro
 done
 install -s build-gpu/harness/attncheck "$bundle/harness/attncheck"
 [ -n "$fuzz_bin" ] && install -s "$fuzz_bin" "$bundle/harness/fuzz/attncheck_fuzz_kernel"
+bash ci/build_info.sh build-gpu >"$bundle/BUILD_INFO"  # quoted in gpu.sh's report
 # Shared libraries from Debian packages the GPU host may not have (the driver, CUDA runtime and libc stay theirs).
 mapfile -t programs < <(find "$bundle" -type f -perm -u+x)
 bash ci/bundle_libs.sh "$bundle/lib" "${programs[@]}"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# build_info.sh BUILD_DIR — one line naming what the GPU binaries in BUILD_DIR were built with (CUDA toolkit,
+# architectures, cuDNN headers), from its CMake cache. gpu_bundle.sh and gpu.sh's own build write it to
+# BUILD_DIR/BUILD_INFO; gpu.sh's report quotes it (a bundle travels to a host whose toolkit may differ).
+set -euo pipefail
+dir=$1
+cache="$dir/CMakeCache.txt"
+[ -f "$cache" ] || { echo "built with: unknown (no $cache)"; exit 0; }
+get() { sed -n "s/^$1:[A-Z]*=//p" "$cache" | head -1; }
+cuda=$(sed -n 's/^set(CMAKE_CUDA_COMPILER_VERSION "\(.*\)")$/\1/p' "$dir"/CMakeFiles/*/CMakeCUDACompiler.cmake 2>/dev/null | head -1)
+inc=$(get ATTNCHECK_CUDNN_INCLUDE_DIR)
+cudnn=
+if [ -n "$inc" ] && [ -f "$inc/cudnn_version.h" ]; then
+  cudnn=$(awk '/#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) /{v = v (v == "" ? "" : ".") $3} END {print v}' "$inc/cudnn_version.h")
+fi
+echo "built with: CUDA ${cuda:-unknown (no CUDA compiler in this build)}, architectures $(get CMAKE_CUDA_ARCHITECTURES)," \
+  "cuDNN headers ${cudnn:-none}"
