@@ -1194,6 +1194,15 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   EXPECT_EQ(bias_summary["findings"][0]["confirmed"], true) << bias_summary.dump(1);
   EXPECT_EQ(bias_summary["findings"][0]["confirmation"]["status"], "fail") << bias_summary.dump(1);
   EXPECT_EQ(bias_summary["interrupted"], false) << bias_summary.dump(1);
+  // Of two raw cases of one group the first written is kept (its `raw_case`), though both land between two of the
+  // once-a-second scans and the later one comes first by name: the scan's time was each one's "first seen".
+  const CmdResult pair = fuzz(script("pair.sh", "cp " + real + " \"$ATTNCHECK_FUZZ_FINDINGS/z.json\"; sleep 0.3; cp " +
+                                                    real + " \"$ATTNCHECK_FUZZ_FINDINGS/a.json\""), "pair");
+  EXPECT_EQ(pair.status, 1) << pair.out << pair.err;
+  const json pair_summary = json::parse(slurp(dir_ / "pair" / "fuzz-paper-summary.json"));
+  EXPECT_EQ(pair_summary["findings"][0]["raw_count"], 2) << pair_summary.dump(1);
+  EXPECT_EQ(fs::path(pair_summary["findings"][0]["raw_case"].get<std::string>()).filename(), "z.json")
+      << pair_summary.dump(1);
 
   // A signal while minimising stops it, and the summary says so: "interrupted": false and "(not minimised)", as for
   // a spent budget, was all it said. The stand-in leaves two groups, tied_max first (at T = 512: its confirmation

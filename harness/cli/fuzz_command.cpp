@@ -397,8 +397,16 @@ int run_fuzz(const FuzzOptions& o) {
         const auto now = file_id(path);
         if (!now || *now == was->second) continue;  // as an earlier campaign left it (or gone)
       }
-      if (e.path().extension() == ".json" && !first_seen.count(path)) first_seen[path] = t;
-      if (is_artifact_name(name)) artifacts.emplace(path, t);  // the first time seen stays
+      // When it was written, not when this once-a-second scan saw it: two raw cases of one group written within a
+      // second were both "seen" at the scan's time, and the group kept the first by name, not by time.
+      const auto written = [&] {
+        std::error_code wec;
+        const auto w = fs::last_write_time(path, wec);
+        const double age = wec ? 0 : std::chrono::duration<double>(fs::file_time_type::clock::now() - w).count();
+        return std::clamp(t - age, 0.0, t);
+      };
+      if (e.path().extension() == ".json" && !first_seen.count(path)) first_seen[path] = written();
+      if (is_artifact_name(name) && !artifacts.count(path)) artifacts.emplace(path, written());  // the first stays
     }
   };
   // The error channel: a pipe whose write end the fuzzer and every fork-mode job inherit (ATTNCHECK_FUZZ_ERROR_FD).
