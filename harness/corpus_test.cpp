@@ -159,6 +159,9 @@ TEST(Corpus, PrintableKeepsTextAndEscapesTheRest) {
   EXPECT_EQ(printable("\xff"), "\\xff");
   EXPECT_EQ(printable("one\ntwo"), "one\\x0atwo");
   EXPECT_EQ(printable("one\ntwo", /*keep_newlines=*/true), "one\ntwo");
+  // Idempotent: applied at several layers (a plugin's message when caught and when printed).
+  for (const std::string s : {"a\x1b[2J\xff\\x41", "\xc2\x85\xe2\x89", "one\ntwo\t\xf0\x9f\x98\x80"})
+    EXPECT_EQ(printable(printable(s)), printable(s)) << s;
 }
 
 // A note that is not UTF-8 (a plugin's bytes) is saved with U+FFFD in their place: saving threw, losing the finding.
