@@ -10,8 +10,8 @@
 #   gpu.sh on a stand-in GPU build (stub programs: an attncheck that lists cuda:fa2 and writes no report) whose
 #     out folder holds an earlier run's reports of equal verdicts: the comparison must fail, not pass on them;
 #   the same stand-ins with a cudnn_test whose every test skips and no cuda:cudnn: SKIP with the reason, not PASS, and
-#     the cuDNN suites say why they did not run; the report names the build (BUILD_INFO) and cuDNN's version, and ends
-#     with the job's status, time and failed steps, also when the job is killed mid-way;
+#     the cuDNN suites say why they did not run; the report names the build (a bundle's BUILD_INFO), and ends with the
+#     job's status, time and failed steps, or that it was stopped (killed mid-way: the step it ran is stopped too);
 #   gpu.sh with stand-ins whose suite differs from the model where the twin rerun predicts it (step PASS) or not (FAIL);
 #   gpu.sh's racecheck over every test (ATTNCHECK_GPU_RACECHECK_FULL=1), with a stand-in compute-sanitizer and test
 #     program that matches --gtest_filter as gtest does: every listed test runs in exactly one part, and a test that
@@ -189,7 +189,7 @@ printf '#!/bin/sh\ncase $1 in list) echo "  cuda:fa2" ;; *) echo "stand-in: no r
   >"$fake/harness/attncheck"
 for t in cuda_kernels_test mma_probe_test; do printf '#!/bin/sh\necho "[  PASSED  ] 1 test."\n' >"$fake/kernels/cuda/$t"; done
 # A cudnn_test whose every test skips (libcudnn did not load): SKIP with its reason, not PASS (a GPU docs audit).
-printf '#!/bin/sh\necho "cuDNN version 0"\necho "x/cudnn_test.cpp:63: Skipped"\necho "libcudnn.so.9 did not load"\necho "[  PASSED  ] 0 tests."\necho "[  SKIPPED ] 8 tests, listed below:"\n' \
+printf '#!/bin/sh\necho "x/cudnn_test.cpp:63: Skipped"\necho "libcudnn.so.9 did not load"\necho "[  PASSED  ] 0 tests."\necho "[  SKIPPED ] 8 tests, listed below:"\n' \
   >"$fake/kernels/cuda/cudnn_test"
 chmod +x "$fake/harness/attncheck" "$fake"/kernels/cuda/*
 echo "built with: CUDA 0.0 (stand-in)" >"$fake/BUILD_INFO"
@@ -205,23 +205,29 @@ ATTNCHECK_GPU_SKIP_BUILD=1 ATTNCHECK_GPU_BUILD="$fake" ATTNCHECK_GPU_OUT="$tmp/g
   grep -q 'through the property suites: not run, cuda:cudnn is not registered here (stand-in: no report)' \
     "$tmp/gpu-stale/gpu_report.md"; } ||
   fail "gpu.sh where every cudnn_test test skipped and no cuda:cudnn: want SKIP with the reason and the suites' why"
-# The report's header names the build (BUILD_INFO) and cuDNN's version; its last lines the job's status, its time
-# and the steps that failed.
+# The report's header names the build (a bundle's BUILD_INFO); its last lines the job's status, its time and the
+# steps that failed.
 r="$tmp/gpu-stale/gpu_report.md"
-{ grep -qx 'built with: CUDA 0.0 (stand-in)' "$r" && grep -qx 'cuDNN version 0' "$r" &&
+{ grep -qx 'built with: CUDA 0.0 (stand-in)' "$r" &&
   grep -qx '## Job status: 1 in [0-9]* s' "$r" && grep -q '^- failed: verdicts: cuda:K == K on the suites default bias' "$r" &&
-  ! grep -q 'stopped before' "$r"; } ||
-  fail "gpu.sh's report: want the build's line, cuDNN's version, and 'Job status: 1' with the failed step ($(tail -3 "$r" | tr '\n' ' '))"
+  ! grep -q '^## Job status: stopped' "$r"; } ||
+  fail "gpu.sh's report: want the bundle's BUILD_INFO, and 'Job status: 1' with the failed step ($(tail -3 "$r" | tr '\n' ' '))"
 # A job killed mid-way (a timeout around it) says so in the report's last lines, not a report that reads whole.
 slow="$tmp/slow-build"
 cp -r "$fake" "$slow"
-printf '#!/bin/sh\nsleep 60\n' >"$slow/kernels/cuda/cuda_kernels_test"
+printf '#!/bin/sh\necho $$ >"%s"\nexec sleep 60\n' "$tmp/slow.pid" >"$slow/kernels/cuda/cuda_kernels_test"
 rc=0
 ATTNCHECK_GPU_SKIP_BUILD=1 ATTNCHECK_GPU_BUILD="$slow" ATTNCHECK_GPU_OUT="$tmp/gpu-slow" ATTNCHECK_GPU_NO_SANITIZER=1 \
   ATTNCHECK_GPU_NO_BENCH=1 timeout 3 bash "$ci/gpu.sh" >"$tmp/out" 2>"$tmp/err" || rc=$?
 r="$tmp/gpu-slow/gpu_report.md"
 { [ $rc = 124 ] && tail -1 "$r" | grep -qx '## Job status: stopped after [0-9]* s, before its last step (killed?)'; } ||
   fail "gpu.sh killed while a test ran: want 'Job status: stopped ...' as the report's last line ($(tail -3 "$r" | tr '\n' ' '))"
+# ... and the test it was running is stopped with it (it ran on, in its timeout's process group, for its 60 s).
+for _ in $(seq 25); do kill -0 "$(cat "$tmp/slow.pid")" 2>/dev/null || break; sleep 0.2; done
+if kill -0 "$(cat "$tmp/slow.pid")" 2>/dev/null; then
+  kill "$(cat "$tmp/slow.pid")"
+  fail "gpu.sh killed while a test ran: the test still runs 5 s later"
+fi
 
 # gpu.sh with stand-ins whose suite run differs from the model on one check and whose twin rerun of that check gets
 # the GPU's verdict: the verdict step passes and the report says PREDICTED; where the twin gets the model's verdict,

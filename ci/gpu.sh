@@ -38,9 +38,13 @@ started=$(date +%s) ended=0
 failed_steps=()  # run_step names that failed, for the report's last lines
 # The report ends with the job's exit status, its time and the steps that failed (whatever the way out): a report cut
 # short used to read like a whole one.
-# (Killed by a signal, bash runs this trap with $? of the last command, not the signal's: said as stopped.)
+# (Killed by a signal, bash runs this trap with $? of the last command, not the signal's: said as stopped. The step
+# then running is stopped too: each runs under its own `timeout`, in a process group of its own that a signal to the
+# job's group does not reach, and it ran on, on the GPU, up to its time limit. SIGKILL runs no trap: a report without
+# this last line was cut short.)
 finish() {
   local rc=$?
+  [ $ended = 1 ] || pkill -TERM -P $$ 2>/dev/null  # (timeout passes the signal on to its command's group)
   [ -f "$report" ] || return
   { if [ $ended = 1 ]; then echo "## Job status: $rc in $(( $(date +%s) - started )) s"
     else echo "## Job status: stopped after $(( $(date +%s) - started )) s, before its last step (killed?)"; fi
@@ -55,7 +59,6 @@ if [ "${ATTNCHECK_GPU_SKIP_BUILD:-0}" != 1 ]; then
   bash ci/install_deps.sh
   ATTNCHECK_CMAKE_ARGS="-DATTNCHECK_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=${ATTNCHECK_CUDA_ARCH:-90} ${ATTNCHECK_CMAKE_ARGS:-}" \
     bash ci/build.sh "$build" Release || exit 1
-  bash ci/build_info.sh "$build" >"$build/BUILD_INFO"
 fi
 
 # A bundle from ci/gpu_bundle.sh carries the shared libraries a bare GPU host lacks.
@@ -72,11 +75,14 @@ fi
   echo "# attncheck GPU report ($(date -u +%FT%TZ))"
   echo '```'
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1
-  # The newest CUDA the driver runs, and the toolkit the binaries were built with (gpu_bundle.sh or the build below
-  # leaves BUILD_INFO; else this host's nvcc). cuDNN's version is cudnn_test's first line (GPU tests, below).
+  # The newest CUDA the driver runs, and the toolkit the binaries were built with: a build folder's CMake cache, or a
+  # bundle's BUILD_INFO (gpu_bundle.sh). The loaded cuDNN's version is among the GPU tests' lines (cudnn_test prints
+  # it where libcudnn loaded).
   nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | head -1 | sed 's/^/driver: /'
-  if [ -s "$build/BUILD_INFO" ]; then cat "$build/BUILD_INFO"
-  else echo "built with: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo 'unknown (no BUILD_INFO, no nvcc)')"; fi
+  if [ -f "$build/CMakeCache.txt" ]; then bash ci/build_info.sh "$build"
+  elif [ -s "$build/BUILD_INFO" ]; then cat "$build/BUILD_INFO"
+  else echo "built with: unknown (no CMake cache, no BUILD_INFO); this host's nvcc: $(nvcc --version 2>/dev/null |
+    grep -o 'release [0-9.]*' || echo none)"; fi
   compute-sanitizer --version 2>&1 | tail -1
   # What was run: the binaries' commit (`attncheck --version`: `-dirty` for uncommitted changes) and this tree's.
   [ -x "$cli" ] && "$cli" --version 2>&1 | head -1

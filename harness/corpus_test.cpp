@@ -161,7 +161,7 @@ TEST(Corpus, PrintableKeepsTextAndEscapesTheRest) {
   EXPECT_EQ(printable("one\ntwo", /*keep_newlines=*/true), "one\ntwo");
   // Idempotent: applied at several layers (a plugin's message when caught and when printed).
   for (const std::string s : {"a\x1b[2J\xff\\x41", "\xc2\x85\xe2\x89", "one\ntwo\t\xf0\x9f\x98\x80"})
-    EXPECT_EQ(printable(printable(s)), printable(s)) << s;
+    for (const bool keep : {false, true}) EXPECT_EQ(printable(printable(s, keep), keep), printable(s, keep)) << s;
 }
 
 // A note that is not UTF-8 (a plugin's bytes) is saved with U+FFFD in their place: saving threw, losing the finding.

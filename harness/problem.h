@@ -69,9 +69,10 @@ struct Error : std::runtime_error {
 // Text safe for a terminal and for a JSON writer: printable ASCII, tab and well-formed UTF-8 (U+00A0 and above) are
 // kept, newlines only with keep_newlines; every other byte (C0 and C1 controls, DEL, bytes that are not UTF-8) is
 // written as \xNN. Names and messages that come from files, plugins or the command line pass through it before a
-// terminal shows them (an escape sequence in a case file's kernel name reached the terminal raw). Idempotent, and
-// relied on as such (a plugin's message passes through it when caught and again when printed): so a backslash is
-// kept as it is, and a text "\x1b" reads like an escaped byte (escaping it broke four tests, session 41).
+// terminal shows them (an escape sequence in a case file's kernel name reached the terminal raw). Idempotent (for
+// either keep_newlines), and relied on as such (a plugin's message passes through it when caught and again when
+// printed): so a backslash is kept as it is, and a text "\x1b" reads like an escaped byte (escaping it broke four
+// tests, session 41).
 std::string printable(const std::string& s, bool keep_newlines = false);
 
 // The one name among `names` a mistyped `word` most likely meant, for "did you mean": the same name in other case

@@ -390,6 +390,7 @@ int run_fuzz(const FuzzOptions& o) {
   std::map<std::string, double> artifacts;   // libFuzzer's crash-/timeout-/oom-/leak- inputs -> seconds
   auto scan = [&] {
     const double t = seconds_since(start);
+    const auto scanned = fs::file_time_type::clock::now();  // beside t: a file's age is taken at the scan's time
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(raw, ec)) {
       const std::string path = e.path().string(), name = e.path().filename().string();
@@ -402,7 +403,7 @@ int run_fuzz(const FuzzOptions& o) {
       const auto written = [&] {
         std::error_code wec;
         const auto w = fs::last_write_time(path, wec);
-        const double age = wec ? 0 : std::chrono::duration<double>(fs::file_time_type::clock::now() - w).count();
+        const double age = wec ? 0 : std::chrono::duration<double>(scanned - w).count();
         return std::clamp(t - age, 0.0, t);
       };
       if (e.path().extension() == ".json" && !first_seen.count(path)) first_seen[path] = written();
