@@ -178,7 +178,8 @@ else
   { [ $rc = 2 ] && grep -q 'no usable CUDA device' "$tmp/err" &&
     grep -q 'No usable CUDA device: nothing was run' "$tmp/gpu/gpu_report.md" &&
     grep -qE 'cudaGetDeviceCount|cannot run this build|has no CUDA kernels' "$tmp/gpu/gpu_report.md" &&
-    ! grep -q 'PASS' "$tmp/gpu/gpu_report.md" && tail -1 "$tmp/gpu/gpu_report.md" | grep -qx '## Job status: 2 in [0-9]* s'; } ||
+    ! grep -q 'PASS' "$tmp/gpu/gpu_report.md" &&
+    tail -1 "$tmp/gpu/gpu_report.md" | grep -qx '## Job status: 2 in [0-9]* s'; } ||
     fail "gpu.sh without a GPU: want status 2, the reason on stderr and in the report (its last line), no PASS"
 fi
 
@@ -209,9 +210,10 @@ ATTNCHECK_GPU_SKIP_BUILD=1 ATTNCHECK_GPU_BUILD="$fake" ATTNCHECK_GPU_OUT="$tmp/g
 # steps that failed.
 r="$tmp/gpu-stale/gpu_report.md"
 { grep -qx 'built with: CUDA 0.0 (stand-in)' "$r" &&
-  grep -qx '## Job status: 1 in [0-9]* s' "$r" && grep -q '^- failed: verdicts: cuda:K == K on the suites default bias' "$r" &&
+  grep -qx '## Job status: 1 in [0-9]* s' "$r" &&
+  grep -q '^- failed: verdicts: cuda:K == K on the suites default bias' "$r" &&
   ! grep -q '^## Job status: stopped' "$r"; } ||
-  fail "gpu.sh's report: want the bundle's BUILD_INFO, and 'Job status: 1' with the failed step ($(tail -3 "$r" | tr '\n' ' '))"
+  fail "gpu.sh's report: want the bundle's BUILD_INFO, 'Job status: 1', the failed step ($(tail -3 "$r" | tr '\n' ' '))"
 # A job killed mid-way (a timeout around it) says so in the report's last lines, not a report that reads whole.
 slow="$tmp/slow-build"
 cp -r "$fake" "$slow"
@@ -221,7 +223,7 @@ ATTNCHECK_GPU_SKIP_BUILD=1 ATTNCHECK_GPU_BUILD="$slow" ATTNCHECK_GPU_OUT="$tmp/g
   ATTNCHECK_GPU_NO_BENCH=1 timeout 3 bash "$ci/gpu.sh" >"$tmp/out" 2>"$tmp/err" || rc=$?
 r="$tmp/gpu-slow/gpu_report.md"
 { [ $rc = 124 ] && tail -1 "$r" | grep -qx '## Job status: stopped after [0-9]* s, before its last step (killed?)'; } ||
-  fail "gpu.sh killed while a test ran: want 'Job status: stopped ...' as the report's last line ($(tail -3 "$r" | tr '\n' ' '))"
+  fail "gpu.sh killed while a test ran: want 'Job status: stopped ...' last ($(tail -3 "$r" | tr '\n' ' '))"
 # ... and the test it was running is stopped with it (it ran on, in its timeout's process group, for its 60 s).
 for _ in $(seq 25); do kill -0 "$(cat "$tmp/slow.pid")" 2>/dev/null || break; sleep 0.2; done
 if kill -0 "$(cat "$tmp/slow.pid")" 2>/dev/null; then

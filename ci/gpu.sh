@@ -138,7 +138,8 @@ run_step "mma_probe_test" "$out/probe.log" timeout 120 "$bin/mma_probe_test"
 {
   echo '```'
   # (not cudnn_test's call-by-call trace of the first graph: "[cudnn] ok ...", "[cudnn] tensor ...", "[cudnn] op ...")
-  grep -hE '^\[(agreement|throughput|tensor cores|cudnn)\]|^cuDNN version|PASSED|FAILED|SKIPPED' "$out/tests.log" "$out/probe.log" \
+  grep -hE '^\[(agreement|throughput|tensor cores|cudnn)\]|^cuDNN version|PASSED|FAILED|SKIPPED' \
+    "$out/tests.log" "$out/probe.log" \
     "$out/device_check.log" "$out/cudnn_test.log" 2>/dev/null | grep -vE '^\[cudnn\] (ok|tensor|op) '
   echo '```'
 } >>"$report"
@@ -191,7 +192,8 @@ if [ "${ATTNCHECK_GPU_NO_SANITIZER:-0}" != 1 ]; then
       twice=$(uniq -d <<<"$ran" | grep .)
       unlisted=$(comm -13 <(sort -u <<<"$listed") <(sort -u <<<"$ran") | grep .)
       covered=$([ -z "$missing$twice$unlisted" ] && echo 1 || echo 0)
-      { [ $failed -ne 0 ] || [ "$covered" = 0 ]; } && status=1 && failed_steps+=("compute-sanitizer --tool racecheck (every test)")
+      { [ $failed -ne 0 ] || [ "$covered" = 0 ]; } && status=1 &&
+        failed_steps+=("compute-sanitizer --tool racecheck (every test)")
       verdict=PASS
       [ $failed -ne 0 ] && verdict="FAIL ($failed parts)"
       [ "$covered" = 0 ] && verdict="FAIL (not every test ran exactly once)"
