@@ -228,13 +228,14 @@ std::string recorded_failure(const std::string& note) {
 // fault now is not (a bias finding, or a regression case, whose kernel now crashes replayed "ok").
 std::string another_failure(const Case& c, const Outcome& o) {
   if (c.found_by == "manual") return "";
-  const std::string measured = "one measured on the kernel's outputs (its stats)";
   std::string was = recorded_failure(c.note);
+  bool was_measured = false;  // known from the stats alone: a failure measured on the kernel's outputs
   if (was.empty() && !failing_tensors(c.stats).empty()) was = "a biased statistic";
-  else if (was.empty() && c.stats.is_object() && !c.stats.empty()) was = measured;
+  else if (was.empty() && c.stats.is_object() && !c.stats.empty())
+    was = "one measured on the kernel's outputs (its stats)", was_measured = true;
   const std::string is = recorded_failure(o.message);
   if (was.empty() || is.empty() || was == is) return "";
-  if (was == measured && fault_kind(o.message).empty()) return "";  // any measured failure may be the prose's
+  if (was_measured && fault_kind(o.message).empty()) return "";  // any measured failure may be the prose's
   return "the file's failure is " + was + ", this replay's " + is;
 }
 
