@@ -479,11 +479,12 @@ Outcome check_bias(const Kernel& k, const Family& f, const Budget& b, Part part)
                  {"drawn", cs.drawn}};
     // The null's mean and z on each tensor the kernel fails on: the effect is measured against 0, so a kernel whose
     // mean sits near the oracle's leans mostly by the format's own rounding there (the report prints these).
-    for (const auto& kv : s.clause)
-      if (cs.stats.contains("tensors") && cs.stats["tensors"].contains(kv.first)) {
-        const nlohmann::json& t = cs.stats["tensors"][kv.first];
-        cal[name]["on_failing"][kv.first] = {{"mean_ulp", t.value("mean_ulp", 0.0)}, {"z", t.value("z", 0.0)}};
-      }
+    if (cs.stats.contains("tensors"))
+      for (const auto& kv : s.clause)
+        if (const nlohmann::json& tensors = cs.stats["tensors"]; tensors.contains(kv.first)) {
+          const nlohmann::json& t = tensors[kv.first];
+          cal[name]["on_failing"][kv.first] = {{"mean_ulp", t.value("mean_ulp", 0.0)}, {"z", t.value("z", 0.0)}};
+        }
     for (const auto& [tensor, clause] : cs.clause) {
       cal[name]["fails_on"].push_back(tensor);
       if (s.clause.count(tensor) && set_aside.insert(tensor).second && null_message.empty())

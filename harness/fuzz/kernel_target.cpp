@@ -227,8 +227,6 @@ TargetConfig config_from_env() {
 }
 
 namespace {
-// p.check, where a kernel fault (a plugin kernel crashed, hung, returned an error or wrote outside its outputs) is
-// the property's failure on this family, as `attncheck check` reports it (cmd_check.cpp) and `replay` replays it.
 // A kernel fault as a property's failure on the family, its message as kernel_fault_message says it.
 Outcome fault_outcome(const Property& p, const Kernel& k, const Family& f, const std::string& message) {
   Outcome o = make_outcome(p.name, k, f);
@@ -237,6 +235,8 @@ Outcome fault_outcome(const Property& p, const Kernel& k, const Family& f, const
   return o;
 }
 
+// p.check, where a kernel fault (a plugin kernel crashed, hung, returned an error or wrote outside its outputs) is
+// the property's failure on this family, as `attncheck check` reports it (cmd_check.cpp) and `replay` replays it.
 Outcome checked(const Property& p, const Kernel& k, const Family& f, const Budget& b) {
   try {
     return p.check(k, f, b);
