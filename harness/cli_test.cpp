@@ -276,7 +276,8 @@ TEST_F(Cli, HelpAndUsageErrors) {
                                    {"check -k paperr", "unknown kernel 'paperr' (did you mean paper?)"},
                                    {"check -k FA2", "unknown kernel 'FA2' (did you mean fa2?)"},
                                    {"check -k pape", "unknown kernel 'pape' (did you mean paper?)"},
-                                   {"check -k fa2-", "unknown kernel 'fa2-' (did you mean fa2-fixed?)"},
+                                   {"check -k fa2-f", "unknown kernel 'fa2-f' (did you mean fa2-fixed?)"},
+                                   {"check -k fa2-", "unknown kernel 'fa2-' (did you mean fa2?)"},  // fa2-fixed, fa2-psum
                                    {"check -k twin", "unknown kernel 'twin' (known: "},  // several twins: no guess
                                    {"check 'a b' ''", "unexpected arguments 'a b', ''"},
                                    {"check -k zzzz", "unknown kernel 'zzzz' (known: "},

@@ -1,10 +1,11 @@
-// numerics_spec.cpp — the built-in numerics specs: fa2, fa2-fixed, paper, paper-fixed.
+// numerics_spec.cpp — the built-in numerics specs: fa2, fa2-fixed, paper, paper-fixed, fa2-psum.
 //
 // Each spec lists where one implementation rounds (see numerics_spec.h for the steps). "paper" follows
 // ucker/why-low-precision-training-fails/attention.py with bf16 tensors: every torch op on bf16 tensors
 // computes in fp32 and rounds its result to bf16 once. "fa2" follows FlashAttention-2's CUDA kernels
 // (flash_fwd_kernel.h, softmax.h, flash_bwd_kernel.h). The -fixed variants add the paper's Algorithm 1
-// (MaxPolicy::kPaperShift, beta 2, tolerance 1e-3, as in the public code's STABLE=1 branch).
+// (MaxPolicy::kPaperShift, beta 2, tolerance 1e-3, as in the public code's STABLE=1 branch). fa2-psum is
+// another fix: fa2 with O divided by the sum of the weights P̄V multiplies (numerics_spec.h).
 // Tested through the models: ctest -R "FlashModel|PaperTransliteration"
 #include "kernels/numerics_spec.h"
 
@@ -107,7 +108,13 @@ NumericsSpec builtin_spec(const std::string& name) {
     make_fixed(s);
     return s;
   }
-  throw Error("unknown numerics spec '" + name + "' (known: fa2, fa2-fixed, paper, paper-fixed)");
+  if (name == "fa2-psum") {
+    NumericsSpec s = fa2_spec();
+    s.name = name;
+    s.normalise_by_pv_sum = true;  // O = Σ p̄ v / Σ p̄ over the bf16 p̄ step 5 multiplies: weights summing to 1
+    return s;
+  }
+  throw Error("unknown numerics spec '" + name + "' (known: fa2, fa2-fixed, paper, paper-fixed, fa2-psum)");
 }
 
 }  // namespace attncheck

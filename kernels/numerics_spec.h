@@ -91,6 +91,9 @@ struct NumericsSpec {
   double block_sum_min = 0.0;        // step 4: block sum = max(block sum, round(block_sum_min, block_sum_fmt))
                                      // after rounding (paper: .clamp(min = 1e-10) on a bf16 tensor); 0 = none
   Format log_l_fmt = Format::kF32;   // step 7: log(l) rounded to this before adding m (paper: bf16)
+  bool normalise_by_pv_sum = false;  // steps 4, 6, 7 (fa2-psum): a second row sum l̄ of round(p̄, pv_in_fmt), the
+                                     // weights P̄V multiplies, kept as l is (block_sum_fmt, α, rowsum_fmt); O = acc/l̄,
+                                     // LSE still from l
   int tile_q = 64;
   int tile_k = 64;
   MaxPolicySpec max_policy;
@@ -108,7 +111,9 @@ struct NumericsSpec {
   Format grad_out_fmt = Format::kBF16;
 };
 
-// "fa2", "fa2-fixed", "paper", "paper-fixed" (fixed = MaxPolicy::kPaperShift, beta 2, tolerance 1e-3).
+// "fa2", "fa2-fixed", "paper", "paper-fixed" (fixed = MaxPolicy::kPaperShift, beta 2, tolerance 1e-3), and
+// "fa2-psum", another fix, built to weigh against the paper's (kernels/cpu/README.md, "Another fix"): fa2 with
+// normalise_by_pv_sum, O divided by the sum of the bf16 p̄ that P̄V multiplies.
 // Throws attncheck::Error for other names.
 NumericsSpec builtin_spec(const std::string& name);
 

@@ -287,6 +287,8 @@ const NumericsSpec* envelope_spec(const Kernel& k) {
   const bool formats_ok = coarse_ok(s->p_fmt) && coarse_ok(s->pv_in_fmt) && coarse_ok(s->block_sum_fmt) &&
                           coarse_ok(s->block_out_fmt) && coarse_ok(s->rescale_fmt) && coarse_ok(s->acc_fmt) &&
                           coarse_ok(s->rowsum_fmt) && coarse_ok(s->out_div_fmt) && coarse_ok(s->out_fmt);
+  // normalise_by_pv_sum (fa2-psum) divides by a sum of the pv_in_fmt p̄ instead: that cast is then shared by the
+  // numerator and the denominator, which the derivation charges to the numerator alone: still a bound.
   const bool policy_ok = s->max_policy.kind == MaxPolicy::kStandard ||
                          (s->max_policy.kind == MaxPolicy::kPaperShift && s->max_policy.beta >= 1);
   return fp32_scores && formats_ok && policy_ok && s->tile_k >= 1 ? s : nullptr;

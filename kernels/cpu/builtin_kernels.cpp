@@ -1,5 +1,5 @@
-// builtin_kernels.cpp — register_builtin_kernels(): the four CPU models (fa2, fa2-fixed, paper,
-// paper-fixed), the null controls (oracle, stochastic) and the accuracy baseline (plain), plus the registry
+// builtin_kernels.cpp — register_builtin_kernels(): the CPU models (fa2, fa2-fixed, paper, paper-fixed, and
+// another fix, fa2-psum), the null controls (oracle, stochastic) and the accuracy baseline (plain), plus the registry
 // factories for parameterised model names. See builtin_kernels.h for the naming rule.
 // Run the tests: ctest -R BuiltinKernels;  list them: attncheck list
 #include "kernels/cpu/builtin_kernels.h"
@@ -78,7 +78,10 @@ ModelKernel::ModelKernel(std::string base, NumericsSpec spec)
 
 std::string ModelKernel::summary() const {
   std::string s;
-  if (base_ == "fa2" || base_ == "fa2-fixed")
+  if (base_ == "fa2-psum")
+    s = "CPU model of FlashAttention-2 CUDA with the row sum over the bf16 p̄ that P̄V multiplies (a fix: O = Σ p̄ v / "
+        "Σ p̄, weights summing to 1); fp32 S, exp2, acc_o; O rounded once";
+  else if (base_ == "fa2" || base_ == "fa2-fixed")
     s = "CPU model of FlashAttention-2 CUDA: fp32 S, exp2, row sum and acc_o; bf16 p̄ into P̄V; O rounded once";
   else
     s = "CPU model of the paper's pure-PyTorch bf16 FA2: bf16 S, p̄, block outputs, running output and sums";
@@ -129,7 +132,7 @@ std::unique_ptr<Kernel> make_model_kernel(const std::string& base, const KernelP
 }
 
 void register_builtin_kernels(Registry& r) {
-  for (const char* base : {"fa2", "fa2-fixed", "paper", "paper-fixed"}) {
+  for (const char* base : {"fa2", "fa2-fixed", "paper", "paper-fixed", "fa2-psum"}) {
     r.add(std::make_unique<ModelKernel>(base, builtin_spec(base)));
     const std::string b = base;
     r.add_factory(b, [b](const KernelParams& params) { return make_model_kernel(b, params); });

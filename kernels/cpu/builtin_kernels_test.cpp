@@ -174,7 +174,8 @@ TEST(BuiltinKernels, PlainRoundsWhereEagerPyTorchRounds) {
 TEST(BuiltinKernels, RegistryNamesCapsAndSummaries) {
   Registry r;
   register_builtin_kernels(r);
-  const std::vector<std::string> want = {"fa2", "fa2-fixed", "paper", "paper-fixed", "oracle", "stochastic", "plain"};
+  const std::vector<std::string> want = {"fa2",      "fa2-fixed", "paper",      "paper-fixed",
+                                         "fa2-psum", "oracle",    "stochastic", "plain"};
   EXPECT_EQ(r.names(), want);
   for (const Kernel* k : r.all()) {
     EXPECT_FALSE(k->summary().empty());

@@ -116,6 +116,7 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
           }
 
           float m = c.mask, l = 0.0f;  // the paper starts from −max(bf16), fa2 from −inf
+          float l_pv = 0.0f;             // normalise_by_pv_sum's l̄
           std::fill(acc.begin(), acc.end(), 0.0f);
           bool saw_p_one = false;
           for (int k0 = 0; k0 < n_k; k0 += tk) {
@@ -163,6 +164,12 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
               block_sum = c.sum_min;
               if (trace) ++trace->clamped_sums;
             }
+            // (normalise_by_pv_sum) the same block sum over the weights step 5 multiplies.
+            float block_sum_pv = 0.0f;
+            if (spec.normalise_by_pv_sum) {
+              for (int j = 0; j < keys; ++j) block_sum_pv = block_sum_pv + pvp[j];
+              block_sum_pv = std::max(round_float(block_sum_pv, f.block_sum), c.sum_min);
+            }
             // step 5: block output Σ_j round(p̄_j, pv_in_fmt)·v_j in fp32 (key order), rounded.
             std::fill(block_out.begin(), block_out.end(), 0.0f);
             model_detail::add_weighted_rows(pvp, v_slice + std::size_t(k0) * dw, keys, dw, block_out.data());
@@ -172,6 +179,8 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
                          : model_detail::exp_of_rounded(f, c, round_float(m_old - m_new, f.s)),
                 f.rescale);
             l = round_float(round_float(alpha * l, f.rowsum) + block_sum, f.rowsum);
+            if (spec.normalise_by_pv_sum)
+              l_pv = round_float(round_float(alpha * l_pv, f.rowsum) + block_sum_pv, f.rowsum);
             for (int t = 0; t < d; ++t) {
               const float bo = round_float(block_out[t], f.block_out);
               acc[t] = round_float(round_float(alpha * acc[t], f.acc) + bo, f.acc);
@@ -192,12 +201,14 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
           }
           const bool empty_sum = l == 0.0f || std::isnan(l);  // FA2: sum == 0 || sum != sum
           if (empty_sum && trace) ++trace->zero_row_sums;
+          const float l_o = spec.normalise_by_pv_sum ? l_pv : l;  // what O is divided by
           if (f.reciprocal) {
             // FA2: inv_sum = (sum == 0 || sum != sum) ? 1 : 1 / sum.
-            const float inv = empty_sum ? 1.0f : round_float(1.0f / l, f.out_div);
+            const bool empty_o = l_o == 0.0f || std::isnan(l_o);
+            const float inv = empty_o ? 1.0f : round_float(1.0f / l_o, f.out_div);
             for (int t = 0; t < d; ++t) o_row[t] = round_float(round_float(acc[t] * inv, f.out_div), f.out);
           } else {
-            for (int t = 0; t < d; ++t) o_row[t] = round_float(round_float(acc[t] / l, f.out_div), f.out);
+            for (int t = 0; t < d; ++t) o_row[t] = round_float(round_float(acc[t] / l_o, f.out_div), f.out);
           }
           const float log_l = round_float(std::log(l), f.log_l);
           float lse;

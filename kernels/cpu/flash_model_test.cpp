@@ -353,7 +353,7 @@ TEST(FlashModel, ConstantVGivesExactlyTheConstantAtEveryTileSize) {
     for (auto [tq, tk] : {std::pair{1, 1}, {3, 5}, {64, 64}, {16, 7}}) {
       Instance in = test::random_instance(test::make_problem(1, 2, 2, 13, 21, 8, true), 3);
       for (double& x : in.v) x = c;
-      for (const char* name : {"fa2", "fa2-fixed", "paper", "paper-fixed"}) {
+      for (const char* name : {"fa2", "fa2-fixed", "paper", "paper-fixed", "fa2-psum"}) {
         if (c == 0.75 && std::string(name).rfind("paper", 0) == 0) continue;  // not a power of two: not exact
         const ForwardOutput out = model_forward(spec_with_tiles(name, tq, tk), in);
         for (double o : out.o) ASSERT_EQ(o, c) << name << " tiles " << tq << "x" << tk;
@@ -553,6 +553,45 @@ TEST(FlashModel, Fa2RoundsEachStepWhereTheSpecSays) {
   const float l3 = p0 + p3, acc3 = round_bf16(p0) * 1.1484375f + round_bf16(p3) * 1.359375f;
   ASSERT_NE(round_bf16(acc3 * (1.0f / l3)), round_bf16(acc3 / l3));
   EXPECT_EQ(model_forward(builtin_spec("fa2"), in).o[0], round_bf16(acc3 * (1.0f / l3)));
+}
+
+// fa2-psum (numerics_spec.h's normalise_by_pv_sum): FA2's fp32 row sum l still gives LSE; a second sum l̄ over
+// the bf16 p̄ that P̄V multiplies divides O: O = bf16(acc · fp32(1/l̄)), acc = Σ bf16(p̄_j)·v_j. One query, two keys,
+// d = 1, scale 1, as above, over a grid of second scores and V values: the model must give that O and fa2's LSE on
+// every one, and on some the O divided by l differs (so a model that kept l for O fails here).
+TEST(FlashModel, Fa2PsumDividesOByTheWeightsPvMultipliesAndKeepsFa2sLse) {
+  Instance in;
+  in.problem = test::make_problem(1, 1, 1, 1, 2, 1, false);
+  in.problem.scale = 1.0;
+  in.q = {1.0};
+  const float c = float(1.4426950408889634);
+  const NumericsSpec psum = builtin_spec("fa2-psum"), fa2 = builtin_spec("fa2");
+  int differs = 0, cases = 0;
+  for (double s1 : {2.0, 2.828125, 2.9921875, 2.99609375})
+    for (double v0 : {1.0, 1.1484375, -0.6875})
+      for (double v1 : {1.359375, 1.0078125, 0.5}) {
+        in.k = {3.0, s1};
+        in.v = {v0, v1};
+        const float p0 = std::exp2(std::fma(3.0f, c, -(3.0f * c))), p1 = std::exp2(std::fma(float(s1), c, -(3.0f * c)));
+        const float acc = round_bf16(p0) * float(v0) + round_bf16(p1) * float(v1);
+        const float l = p0 + p1, l_pv = round_bf16(p0) + round_bf16(p1);
+        const ForwardOutput got = model_forward(psum, in), base = model_forward(fa2, in);
+        EXPECT_EQ(got.o[0], round_bf16(acc * (1.0f / l_pv))) << s1 << " " << v0 << " " << v1;
+        EXPECT_EQ(got.lse[0], base.lse[0]);
+        EXPECT_EQ(got.lse[0], double(std::fma(3.0f, 1.0f, std::log(l))));
+        differs += round_bf16(acc * (1.0f / l_pv)) != round_bf16(acc * (1.0f / l));
+        ++cases;
+      }
+  EXPECT_GT(differs, 0) << "no case tells l̄ from l: the test would pass a model that kept l";
+  EXPECT_EQ(cases, 36);
+  // Across tiles (α rescales l̄ as it rescales l) and with masks, the LSE stays fa2's bit for bit.
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    const Instance r = test::random_instance(test::make_problem(1, 2, 1, 9, 37, 8, seed % 2 == 0), seed);
+    for (int t : {1, 8, 64}) {
+      const ForwardOutput a = model_forward(spec_with_tiles("fa2-psum", t, t), r);
+      EXPECT_EQ(a.lse, model_forward(spec_with_tiles("fa2", t, t), r).lse) << "seed " << seed << " tiles " << t;
+    }
+  }
 }
 
 // Step 10 (GQA): each query head's dK, dV is rounded to bf16, then the group is summed in fp32 and rounded once
