@@ -233,7 +233,8 @@ if [ "${ATTNCHECK_GPU_NO_SUITES:-0}" != 1 ]; then
 echo "## Property suites: CUDA kernels vs their CPU models (same binary, same seeds)" >>"$report"
 # attncheck check exits 1 when a kernel fails a property (paper must): the verdict comparison is the step's result.
 # A report left by an earlier run is removed first, so a check that wrote none cannot be compared in its place.
-pairs="-k fa2 -k fa2-fixed -k paper -k paper-fixed -k cuda:fa2 -k cuda:fa2-fixed -k cuda:paper -k cuda:paper-fixed"
+pairs="-k fa2 -k fa2-fixed -k paper -k paper-fixed -k fa2-psum"
+pairs+=" -k cuda:fa2 -k cuda:fa2-fixed -k cuda:paper -k cuda:paper-fixed -k cuda:fa2-psum"
 for suite in ${ATTNCHECK_GPU_SUITES:-default bias}; do
   rm -f "$out/suite-$suite.json"
   timeout 600 "$cli" check -q --suite $suite $pairs --findings "$out/findings-$suite" --json "$out/suite-$suite.json" \
@@ -260,6 +261,7 @@ run_step "verdicts: cuda:K == K on the suites ${ATTNCHECK_GPU_SUITES:-default bi
 rm -f "$out/suite-gpu.json"
 run_step "gpu_matches_cpu_model: cuda:K against its CPU twin (gpu suite)" "$out/suite-gpu.log" \
   timeout 600 "$cli" check --suite gpu -k cuda:fa2 -k cuda:fa2-fixed -k cuda:paper -k cuda:paper-fixed \
+  -k cuda:fa2-psum \
   --findings "$out/findings-gpu" --json "$out/suite-gpu.json"
 python3 - "$out/suite-gpu.json" >>"$report" 2>&1 <<'PY' || true
 import json, sys

@@ -282,7 +282,8 @@ std::string check_backward_against_twin(const Kernel& k, const Kernel& twin, con
 //     allowed, for the reason that the twin's model had no subnormals; it has them now, TENSOR_CORES.md rule 7,
 //     but the exp gap still moves p̄ and with it these steps. The review of session 31 added the relative part of
 //     the mma chain and of the block sum's adds, f(p) in acc, and α's and the other absolute steps.)
-//   - O = acc / l (fa2: acc·(1/l), two roundings): |ΔO| ≤ (rel_acc + rel_l + 2·f(out_div))·Vmax, times
+//   - O = acc / l (fa2: acc·(1/l), two roundings): |ΔO| ≤ (rel_acc + rel_l + 2·f(out_div))·Vmax (fa2-psum: l̄'s
+//     budget, rel_div below, for rel_l), times
 //     (1 + rel)(1 + f(pv_in)) for the second-order terms and the rounded weights, plus abs_acc/l·(1 + rel_o) and
 //     the two roundings' absolute steps 2·sub(out_div) (fa2's first is a step of 1/l ≥ 1/n_k, so slack), plus one
 //     ulp of the output format at the larger of the two values (the last rounding may flip too).
@@ -315,6 +316,13 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
   const double abs_acc = T * (k16 * (0x1p-149 + 16 * 0x1p-151) + sub(sp.block_out_fmt) + 2 * sub(sp.acc_fmt));
   const double abs_l = T * ((sp.tile_k - 1) * 0x1p-149 + sub(sp.block_sum_fmt) + 2 * sub(sp.rowsum_fmt));
   const double l_abs = p.n_k * (E_abs + sub(sp.p_fmt)) + abs_l;
+  // fa2-psum (normalise_by_pv_sum) divides O by l̄, a second sum of the p̄ as P̄V takes them (pv_in_fmt), on the tensor
+  // cores (K16 mmas against ones): its budget is acc's chain with block_sum_fmt and rowsum_fmt in place of
+  // block_out_fmt and acc_fmt. Its lower bound is l's times (1 − 2^-8) (the largest key's p̄ cast to bf16), slack 2^-7.
+  const double lpv_0 = (E + f(sp.p_fmt) + f(sp.pv_in_fmt) + k16 * mma_flip + f(sp.block_sum_fmt)) +
+                       T * (E + f(sp.rescale_fmt) + 2 * f(sp.rowsum_fmt));
+  const double lpv_abs = acc_abs_v + T * (k16 * (0x1p-149 + 16 * 0x1p-151) + sub(sp.block_sum_fmt) +
+                                          2 * sub(sp.rowsum_fmt));
   const bool shifts = sp.max_policy.kind != MaxPolicy::kStandard;
   const double beta = shifts ? std::max(1.0, sp.max_policy.beta) : 1.0;
   Tally fw;
@@ -352,7 +360,9 @@ std::string check_gpu_matches_cpu_model(const Kernel& k, const Instance& in, con
         const double inv_l = std::exp(-log_l_low);  // 1 / (lower bound of l)
         const double alpha_row = alpha_abs * std::exp(phi);  // α's steps times acc or l before the tile (above)
         const double rel_acc = acc_0 + (acc_abs_v + alpha_row) * inv_l, rel_l = l_0 + (l_abs + alpha_row) * inv_l;
-        const double rel_o0 = rel_acc + rel_l + 2 * f(sp.out_div_fmt);
+        const double rel_div =
+            sp.normalise_by_pv_sum ? lpv_0 + (lpv_abs + alpha_row) * inv_l * (1 + 0x1p-7) : rel_l;  // O's divisor
+        const double rel_o0 = rel_acc + rel_div + 2 * f(sp.out_div_fmt);
         const double rel_o = rel_o0 * (1 + rel_o0) * (1 + f(sp.pv_in_fmt));
         for (int c = 0; c < p.head_dim; ++c) {
           const std::size_t x = p.q_at(b, h, i, c);

@@ -133,13 +133,18 @@ void run_config(benchmark::State& state, Config c) {
 // the iterations (and over --benchmark_repetitions) of ratio - 1, given with its quartiles.
 std::map<std::string, std::map<std::string, std::vector<double>>> g_paired;  // row -> base variant -> ratios
 
-void run_paired(benchmark::State& state, Config c) {  // c.variant: the base (kFa2 or kPaper)
+// c.variant names the pair: kFa2 (fa2 -> fa2-fixed), kPaper (paper -> paper-fixed) or kFa2Psum (fa2 -> fa2-psum,
+// another fix: kernels/cpu/README.md).
+void run_paired(benchmark::State& state, Config c) {
   Workload w(c);
-  const Variant base = c.variant, fixed = base == Variant::kFa2 ? Variant::kFa2Fixed : Variant::kPaperFixed;
+  const Variant base = c.variant == Variant::kFa2Psum ? Variant::kFa2 : c.variant;
+  const Variant fixed = c.variant == Variant::kFa2Psum ? Variant::kFa2Psum
+                        : base == Variant::kFa2        ? Variant::kFa2Fixed
+                                                       : Variant::kPaperFixed;
   for (Variant v : {base, fixed, base, fixed}) w.launch(c, v);  // warm-up
   ATTN_CUDA_CHECK(cudaDeviceSynchronize());
   LaunchTimer timer;
-  std::vector<double>& ratios = g_paired[c.key()][variant_name(base)];
+  std::vector<double>& ratios = g_paired[c.key()][variant_name(c.variant)];
   for (auto _ : state) {
     double t_base = 0, t_fixed = 0;
     for (Variant v : {base, fixed, fixed, base}) (v == base ? t_base : t_fixed) += timer.seconds([&] { w.launch(c, v); });
@@ -167,13 +172,14 @@ void run(benchmark::State& state, Config c, void (*measure)(benchmark::State&, C
 
 void print_summary() {
   if (g_tflops.empty()) return;
-  std::printf("\n%-36s %9s %9s %9s %9s %10s %10s\n", "config (TFLOP/s)", "fa2", "fa2-fixed", "paper", "paper-fix",
-              "fa2 ovh%", "paper ovh%");
+  // fa2-psum's two columns come last (its rows: seq 4096), so bench_table.py's first four numbers stay the same.
+  std::printf("\n%-36s %9s %9s %9s %9s %10s %10s %9s %10s\n", "config (TFLOP/s)", "fa2", "fa2-fixed", "paper",
+              "paper-fix", "fa2 ovh%", "paper ovh%", "fa2-psum", "psum ovh%");
   for (const auto& entry : g_tflops) {
     const std::string& row = entry.first;
     const std::map<std::string, double>& v = entry.second;
     auto at = [&](const char* n) { auto it = v.find(n); return it == v.end() ? 0.0 : it->second; };
-    const double a = at("fa2"), af = at("fa2-fixed"), p = at("paper"), pf = at("paper-fixed");
+    const double a = at("fa2"), af = at("fa2-fixed"), p = at("paper"), pf = at("paper-fixed"), ps = at("fa2-psum");
     // '-' where a variant did not run (filtered out; the backward has no fixed rows): never a 0 overhead
     auto cell = [](double x, int width, int prec) {
       char buf[32];
@@ -184,8 +190,9 @@ void print_summary() {
     auto overhead = [&](double base, double fixed) {  // by time: time(fixed) / time(base) - 1, in %
       return base > 0 && fixed > 0 ? cell(100.0 * (base / fixed - 1.0), 10, 2) : cell(0, 10, 2);
     };
-    std::printf("%-36s %s %s %s %s %s %s\n", row.c_str(), cell(a, 9, 1).c_str(), cell(af, 9, 1).c_str(),
-                cell(p, 9, 1).c_str(), cell(pf, 9, 1).c_str(), overhead(a, af).c_str(), overhead(p, pf).c_str());
+    std::printf("%-36s %s %s %s %s %s %s %s %s\n", row.c_str(), cell(a, 9, 1).c_str(), cell(af, 9, 1).c_str(),
+                cell(p, 9, 1).c_str(), cell(pf, 9, 1).c_str(), overhead(a, af).c_str(), overhead(p, pf).c_str(),
+                cell(ps, 9, 1).c_str(), overhead(a, ps).c_str());
   }
 }
 
@@ -193,7 +200,7 @@ void print_paired() {
   if (g_paired.empty()) return;
   std::printf("\nfix overhead in pairs, %% by time (median [quartiles] over n iterations of time(fixed) / time(base) - 1, "
               "each iteration base, fixed, fixed, base)\n");
-  std::printf("%-36s %-30s %-30s\n", "config", "fa2 -> fa2-fixed", "paper -> paper-fixed");
+  std::printf("%-36s %-30s %-30s %-30s\n", "config", "fa2 -> fa2-fixed", "paper -> paper-fixed", "fa2 -> fa2-psum");
   for (const auto& entry : g_paired) {
     const std::string& row = entry.first;
     const std::map<std::string, std::vector<double>>& by_base = entry.second;
@@ -213,7 +220,8 @@ void print_paired() {
                     r.size());
       return std::string(buf);
     };
-    std::printf("ovh %-32s %-30s %-30s\n", row.c_str(), cell("fa2").c_str(), cell("paper").c_str());
+    std::printf("ovh %-32s %-30s %-30s %-30s\n", row.c_str(), cell("fa2").c_str(), cell("paper").c_str(),
+                cell("fa2-psum").c_str());
   }
 }
 
@@ -231,9 +239,11 @@ int main(int argc, char** argv) {
     for (int d : {64, 128})
       for (bool causal : {false, true})
         for (int seq : {1024, 2048, 4096, 8192, 16384})
-          for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
-            const bool fixed = v == Variant::kFa2Fixed || v == Variant::kPaperFixed;
+          for (Variant v :
+               {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed, Variant::kFa2Psum}) {
+            const bool fixed = v == Variant::kFa2Fixed || v == Variant::kPaperFixed || v == Variant::kFa2Psum;
             if (pass == Pass::kBwd && fixed) continue;        // the same kernel as the base's
+            if (v == Variant::kFa2Psum && seq != 4096) continue;  // another fix: the target's length only
             if (pass == Pass::kStep && seq != 4096) continue;  // the target's length: 16 more runs, not 80
             const Config c{pass, v, d, seq, causal};
             const std::string name = std::string(pass_name(pass)) + "/" + variant_name(v) + "/d" + std::to_string(d) +
@@ -246,7 +256,7 @@ int main(int argc, char** argv) {
   for (Pass pass : {Pass::kFwd, Pass::kStep})  // the fix's overhead in pairs at the target's length
     for (int d : {64, 128})
       for (bool causal : {false, true})
-        for (Variant v : {Variant::kFa2, Variant::kPaper}) {
+        for (Variant v : {Variant::kFa2, Variant::kPaper, Variant::kFa2Psum}) {  // kFa2Psum: fa2 -> fa2-psum
           const Config c{pass, v, d, 4096, causal};
           const std::string name = std::string("ovh/") + pass_name(pass) + "/" + variant_name(v) + "/d" +
                                    std::to_string(d) + (causal ? "/causal" : "/full") + "/seq4096";

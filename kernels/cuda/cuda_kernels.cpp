@@ -259,7 +259,8 @@ std::pair<float, float> fixed_params(cuda::Variant v, const KernelParams& params
 
 int register_cuda_kernels(Registry& r) {
   using cuda::Variant;
-  constexpr Variant kAll[] = {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed};
+  constexpr Variant kAll[] = {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed,
+                              Variant::kFa2Psum};
   constexpr Variant kFixed[] = {Variant::kFa2Fixed, Variant::kPaperFixed};
   // The CPU twins (cuda_twin.h: each kernel's operations in its order; 99.99% of O bit for bit on the GPU tests),
   // with or without a device: a GPU finding replays on its twin where there is no GPU (`replay --kernel

@@ -198,7 +198,8 @@ TEST_P(CudaKernel, ForwardManyEqualsForward) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, CudaKernel,
-                         ::testing::Values(Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed),
+                         ::testing::Values(Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed,
+                                           Variant::kFa2Psum),
                          [](const auto& info) { return gtest_name(cuda::variant_name(info.param)); });
 
 // The fixed policy's "more than one score >= thr" is decided from the row's top two scores, except where
@@ -301,7 +302,7 @@ TEST_P(CudaFwdTiling, GivesTheDefaultSplitsBits) {
     dq.upload(hq), dk.upload(hk), dv.upload(hv);
     cuda::FwdParams f = fwd_params_of(p);
     f.q = dq.get(), f.k = dk.get(), f.v = dv.get(), f.o = o.get(), f.lse = lse.get();
-    for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
+    for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed, Variant::kFa2Psum}) {
       auto run = [&](cuda::FwdTiling t) {
         ATTN_CUDA_CHECK(cudaMemset(o.get(), 0xff, hq.size() * 2));  // poison: an unwritten element differs
         ATTN_CUDA_CHECK(cudaMemset(lse.get(), 0xff, p.rows() * 4));
@@ -375,7 +376,7 @@ TEST_P(CudaBwdTiling, GivesTheDefaultSplitsBits) {
     b.dq = dq.get(), b.dk = dk.get(), b.dv = dv.get(), b.dk_head = dkh.get(), b.dv_head = dvh.get();
     b.batch = p.batch, b.heads_q = p.heads_q, b.heads_kv = p.heads_kv, b.n_q = p.n_q, b.n_k = p.n_k;
     b.scale = f.scale, b.scale_log2e = f.scale_log2e, b.causal = p.causal;
-    for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
+    for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed, Variant::kFa2Psum}) {
       cuda::launch_flash_fwd(v, kd, f, nullptr);
       struct Grads {
         std::vector<std::uint16_t> dq, dk, dv;
@@ -541,11 +542,12 @@ TEST(CudaPoison, DetectsUntouchedAndGuardWrites) {
   }
 }
 
-TEST(CudaRegistry, RegistersFourKernelsWithADevice) {
+TEST(CudaRegistry, RegistersFiveKernelsWithADevice) {
   ATTN_SKIP_WITHOUT_GPU();
   Registry r;
-  EXPECT_EQ(register_cuda_kernels(r), 4);
+  EXPECT_EQ(register_cuda_kernels(r), 5);
   EXPECT_NE(r.find("cuda:fa2"), nullptr);
+  EXPECT_NE(r.find("cuda:fa2-psum"), nullptr);
   EXPECT_EQ(r.get("cuda:fa2-fixed[beta=4]").name(), "cuda:fa2-fixed[beta=4]");
 }
 

@@ -187,7 +187,8 @@ TEST_P(CudaShapes, ForwardManyEqualsForward) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, CudaShapes,
-                         ::testing::Values(Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed),
+                         ::testing::Values(Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed,
+                                           Variant::kFa2Psum),
                          [](const auto& info) { return gtest_name(cuda::variant_name(info.param)); });
 
 }  // namespace

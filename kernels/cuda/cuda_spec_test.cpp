@@ -29,6 +29,7 @@ void expect_same(const std::string& name) {
   EXPECT_EQ(S::out_fmt, b.out_fmt);
   EXPECT_EQ(S::lse_fmt, b.lse_fmt);
   EXPECT_EQ(S::log_l_fmt, b.log_l_fmt);
+  EXPECT_EQ(S::normalise_by_pv_sum, b.normalise_by_pv_sum);
   EXPECT_EQ(S::mask_value, static_cast<float>(b.mask_value));
   EXPECT_EQ(S::block_sum_min, static_cast<float>(b.block_sum_min));
   EXPECT_EQ(S::tile_q, b.tile_q);
@@ -53,6 +54,7 @@ TEST(CudaSpec, Fa2MatchesBuiltin) { expect_same<Fa2>("fa2"); }
 TEST(CudaSpec, Fa2FixedMatchesBuiltin) { expect_same<Fa2Fixed>("fa2-fixed"); }
 TEST(CudaSpec, PaperMatchesBuiltin) { expect_same<Paper>("paper"); }
 TEST(CudaSpec, PaperFixedMatchesBuiltin) { expect_same<PaperFixed>("paper-fixed"); }
+TEST(CudaSpec, Fa2PsumMatchesBuiltin) { expect_same<Fa2Psum>("fa2-psum"); }
 
 }  // namespace
 }  // namespace attncheck::cuda

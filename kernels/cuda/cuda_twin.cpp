@@ -31,7 +31,7 @@ ForwardOutput twin(const Instance& in, float beta, float tol) {
   // key tile: what the kernel's tiles hold, converted once per kv head rather than per query row and tile.
   const int n_pad = (p.n_k + tk - 1) / tk * tk;
   std::vector<float> kh(std::size_t(n_pad) * kd), vh_t(std::size_t(kd) * n_pad);
-  std::vector<float> q(kd), acc(kd), s(tk), pv(tk);
+  std::vector<float> q(kd), acc(kd), s(tk), pv(tk), ones(tk, 1.f);
   int loaded = -1;  // b · heads_kv + hk of the kv head in kh, vh_t
   for (int b = 0; b < p.batch; ++b)
     for (int h = 0; h < p.heads_q; ++h) {
@@ -51,7 +51,7 @@ ForwardOutput twin(const Instance& in, float beta, float tol) {
         const int n_end = (p.causal && !Spec::paper) ? std::min(p.n_k, last_row + diag + 1) : p.n_k;
         std::fill(q.begin(), q.end(), 0.f);
         for (int c = 0; c < d; ++c) q[c] = static_cast<float>(in.q[p.q_at(b, h, i, c)]);
-        float m_run = Spec::mask_value, l_run = 0.f;
+        float m_run = Spec::mask_value, l_run = 0.f, l_pv = 0.f;  // l_pv: fa2-psum's sum of the bf16 p̄ (O's divisor)
         std::fill(acc.begin(), acc.end(), 0.f);
         for (int n0 = 0; n0 < n_end; n0 += tk) {
           auto exists = [&](int j) { return n0 + j < p.n_k; };
@@ -115,6 +115,12 @@ ForwardOutput twin(const Instance& in, float beta, float tol) {
                                  Spec::acc_fmt);
           }
           l_run = round_float(round_float(alpha * l_run, Spec::rowsum_fmt) + block_sum, Spec::rowsum_fmt);
+          if (Spec::normalise_by_pv_sum) {
+            // fa2-psum: the bf16 p̄ against a column of ones on the tensor cores, chained as step 5's columns.
+            const float bs =
+                round_float(mma_dot(pv.data(), ones.data(), std::min(tk, p.n_k - n0)), Spec::block_sum_fmt);
+            l_pv = round_float(round_float(alpha * l_pv, Spec::rowsum_fmt) + bs, Spec::rowsum_fmt);
+          }
           m_run = m_new;
         }
         // step 7.
@@ -122,9 +128,10 @@ ForwardOutput twin(const Instance& in, float beta, float tol) {
         for (int j = 0; j < p.n_k && !any_visible; ++j) any_visible = in.visible(b, h, i, j);
         const bool empty_row = !any_visible || m_run == -kInf;
         const bool empty_sum = l_run == 0.f || std::isnan(l_run);  // FA2: sum == 0 || sum != sum
-        const float inv = empty_sum ? 1.f : round_float(1.f / l_run, Spec::out_div_fmt);
+        const float l_o = Spec::normalise_by_pv_sum ? l_pv : l_run;
+        const float inv = (l_o == 0.f || std::isnan(l_o)) ? 1.f : round_float(1.f / l_o, Spec::out_div_fmt);
         for (int c = 0; c < d; ++c) {
-          const float o = Spec::reciprocal_normalise ? acc[c] * inv : acc[c] / l_run;
+          const float o = Spec::reciprocal_normalise ? acc[c] * inv : acc[c] / l_o;
           out.o[p.q_at(b, h, i, c)] = empty_row ? 0.0 : round_float(round_float(o, Spec::out_div_fmt), Spec::out_fmt);
         }
         const float log_l = round_float(std::log(l_run), Spec::log_l_fmt);
@@ -151,6 +158,7 @@ ForwardOutput twin_forward(Variant v, const Instance& in, float beta, float tol)
     case Variant::kFa2Fixed: return twin<Fa2Fixed>(in, beta, tol);
     case Variant::kPaper: return twin<Paper>(in, beta, tol);
     case Variant::kPaperFixed: return twin<PaperFixed>(in, beta, tol);
+    case Variant::kFa2Psum: return twin<Fa2Psum>(in, beta, tol);
   }
   throw Error("twin_forward: unknown variant");
 }

@@ -110,7 +110,7 @@ TEST(HostChecks, CudaKernelsRefuseWhatTheyCannotRunBeforeAnyCudaCall) {
       EXPECT_EQ(msg.find("CUDA error"), std::string::npos) << k.name() << ": " << msg;
     }
   };
-  for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
+  for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed, Variant::kFa2Psum}) {
     const auto k = cuda::make_cuda_kernel(v);
     for (const Bad& x : kBad) {
       Instance in;
@@ -172,7 +172,7 @@ TEST(MmaModel, OverflowIsInfinite) {
   in.q = {0x1p64, 0x1p64, 0x1p64};
   in.k = {-0x1p64, -0x1p64, -0x1p64};
   in.v = {1, -1, -1};
-  for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
+  for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed, Variant::kFa2Psum}) {
     const ForwardOutput t = cuda::twin_forward(v, in);
     const ForwardOutput m = model_forward(builtin_spec(cuda::variant_name(v)), in);
     EXPECT_EQ(t.lse[0], m.lse[0]) << cuda::variant_name(v);
@@ -415,7 +415,7 @@ TEST(MmaModel, ThePaddingStepsChangeNoBit) {
 // With a bias (added as the model adds it) too. With a keep-mask, a row that sees no key is empty in both
 // (O = 0, LSE = −inf), the paper's finite mask value notwithstanding.
 TEST(CudaTwin, CloseToTheCpuModel) {
-  for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed}) {
+  for (Variant v : {Variant::kFa2, Variant::kFa2Fixed, Variant::kPaper, Variant::kPaperFixed, Variant::kFa2Psum}) {
     const NumericsSpec spec = builtin_spec(cuda::variant_name(v));
     Agreement o;
     std::uint64_t seed = 77;

@@ -1,8 +1,8 @@
 // device_spec.h — the built-in NumericsSpec values as compile-time constants for the CUDA kernels.
 //
-// Each CUDA variant (cuda:fa2, cuda:fa2-fixed, cuda:paper, cuda:paper-fixed) is a template instantiation over
-// one of these structs, so every rounding point of kernels/numerics_spec.h becomes a constant the compiler
-// folds away (round_float(x, Format::kF32) is the identity). β and the tolerance of the fixed policy stay
+// Each CUDA variant (cuda:fa2, cuda:fa2-fixed, cuda:paper, cuda:paper-fixed, cuda:fa2-psum) is a template
+// instantiation over one of these structs, so every rounding point of kernels/numerics_spec.h becomes a constant
+// the compiler folds away (round_float(x, Format::kF32) is the identity). β and the tolerance of the fixed policy stay
 // runtime parameters (kernel names such as "cuda:fa2-fixed[beta=4]"). cuda_spec_test checks, field by field,
 // that these constants equal builtin_spec(name) of the CPU models, so the two cannot drift silently.
 // Host and device code. Run the check: ctest -R cuda_spec
@@ -14,10 +14,11 @@ namespace attncheck::cuda {
 
 // The paper's PyTorch numerics: bf16 tensors everywhere, fp32 inside each operation (opmath).
 // FA2: fp32 everywhere except the tensor-core inputs (bf16) and the stored output.
-template <bool kPaper, bool kFixed>
+template <bool kPaper, bool kFixed, bool kPvSum = false>
 struct DeviceSpec {
   static constexpr bool paper = kPaper;
   static constexpr bool fixed = kFixed;  // MaxPolicy::kPaperShift
+  static constexpr bool normalise_by_pv_sum = kPvSum;  // fa2-psum: O divided by the row sum of the bf16 p̄ P̄V takes
   static constexpr Format qk_fmt = kPaper ? Format::kBF16 : Format::kF32;
   static constexpr bool scale_in_exp = !kPaper;
   static constexpr Format s_fmt = kPaper ? Format::kBF16 : Format::kF32;
@@ -57,5 +58,6 @@ using Fa2 = DeviceSpec<false, false>;
 using Fa2Fixed = DeviceSpec<false, true>;
 using Paper = DeviceSpec<true, false>;
 using PaperFixed = DeviceSpec<true, true>;
+using Fa2Psum = DeviceSpec<false, false, true>;
 
 }  // namespace attncheck::cuda

@@ -443,9 +443,11 @@ void launch(const BwdParams& params, cudaStream_t stream) {
 template <int kD>
 void launch_variant(Variant v, const BwdParams& p, cudaStream_t stream) {
   switch (v) {
-    // The max policy is a forward-only choice: the backward recomputes P from LSE, so fixed = base here.
+    // The max policy is a forward-only choice: the backward recomputes P from LSE, so fixed = base here; so is
+    // fa2-psum's second row sum (O's divisor: the backward reads O only through δ, from the O it is given).
     case Variant::kFa2:
-    case Variant::kFa2Fixed: return launch<kD, Fa2>(p, stream);
+    case Variant::kFa2Fixed:
+    case Variant::kFa2Psum: return launch<kD, Fa2>(p, stream);
     case Variant::kPaper:
     case Variant::kPaperFixed: return launch<kD, Paper>(p, stream);
   }

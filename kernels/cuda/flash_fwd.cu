@@ -62,6 +62,7 @@ const char* variant_name(Variant v) {
     case Variant::kFa2Fixed: return "fa2-fixed";
     case Variant::kPaper: return "paper";
     case Variant::kPaperFixed: return "paper-fixed";
+    case Variant::kFa2Psum: return "fa2-psum";
   }
   return "?";
 }
@@ -110,8 +111,11 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   std::uint16_t* sQ = smem;
   std::uint16_t* sK = sQ + kBlockM * kD;  // [kStages][kBlockN][kD]
   std::uint16_t* sV = sK + kStages * kBlockN * kD;
+  // fa2-psum with wgmma: 2 KiB of bf16 ones, the B operand of its second row sum (wgmma_p_rowsum), 1024-aligned.
+  constexpr bool kOnesTile = kWgmma && Spec::normalise_by_pv_sum;
+  std::uint16_t* sOnes = sV + kStages * kBlockN * kD;
   // The ring's mbarriers: full[s] at bars + 8·s, empty[s] at bars + 8·(kStages + s).
-  const std::uint32_t bars = smem_addr(sV + kStages * kBlockN * kD);
+  const std::uint32_t bars = smem_addr(sOnes + (kOnesTile ? 1024 : 0));
   auto full_bar = [&](int s) { return bars + 8 * s; };
   auto empty_bar = [&](int s) { return bars + 8 * (kStages + s); };
 
@@ -141,6 +145,10 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   const int group0 = wrow0 / Spec::tile_q * Spec::tile_q;
   const int warp_blocks = tiles_for(min(group0 + Spec::tile_q, p.n_q) - 1);
 
+  if constexpr (kOnesTile) {
+    for (int c = threadIdx.x; c < 512; c += kThreads) reinterpret_cast<std::uint32_t*>(sOnes)[c] = 0x3F803F80u;
+    fence_proxy_async();  // visible to wgmma's reads after the block-wide barrier below
+  }
   for (int c = threadIdx.x; c < kBlockM * kChunks; c += kThreads) {
     const int r = c / kChunks, col = (c % kChunks) * 8;
     const bool ok = row0 + r < p.n_q;
@@ -200,9 +208,10 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   constexpr int kRows = 2 * kMT;
   auto row = [&](int q) { return wrow0 + (q / 2) * 16 + (q % 2) * 8 + g; };
   // m_run, l_run: the CPU model's m, l. They start at mask_value: −inf (fa2), −max(bf16) (paper: PyTorch's sentinel).
-  float m_run[kRows], l_run[kRows];
+  // l_pv: fa2-psum's second row sum (of the bf16 p̄ step 5 multiplies), O's divisor; l_run still gives LSE.
+  float m_run[kRows], l_run[kRows], l_pv[kRows];
 #pragma unroll
-  for (int q = 0; q < kRows; ++q) m_run[q] = Spec::mask_value, l_run[q] = 0.f;
+  for (int q = 0; q < kRows; ++q) m_run[q] = Spec::mask_value, l_run[q] = 0.f, l_pv[q] = 0.f;
   float acc[kMT][kDT][4];
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)
@@ -212,7 +221,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   // The tile in flight: its scores (then p̄), its row statistics for step 6 and p̄ as bf16 A fragments. buf and
   // n0 say which tile the steps below work on; the tile loop sets them.
   float s[kMT][kNT][4];
-  float m_new[kRows], alpha[kRows], block_sum[kRows];
+  float m_new[kRows], alpha[kRows], block_sum[kRows], block_sum_pv[kRows];
   std::uint32_t pf[kMT][kNT / 2][4];
   std::uint32_t buf = 0;  // byte offset of the tile's K/V stage
   int n0 = 0;             // the tile's first key
@@ -479,6 +488,19 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
       add_block(one_tag, dp, blk);
     }
   };
+  // fa2-psum, step 4's second sum: Σ_j p̄_j·1 over the tile on the tensor cores, k16 steps chained from zero as step 5
+  // chains each column (the CPU twin's mma_dot against a column of ones), from the same bf16 A fragments.
+  auto pv_rowsum_mma = [&]() {
+    constexpr std::uint32_t kOnes = 0x3F803F80u;  // two bf16 1.0
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+      float bs[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int js = 0; js < kNT / 2; ++js) mma_bf16_16816(bs, pf[mt][js], kOnes, kOnes, bs);
+      block_sum_pv[2 * mt] = round_float(bs[0], Spec::block_sum_fmt);  // row g (cols 2t, 2t + 1 are equal)
+      block_sum_pv[2 * mt + 1] = round_float(bs[2], Spec::block_sum_fmt);  // row g + 8
+    }
+  };
   // The wgmma form of step 5, for the warpgroup's 64 rows and the output columns 64·half .. 64·half + 63 (that
   // 64-column block of V's storage), into bo; not waited for.
   auto pv_wgmma_half = [&](float (&bo)[32], int half) {
@@ -496,6 +518,9 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
     for (int q = 0; q < kRows; ++q) {
       l_run[q] = round_float(__fadd_rn(round_float(__fmul_rn(alpha[q], l_run[q]), Spec::rowsum_fmt), block_sum[q]),
                              Spec::rowsum_fmt);
+      if constexpr (Spec::normalise_by_pv_sum)
+        l_pv[q] = round_float(__fadd_rn(round_float(__fmul_rn(alpha[q], l_pv[q]), Spec::rowsum_fmt), block_sum_pv[q]),
+                              Spec::rowsum_fmt);
       m_run[q] = m_new[q];
     }
   };
@@ -541,10 +566,13 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
     if constexpr (!kWgmma) {
       const bool one = alpha_all_one();
       make_pf();
+      if constexpr (Spec::normalise_by_pv_sum) pv_rowsum_mma();
       if (one) pv_mma(std::true_type{});
       else pv_mma(std::false_type{});
     } else {
       make_pf();
+      float bs[4] = {0.f, 0.f, 0.f, 0.f};  // fa2-psum: the second row sum, waited for with half 0's group
+      if constexpr (Spec::normalise_by_pv_sum) wgmma_p_rowsum(bs, pf[0], smem_addr(sOnes));
 #pragma unroll
       for (int half = 0; half < kD / 64; ++half) {  // in 64-column halves at d 128: 32 live accumulators, not 64
         float bo[32];
@@ -558,6 +586,10 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
           add_block(std::false_type{}, 4 * half + dp, blk);
         }
       }
+      if constexpr (Spec::normalise_by_pv_sum) {
+        block_sum_pv[0] = round_float(bs[0], Spec::block_sum_fmt);  // row g (cols 2t, 2t + 1 are equal)
+        block_sum_pv[1] = round_float(bs[2], Spec::block_sum_fmt);  // row g + 8
+      }
       if constexpr (kRing) mbar_arrive(empty_bar(stage));  // this thread's mmas are done reading tile nb
     }
     stats();
@@ -566,7 +598,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   // step 7: o = acc / l (divide) or acc · round(1/l, fp32) (reciprocal) in out_div_fmt, then out_fmt;
   //         LSE = m·(scale if scale_in_exp) + round(log(l), log_l_fmt) in lse_fmt. A row with no visible key
   //         (or, in fa2, a running max still −inf) gives O = 0, LSE = −inf. FA2's empty sum (l = 0 or NaN):
-  //         1/l is taken as 1 and LSE = +inf.
+  //         1/l is taken as 1 and LSE = +inf. fa2-psum divides O by l_pv (the same rule) and takes LSE from l.
   // With a keep-mask a row may see no key although the causal rule lets it (the paper's finite mask value keeps
   // its running max finite): each quad scans its row's mask, lane t every fourth key.
   bool any_visible[kRows];
@@ -592,7 +624,9 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
     const float l = l_run[q], m = m_run[q];
     const bool empty_row = !(p.n_k > 0 && (!p.causal || i_row + diag >= 0)) || !any_visible[q] || m == -INFINITY;
     const bool empty_sum = l == 0.f || isnan(l);  // FA2: sum == 0 || sum != sum (the CPU model's step 7)
-    const float inv = empty_sum ? 1.f : round_float(__fdiv_rn(1.f, l), Spec::out_div_fmt);
+    const float l_o = Spec::normalise_by_pv_sum ? l_pv[q] : l;  // O's divisor (fa2-psum: the sum of the bf16 p̄)
+    const bool empty_o = l_o == 0.f || isnan(l_o);
+    const float inv = empty_o ? 1.f : round_float(__fdiv_rn(1.f, l_o), Spec::out_div_fmt);
     std::uint16_t* go = p.o + ((std::size_t(b) * p.heads_q + h) * p.n_q + i_row) * kD;
 #pragma unroll
     for (int n = 0; n < kDT; ++n) {
@@ -600,7 +634,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
 #pragma unroll
       for (int u = 0; u < 2; ++u) {
         const float a = acc[mt][n][2 * ri + u];
-        const float o = Spec::reciprocal_normalise ? __fmul_rn(a, inv) : __fdiv_rn(a, l);
+        const float o = Spec::reciprocal_normalise ? __fmul_rn(a, inv) : __fdiv_rn(a, l_o);
         o2[u] = empty_row ? 0.f : round_float(round_float(o, Spec::out_div_fmt), Spec::out_fmt);
       }
       *reinterpret_cast<std::uint32_t*>(go + n * 8 + 2 * t) = pack_bf16(o2[0], o2[1]);
@@ -623,9 +657,9 @@ template <int kD, class Spec, int kMT, int kNWarps, bool kQRegs, bool kWgmma = f
           bool kMasks = false>
 void launch(const FwdParams& p, cudaStream_t stream) {
   constexpr int kBlockM = 16 * kMT * kNWarps;
-  // Q, the K/V stages, the ring's mbarriers, wgmma's alignment slack.
+  // Q, the K/V stages, the ring's mbarriers, wgmma's alignment slack (and fa2-psum's tile of ones).
   constexpr int kSmem = (kBlockM + 2 * kStages * Spec::tile_k) * kD * 2 + (kStages > 2 ? 16 * kStages : 0) +
-                        (kWgmma ? 1024 : 0);
+                        (kWgmma ? 1024 : 0) + (kWgmma && Spec::normalise_by_pv_sum ? 2048 : 0);  // + fa2-psum's ones
   auto kernel = flash_fwd_kernel<kD, Spec, kMT, kNWarps, kQRegs, kWgmma, kStages, kMasks>;
   ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   // gridDim.z is limited to 65535: long batches go in slices.
@@ -688,6 +722,7 @@ void launch_variant(Variant v, FwdTiling tiling, const FwdParams& p, cudaStream_
     case Variant::kFa2Fixed: return launch_tiling<kD, Fa2Fixed>(tiling, p, stream);
     case Variant::kPaper: return launch_tiling<kD, Paper>(tiling, p, stream);
     case Variant::kPaperFixed: return launch_tiling<kD, PaperFixed>(tiling, p, stream);
+    case Variant::kFa2Psum: return launch_tiling<kD, Fa2Psum>(tiling, p, stream);
   }
 }
 

@@ -15,8 +15,8 @@
 
 namespace attncheck::cuda {
 
-enum class Variant : int { kFa2 = 0, kFa2Fixed, kPaper, kPaperFixed };
-const char* variant_name(Variant v);  // "fa2", "fa2-fixed", "paper", "paper-fixed"
+enum class Variant : int { kFa2 = 0, kFa2Fixed, kPaper, kPaperFixed, kFa2Psum };
+const char* variant_name(Variant v);  // "fa2", "fa2-fixed", "paper", "paper-fixed", "fa2-psum"
 bool variant_is_fixed(Variant v);
 
 struct FwdParams {

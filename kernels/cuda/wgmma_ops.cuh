@@ -113,6 +113,18 @@ __device__ __forceinline__ void wgmma_rs_m64n64k16(float (&d)[32], const std::ui
 #endif
 }
 
+__device__ __forceinline__ void wgmma_rs_m64n8k16(float (&d)[4], const std::uint32_t (&a)[4], std::uint64_t desc_b,
+                                                  int accumulate) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
+#else
+  __trap();
+#endif
+}
 
 // Step 1's chain for one warpgroup: d (64 rows × 64 keys) = Q·Kᵀ over kSteps k16 steps in order, plus d itself when
 // kKeepC (else from zero). q_base: the warpgroup's first row in a [kSteps / 4][q_rows][64] Q tile; k_base: a
@@ -140,6 +152,17 @@ __device__ __forceinline__ void wgmma_pv_half(float (&d)[32], const std::uint32_
 #pragma unroll
   for (int js = 0; js < 4; ++js)
     wgmma_rs_m64n64k16(d, p[js], wgmma_desc(base + js * 16 * 128, 64 * 128, 1024), kKeepC || js > 0);
+  wgmma_commit();
+}
+
+// fa2-psum's second row sum: d = P·1 over 64 keys (4 k16 steps in order, from zero), so d[0] (= d[1]) is row g's sum
+// of the p̄ step 5 multiplies and d[2] row g + 8's, chained as step 5 chains its columns (the CPU twin's mma_dot with
+// a column of ones). ones: 2 KiB of bf16 1.0, 1024-aligned: every address the descriptor reaches holds a one, so the
+// same descriptor serves each k step. Issued and committed, not waited for.
+__device__ __forceinline__ void wgmma_p_rowsum(float (&d)[4], const std::uint32_t (&p)[4][4], std::uint32_t ones) {
+  wgmma_fence();
+#pragma unroll
+  for (int js = 0; js < 4; ++js) wgmma_rs_m64n8k16(d, p[js], wgmma_desc(ones, 64 * 128, 1024), js > 0);
   wgmma_commit();
 }
 
