@@ -2,7 +2,7 @@
 # twin_verdicts.sh ATTNCHECK — the CPU twins of the CUDA kernels (twin:cuda:K: each GPU kernel's sums in its order,
 # kernels/cuda/cuda_twin.h) get their CPU models' verdicts on the default and bias suites. On a GPU host ci/gpu.sh
 # compares cuda:K with K (compare_verdicts.py); this predicts that comparison without a GPU, so a model change that
-# the GPU's numerics would not follow shows in CI. ctest twin_verdicts (builds with CUDA; ~18 s of checks, 2 cores).
+# the GPU's numerics would not follow shows in CI. ctest twin_verdicts (builds with CUDA; ~25 s of checks, 2 cores).
 #   twin_verdicts.sh ATTNCHECK [WORKDIR]   WORKDIR: kept, this script's files in it replaced (ctest gives one in the
 #                                          build tree, so a run killed by its timeout leaves nothing in /tmp); default
 #                                          a temporary folder, removed
@@ -22,7 +22,7 @@ else
   trap 'rm -rf "$dir"' EXIT
 fi
 kernels=()
-for k in fa2 fa2-fixed paper paper-fixed; do kernels+=(-k "$k" -k "twin:cuda:$k"); done
+for k in fa2 fa2-fixed paper paper-fixed fa2-psum; do kernels+=(-k "$k" -k "twin:cuda:$k"); done
 for suite in default bias; do
   status=0
   (cd "$dir" && "$bin" check -q --suite "$suite" "${kernels[@]}" --findings twin-verdicts-findings --json "$suite.json" \

@@ -52,6 +52,8 @@ struct DeviceSpec {
   static constexpr Format grad_partial_fmt = kPaper ? Format::kBF16 : Format::kF32;
   static constexpr Format grad_acc_fmt = kPaper ? Format::kBF16 : Format::kF32;
   static constexpr Format grad_out_fmt = Format::kBF16;
+  // The kernel and the twin take l̄'s block sums unclamped: a spec with a clamp (the paper's) would need it there too.
+  static_assert(!kPvSum || block_sum_min == 0.0f, "normalise_by_pv_sum: its block sums are not clamped");
 };
 
 using Fa2 = DeviceSpec<false, false>;
