@@ -156,7 +156,8 @@ bool within_case_limits(const Problem& a) {
 json case_to_json(const Case& c) {
   json j;
   j["format"] = kCaseTag;
-  j["version"] = kCorpusVersion;
+  j["version"] = c.literal ? kLiteralCaseVersion : 1;
+  if (c.literal) j["literal"] = true;
   j["kernel"] = c.kernel;
   j["property"] = c.property;
   j["family"] = family_to_json(c.family);
@@ -178,14 +179,21 @@ Case case_from_json(const json& j, const std::string& origin) {
   if (tag == kRunReportTag) throw NotACase(origin + ": a run report (attncheck check --json), not a case");
   if (tag != kCaseTag) (top / "format").fail("is \"" + tag + "\", expected \"" + kCaseTag + "\" (not a case file?)");
   const auto version = json_fields::int_at(json_fields::field(j, "version", top), top / "version", INT32_MIN, INT32_MAX);
-  if (version != kCorpusVersion)
-    (top / "version").fail("unknown version " + std::to_string(version) + " (this attncheck reads version " +
-                           std::to_string(kCorpusVersion) + ")");
+  if (version != 1 && version != kLiteralCaseVersion)
+    (top / "version").fail("unknown version " + std::to_string(version) + " (this attncheck reads versions 1 and " +
+                           std::to_string(kLiteralCaseVersion) + ")");
   // Other top-level fields are a reader's annotations (kept by --update-stats): every field read here is required,
   // so a misspelt one is missing. Inside family, budget and instance, a field not read is refused (only_fields):
   // there an optional one (instance.d_o) or a second spelling beside the real one ("cuasal" beside "causal") was
   // passed over, and the case checked something other than its file said.
   Case c;
+  if (version == kLiteralCaseVersion) {  // a literal case says so, and only version 2 may
+    const json& lit = json_fields::field(j, "literal", top);
+    if (!lit.is_boolean() || !lit.get<bool>()) (top / "literal").fail("must be true in a version 2 case");
+    c.literal = true;
+  } else if (j.contains("literal")) {
+    (top / "literal").fail("is a version 2 field (a version 1 case regenerates its instance from the family)");
+  }
   c.kernel = json_fields::string_at(json_fields::field(j, "kernel", top), top / "kernel");
   if (c.kernel.empty()) (top / "kernel").fail("must not be empty");
   c.property = json_fields::string_at(json_fields::field(j, "property", top), top / "property");
@@ -224,14 +232,21 @@ Case case_from_json(const json& j, const std::string& origin) {
     (top / "family").fail("shape " + c.family.problem.describe() + " is larger than a case file may ask for (" +
                           kCaseLimits + ")");
   const json& inst = json_fields::field(j, "instance", top);
+  if (c.literal && inst.is_null()) (top / "instance").fail("is null in a literal case (the instance is its input)");
   if (!inst.is_null()) {
     c.instance = instance_from_json(inst, origin);
     // The family generates instances of its own shape; a pinned instance of another shape would only be noticed
-    // after generating one (which a forged n_k of 10^9 turns into gigabytes).
+    // after generating one (which a forged n_k of 10^9 turns into gigabytes). A literal instance has its own shape
+    // (smaller than the family's, as shrunk), bounded as a family's is: its Q, K and V by the file, not its scores.
     const Problem &a = c.family.problem, &b = c.instance->problem;
-    if (a.batch != b.batch || a.heads_q != b.heads_q || a.heads_kv != b.heads_kv || a.n_q != b.n_q || a.n_k != b.n_k ||
-        a.head_dim != b.head_dim)
+    if (c.literal) {
+      if (!within_case_limits(b))
+        (top / "instance").fail("shape " + b.describe() + " is larger than a case file may ask for (" + kCaseLimits +
+                                ")");
+    } else if (a.batch != b.batch || a.heads_q != b.heads_q || a.heads_kv != b.heads_kv || a.n_q != b.n_q ||
+               a.n_k != b.n_k || a.head_dim != b.head_dim) {
       (top / "family").fail("shape " + a.describe() + " differs from the pinned instance's " + b.describe());
+    }
   }
   c.expected = parse_status(json_fields::string_at(json_fields::field(j, "expected", top), top / "expected"), top / "expected");
   // A statistic over instances takes kMinBiasInstances to kMaxBiasInstances: outside, every replay is a skip, which
@@ -245,6 +260,8 @@ Case case_from_json(const json& j, const std::string& origin) {
   }
   // Only a statistic over instances discards a family as degenerate: a per-instance property's replay never gives
   // it, so such a file differed on every replay (exit 1) as if the kernel had changed (a CLI review, session 39).
+  if (c.literal && across_instances)
+    (top / "literal").fail("a literal case is one instance: " + c.property + " is a statistic over instances");
   if (known_property && !across_instances && c.expected == Status::kDegenerate)
     (top / "expected").fail("\"degenerate\" is never " + c.property + "'s verdict (a per-instance property: pass, fail "
                             "or skip)");
@@ -604,7 +621,8 @@ Case case_from_outcome(const Outcome& o, const Budget& b, const std::string& fou
     c.budget.instances = o.instances_run;
   }
   c.instance_index = o.instance_index;
-  c.instance = make_instance(o.family, o.instance_index);
+  c.instance = o.literal ? *o.literal : make_instance(o.family, o.instance_index);
+  c.literal = o.literal != nullptr;
   c.expected = o.status;
   c.stats = o.stats.is_object() ? o.stats : json::object();
   c.found_by = found_by;
@@ -679,6 +697,14 @@ bool param_acts(const Family& f, const std::string& key) {
 
 namespace {
 Outcome replay_with(const Case& c, const Kernel& k) {
+  const Property& p = get_property(c.property);
+  if (c.literal) {  // the instance is the input (case_from_json: a per-instance property's, never null)
+    if (!p.check_literal) throw Error(c.property + " has no check on one literal instance");
+    Outcome o = p.check_literal(k, c.family, *c.instance);
+    o.instance_index = c.instance_index;  // where it was shrunk from, as the report says
+    if (o.status == Status::kFail && o.report.empty()) o.report = failure_report(p, k, o);
+    return o;
+  }
   if (c.instance) {
     const Instance now = make_instance(c.family, c.instance_index);
     const std::string diff = instance_difference(*c.instance, now);
@@ -689,7 +715,6 @@ Outcome replay_with(const Case& c, const Kernel& k) {
                   "file's instance was edited. Re-pin after a generator change; to change the input, edit the family "
                   "or set instance to null)");
   }
-  const Property& p = get_property(c.property);
   Outcome o = p.check(k, c.family, c.budget);  // the family is already minimal: no shrinking
   if (o.status == Status::kFail && o.report.empty()) o.report = failure_report(p, k, o);
   return o;

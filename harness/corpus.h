@@ -20,7 +20,10 @@
 
 namespace attncheck {
 
-constexpr int kCorpusVersion = 1;
+// The newest case file version: 2 is a literal case (`literal`: its pinned instance is the input, shrunk past what the
+// family makes; shrink.h). Every other case is written as version 1, and both are read.
+constexpr int kCorpusVersion = 2;
+constexpr int kLiteralCaseVersion = 2;
 // The largest family a case file without a pinned instance may ask for, and `check --family G[...]` may set: at most
 // 2^24 scores and 2^24 elements of each of Q, K and V per instance (a forged 46340^3 asked for tens of GB; the
 // suites' and the fuzz decoder's families are far below it).
@@ -34,6 +37,9 @@ struct Case {
   Budget budget;
   std::uint64_t instance_index = 0;
   std::optional<Instance> instance;  // the minimal failing instance (per-instance properties), pinned bits
+  // The instance is the input itself (version 2), not instance `instance_index` of `family`, which is where it was
+  // shrunk from: replay checks the property on it alone (Property::check_literal) and regenerates nothing.
+  bool literal = false;
   Status expected = Status::kFail;   // the verdict replay must reproduce
   nlohmann::json stats;              // the statistic when found (mean ulp, z, T, max error, ...)
   std::string found_by;              // "check", "fuzz", "manual"

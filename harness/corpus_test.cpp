@@ -2,6 +2,7 @@
 // naming the file and the field, atomic saving, stable finding names, and the generator-drift check.
 // Run: ctest -R corpus_test (label unit).
 #include "harness/corpus.h"
+#include "properties/shrink.h"
 
 #include <cmath>
 #include <filesystem>
@@ -340,10 +341,48 @@ TEST_F(Malformed, WrongTagAndVersion) {
   j["format"] = "attncheck-run";  // a run report: its own error, which replay passes over
   EXPECT_THROW(load_case(file("run.json", j)), NotACase);
   j = good_;
-  j["version"] = 2;
-  expect_rejected(file("v2.json", j), "unknown version 2");
+  j["version"] = 3;
+  expect_rejected(file("v3.json", j), "unknown version 3");
+  j["version"] = 2;  // a literal case, which says so
+  expect_rejected(file("v2.json", j), "literal");
+  j["literal"] = false;
+  expect_rejected(file("v2false.json", j), "must be true in a version 2 case");
+  j["version"] = 1;
+  j["literal"] = true;  // a version 1 case regenerates its instance: a literal flag there would be passed over
+  expect_rejected(file("v1literal.json", j), "is a version 2 field");
+  j = good_;
   j["version"] = "1";
   expect_rejected(file("vstr.json", j), "version");
+}
+
+// A literal case (version 2): its instance is the input, of its own shape, for a per-instance property only.
+TEST_F(Malformed, ALiteralCase) {
+  json j = good_;
+  j["version"] = 2;
+  j["literal"] = true;
+  j["family"]["problem"]["n_q"] = 7;  // the family it came from may be larger than the instance
+  const Case c = load_case(file("literal.json", j));
+  EXPECT_TRUE(c.literal);
+  EXPECT_EQ(c.instance->problem.n_q, 2);
+  EXPECT_EQ(case_to_json(c), j) << "written back as read";
+  json bad = j;
+  bad["instance"] = nullptr;
+  expect_rejected(file("null.json", bad), "is null in a literal case");
+  bad = j;
+  bad["property"] = "unbiased";
+  bad["budget"]["instances"] = 64;
+  expect_rejected(file("bias.json", bad), "a statistic over instances");
+  // Its shape is bounded as a family's: 4097 x 4097 scores from a file of 12k values.
+  bad = j;
+  json& p = bad["instance"]["problem"];
+  p["n_q"] = 4097, p["n_k"] = 4097, p["head_dim"] = 1, p["has_mask"] = false, p["has_bias"] = false, p["causal"] = false;
+  bad["instance"].erase("mask");
+  bad["instance"].erase("bias");
+  for (const char* t : {"q", "k", "v", "d_o"}) {
+    bad["instance"][t]["shape"] = json::array({1, 1, 4097, 1});
+    bad["instance"][t]["bits"] = json(std::vector<std::string>(4097, "0x3f80"));
+  }
+  expect_rejected(file("huge.json", bad), "larger than a case file may ask for");
 }
 
 // A field the reader does not know is refused inside family, budget and instance, naming it: a "cuasal" beside
@@ -583,6 +622,34 @@ TEST(Corpus, ACaseWritesCountsAsTheyAct) {
   o.status = Status::kFail;
   const Case c = case_from_outcome(o, Budget{}, "check");
   EXPECT_EQ(c.family.param("pad", -1), o.family.problem.n_k - 1);
+}
+
+// A failure shrunk to a literal instance (properties/shrink.h) is saved as one, version 2, and replays on that instance
+// alone: fa2's dK on tied_max, found on the family's instance 39 (8x16 d16, two heads), replays on one query against
+// two tied keys; the same file with V and dO zeroed passes (the replay checks the file's instance, not the family's).
+TEST(Corpus, ALiteralFindingIsSavedAndReplaysOnItsInstance) {
+  const Outcome o = check_and_shrink(get_property("accurate"), default_registry().get("fa2"),
+                                     default_family("tied_max"), Budget{});
+  ASSERT_EQ(o.status, Status::kFail) << o.message;
+  ASSERT_NE(o.literal, nullptr);
+  const fs::path dir = temp_dir("literal");
+  const std::string path = write_finding(dir.string(), case_from_outcome(o, Budget{}, "check"));
+  std::ifstream in(path);
+  const json j = json::parse(in);
+  EXPECT_EQ(j["version"], 2);
+  EXPECT_EQ(j["literal"], true);
+  Case c = load_case(path);
+  ASSERT_TRUE(c.literal);
+  EXPECT_EQ(instance_difference(*c.instance, *o.literal), "");
+  EXPECT_EQ(c.instance_index, o.instance_index);
+  EXPECT_NE(instance_difference(*c.instance, make_instance(c.family, c.instance_index)), "") << "not the family's";
+  const Outcome r = replay_case(c, default_registry());
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.message, o.message);
+  std::fill(c.instance->v.begin(), c.instance->v.end(), 0.0);
+  std::fill(c.instance->d_o.begin(), c.instance->d_o.end(), 0.0);
+  EXPECT_EQ(replay_case(c, default_registry()).status, Status::kPass);
+  fs::remove_all(dir);
 }
 
 TEST(Corpus, ReplayDetectsGeneratorDrift) {

@@ -10,7 +10,7 @@
 //          "outcomes":[{"check" (check_name: the same in every --seed's run),"kernel","property","family",
 //                       "family_label","family_description","family_checked","status","message","stats",
 //                       "message_checked","stats_checked" (a shrunk failure's verdict on the family as checked; null
-//                       otherwise),"instance_index","instances_run","seconds","shrink_seconds",
+//                       otherwise),"instance_index","literal","instances_run","seconds","shrink_seconds",
 //                       "shrink_steps","finding","replay","finding_error","recheck" (RunEntry::recheck, or null),
 //                       "known_failure" (a failure of a check that failed in --baseline's report too)}],
 //          "baseline":null (no --baseline) | {"path","known_fail":n (failures known from it),"now_pass":[check
@@ -262,6 +262,7 @@ json run_to_json(const RunReport& r) {
                         {"message_checked", o.message_checked.empty() ? json(nullptr) : json(o.message_checked)},
                         {"stats_checked", o.stats_checked.is_null() ? json(nullptr) : o.stats_checked},
                         {"instance_index", o.instance_index},
+                        {"literal", o.literal ? json(o.literal->problem.describe()) : json(nullptr)},
                         {"instances_run", o.instances_run},
                         {"seconds", o.seconds},
                         {"shrink_seconds", o.shrink_seconds},

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -73,10 +74,17 @@ struct Budget {
   double z_crit = 6.0;         // ... and |z| >= z_crit (adjusted for the number of tensors tested)
 };
 
+// How a failure on a literal instance names it ("literal instance: dK(b0,hk0,j1,c0): ..."), where a family's
+// instance reads "instance 39: ...".
+inline constexpr const char* kLiteralInstance = "literal instance";
+
 struct Outcome {
   std::string property;
   std::string kernel;
   Family family;               // after shrinking, when it failed
+  // Set when the failing input is a literal instance (shrink.h: shrinking edited the family's instance itself, shape
+  // and values): then it is the case, and `family` and `instance_index` name the instance it was shrunk from.
+  std::shared_ptr<const Instance> literal;
   Status status = Status::kPass;
   std::string message;         // one line: why it failed / was skipped
   std::uint64_t instance_index = 0;     // the failing instance (per-instance properties)
@@ -100,6 +108,9 @@ struct Property {
   bool needs_backward = false;
   // Check the property without shrinking.
   std::function<Outcome(const Kernel&, const Family&, const Budget&)> check;
+  // Per-instance properties: the same check on one literal instance (run_literal, property_util.h; the family gives
+  // the tiles). Empty for a statistic over instances.
+  std::function<Outcome(const Kernel&, const Family&, const Instance&)> check_literal;
 };
 
 const std::vector<Property>& all_properties();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 
 namespace attncheck {
 
@@ -56,11 +57,16 @@ Outcome make_outcome(const std::string& property, const Kernel& k, const Family&
   return o;
 }
 
-Outcome run_per_instance(const std::string& property, const Kernel& k, const Family& f, const Budget& b,
-                         bool need_backward, const InstanceCheck& one) {
+namespace {
+// run_per_instance and run_literal: `count` instances from `get`, each failure named by `label(idx)` ("instance 5",
+// "literal instance").
+Outcome run_instances(const std::string& property, const Kernel& k, const Family& f, const std::string& skip,
+                      int count, double seconds, const InstanceCheck& one,
+                      const std::function<std::shared_ptr<const Instance>(int)>& get,
+                      const std::function<std::string(int)>& label) {
   const auto t0 = Clock::now();
   Outcome o = make_outcome(property, k, f);
-  if (std::string why = skip_reason(k, f, need_backward); !why.empty()) {
+  if (const std::string& why = skip; !why.empty()) {
     o.status = Status::kSkip;
     o.message = k.name() + ": " + why;
     return o;
@@ -69,10 +75,10 @@ Outcome run_per_instance(const std::string& property, const Kernel& k, const Fam
   const Kernel& kt = tiled(k, f, holder);
   std::string last_skip;
   int applicable = 0;
-  for (int idx = 0; idx < std::max(1, b.instances); ++idx) {
-    if (b.seconds > 0 && idx > 0 && seconds_since(t0) > b.seconds) break;
-    if (stop_requested()) throw Interrupted("stopped before instance " + std::to_string(idx) + " of " + property);
-    const std::shared_ptr<const Instance> in = make_instance_shared(f, static_cast<std::uint64_t>(idx));
+  for (int idx = 0; idx < std::max(1, count); ++idx) {
+    if (seconds > 0 && idx > 0 && seconds_since(t0) > seconds) break;
+    if (stop_requested()) throw Interrupted("stopped before " + label(idx) + " of " + property);
+    const std::shared_ptr<const Instance> in = get(idx);
     nlohmann::json stats = nlohmann::json::object();
     std::string why;
     try {
@@ -89,7 +95,7 @@ Outcome run_per_instance(const std::string& property, const Kernel& k, const Fam
     ++applicable;
     if (!why.empty()) {
       o.status = Status::kFail;
-      o.message = "instance " + std::to_string(idx) + ": " + why;
+      o.message = label(idx) + ": " + why;
       o.instance_index = static_cast<std::uint64_t>(idx);
       o.stats = stats;
       o.seconds = seconds_since(t0);
@@ -106,6 +112,25 @@ Outcome run_per_instance(const std::string& property, const Kernel& k, const Fam
     return o;
   }
   o.message = "held on " + std::to_string(applicable) + " instance(s)";
+  return o;
+}
+}  // namespace
+
+Outcome run_per_instance(const std::string& property, const Kernel& k, const Family& f, const Budget& b,
+                         bool need_backward, const InstanceCheck& one) {
+  return run_instances(
+      property, k, f, skip_reason(k, f, need_backward), b.instances, b.seconds, one,
+      [&f](int idx) { return make_instance_shared(f, static_cast<std::uint64_t>(idx)); },
+      [](int idx) { return "instance " + std::to_string(idx); });
+}
+
+Outcome run_literal(const std::string& property, const Kernel& k, const Family& f, const Instance& in,
+                    bool need_backward, const InstanceCheck& one) {
+  auto shared = std::make_shared<const Instance>(in);
+  Outcome o = run_instances(
+      property, k, f, k.caps().unsupported_reason(in.problem, need_backward), 1, 0, one,
+      [&shared](int) { return shared; }, [](int) { return std::string(kLiteralInstance); });
+  o.literal = shared;
   return o;
 }
 

@@ -113,6 +113,11 @@ Outcome make_outcome(const std::string& property, const Kernel& k, const Family&
 using InstanceCheck = std::function<std::string(const Kernel&, const Instance&, const Family&, nlohmann::json& stats)>;
 Outcome run_per_instance(const std::string& property, const Kernel& k, const Family& f, const Budget& b,
                          bool need_backward, const InstanceCheck& one);
+// The same check on one given instance, a literal one (shrink.h: shrinking edits the failing instance itself, its
+// problem too): a failure reads "literal instance: <why>", and the outcome's `literal` holds the instance. The family
+// gives the tiles and the case's provenance (the instance it was shrunk from), not the shape or the values.
+Outcome run_literal(const std::string& property, const Kernel& k, const Family& f, const Instance& in,
+                    bool need_backward, const InstanceCheck& one);
 
 // The envelope's numerator/denominator mismatch γ_hi/(1 − γ_lo) (above; O takes twice it, LSE once) for n_k keys in
 // key tiles of tile_k (<= 0: 16): always finite.

@@ -402,13 +402,20 @@ Property gpu_matches_cpu_model() {
       "equals the twin's (else the CPU model's) with δ bit for bit and dQ, dK, dV within the bound derived from the "
       "tensor-core sums, exp and the rounding points";
   p.needs_backward = false;
-  p.check = [](const Kernel& k, const Family& f, const Budget& b) {
-    if (k.cpu_twin().kernel)
-      return run_per_instance("gpu_matches_cpu_model", k, f, b, false, check_gpu_matches_cpu_model);
+  const auto no_twin = [](const Kernel& k, const Family& f) {
     Outcome o = make_outcome("gpu_matches_cpu_model", k, f);
     o.status = Status::kSkip;
     o.message = k.name() + ": no CPU twin (CPU kernels are their own models)";
     return o;
+  };
+  p.check = [no_twin](const Kernel& k, const Family& f, const Budget& b) {
+    if (k.cpu_twin().kernel)
+      return run_per_instance("gpu_matches_cpu_model", k, f, b, false, check_gpu_matches_cpu_model);
+    return no_twin(k, f);
+  };
+  p.check_literal = [no_twin](const Kernel& k, const Family& f, const Instance& in) {
+    if (k.cpu_twin().kernel) return run_literal("gpu_matches_cpu_model", k, f, in, false, check_gpu_matches_cpu_model);
+    return no_twin(k, f);
   };
   return p;
 }

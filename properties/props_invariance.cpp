@@ -418,6 +418,9 @@ Property invariance(const std::string& name, const std::string& sentence, Instan
   p.check = [name, fn](const Kernel& k, const Family& f, const Budget& b) {
     return run_per_instance(name, k, f, b, false, fn);
   };
+  p.check_literal = [name, fn](const Kernel& k, const Family& f, const Instance& in) {
+    return run_literal(name, k, f, in, false, fn);
+  };
   return p;
 }
 

@@ -134,7 +134,7 @@ std::string failure_report(const Property& p, const Kernel& k, const Outcome& o)
   const std::uint64_t index = o.instance_index;
   Instance in;
   try {
-    in = make_instance(f, index);
+    in = o.literal ? *o.literal : make_instance(f, index);
   } catch (const std::exception& e) {
     s << "(instance " << index << " could not be generated: " << e.what() << ")\n";
     return s.str();
@@ -143,7 +143,11 @@ std::string failure_report(const Property& p, const Kernel& k, const Outcome& o)
   const Format fmt = pr.input_format;
   const auto [sb, sh] = named_slice(o.message, pr);
   const int shk = sh / pr.group();
-  s << "instance " << index << " [" << pr.describe() << "], slice b" << sb << " h" << sh << " (kv head " << shk << ")";
+  if (o.literal)  // shrink.h's literal phase: the family's instance, smaller and simpler; the case file holds it
+    s << kLiteralInstance << " (from instance " << index << " of the family)";
+  else
+    s << "instance " << index;
+  s << " [" << pr.describe() << "], slice b" << sb << " h" << sh << " (kv head " << shk << ")";
   if (pr.batch > 1 || pr.heads_q > 1)  // the case file holds every slice; this report shows the failing one
     s << " of " << pr.batch << " batch x " << pr.heads_q << " heads (the rest: the case file's instance)";
   s << ":\n";

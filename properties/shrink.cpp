@@ -60,10 +60,112 @@ bool same_failure(const Property& p, const Outcome& orig, const Outcome& cand) {
   return t.value("fails", false) && t.value("sd", 0.0) > 0 && same_sign && !aside;
 }
 
+// ---- The literal phase: shrinking the failing instance itself --------------------------------------------------
+
+// The instance made of the given batches, kv heads (each with the query heads `in_group` of its group), query rows,
+// keys and head-dim columns of `in` (indices into its own; the seed kept).
+Instance sub_instance(const Instance& in, const std::vector<int>& bs, const std::vector<int>& hks,
+                      const std::vector<int>& in_group, const std::vector<int>& is, const std::vector<int>& js,
+                      const std::vector<int>& cs) {
+  const Problem& p = in.problem;
+  Instance out;
+  out.seed = in.seed;
+  Problem& q = out.problem;
+  q = p;
+  q.batch = int(bs.size());
+  q.heads_kv = int(hks.size());
+  q.heads_q = int(hks.size() * in_group.size());
+  q.n_q = int(is.size());
+  q.n_k = int(js.size());
+  q.head_dim = int(cs.size());
+  const int g_new = int(in_group.size()), g_old = p.group();
+  auto q_head = [&](int h) { return hks[h / g_new] * g_old + in_group[h % g_new]; };  // the old query head of new h
+  auto rows = [&](const std::vector<double>& t, bool kv) {
+    std::vector<double> r;
+    if (t.empty()) return r;
+    r.reserve(kv ? q.kv_size() : q.q_size());
+    for (int b = 0; b < q.batch; ++b)
+      for (int h = 0; h < (kv ? q.heads_kv : q.heads_q); ++h)
+        for (int x = 0; x < (kv ? q.n_k : q.n_q); ++x)
+          for (int c : cs)
+            r.push_back(kv ? t[p.kv_at(bs[b], hks[h], js[x], c)] : t[p.q_at(bs[b], q_head(h), is[x], c)]);
+    return r;
+  };
+  out.q = rows(in.q, false);
+  out.k = rows(in.k, true);
+  out.v = rows(in.v, true);
+  out.d_o = rows(in.d_o, false);
+  auto scores = [&](const auto& t) {
+    std::decay_t<decltype(t)> r;
+    if (t.empty()) return r;
+    r.reserve(q.scores_size());
+    for (int b = 0; b < q.batch; ++b)
+      for (int h = 0; h < q.heads_q; ++h)
+        for (int i : is)
+          for (int j : js) r.push_back(t[p.score_at(bs[b], q_head(h), i, j)]);
+    return r;
+  };
+  out.mask = scores(in.mask);
+  out.bias = scores(in.bias);
+  return out;
+}
+
+std::vector<int> upto(int n) {
+  std::vector<int> v(n);
+  for (int i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+std::vector<int> without(int n, int drop) {
+  std::vector<int> v;
+  for (int i = 0; i < n; ++i)
+    if (i != drop) v.push_back(i);
+  return v;
+}
+
+// Smaller instances than `in`, most aggressive first: one batch, one kv head, one query head per group; then one
+// query row; then every query row, key and head-dim column dropped in turn.
+std::vector<Instance> literal_structural(const Instance& in) {
+  const Problem& p = in.problem;
+  const auto B = upto(p.batch), H = upto(p.heads_kv), G = upto(p.group()), I = upto(p.n_q), J = upto(p.n_k),
+             C = upto(p.head_dim);
+  std::vector<Instance> out;
+  if (p.batch > 1)
+    for (int b : B) out.push_back(sub_instance(in, {b}, H, G, I, J, C));
+  if (p.heads_kv > 1)
+    for (int h : H) out.push_back(sub_instance(in, B, {h}, G, I, J, C));
+  if (p.group() > 1)
+    for (int g : G) out.push_back(sub_instance(in, B, H, {g}, I, J, C));
+  if (p.n_q > 1)
+    for (int i : I) out.push_back(sub_instance(in, B, H, G, {i}, J, C));
+  for (int i = 0; p.n_q > 1 && i < p.n_q; ++i) out.push_back(sub_instance(in, B, H, G, without(p.n_q, i), J, C));
+  for (int j = 0; p.n_k > 1 && j < p.n_k; ++j) out.push_back(sub_instance(in, B, H, G, I, without(p.n_k, j), C));
+  for (int c = 0; p.head_dim > 1 && c < p.head_dim; ++c)
+    out.push_back(sub_instance(in, B, H, G, I, J, without(p.head_dim, c)));
+  return out;
+}
+
+// Simpler values for x, most readable first, each representable in f and different from x: 0, the nearest power of
+// two (sign kept), x to 2 and to 4 significant bits. (A -inf bias, an additive mask, is kept as it is.)
+std::vector<double> simpler_values(double x, Format f) {
+  std::vector<double> out;
+  if (x == 0 || !std::isfinite(x)) return out;
+  auto add = [&](double v) {
+    if (v != x && representable(v, f) && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  };
+  add(0.0);
+  add(std::copysign(std::exp2(std::round(std::log2(std::fabs(x)))), x));
+  for (int bits : {2, 4}) {
+    const int e = std::ilogb(x);
+    add(std::ldexp(std::round(std::ldexp(x, bits - 1 - e)), e - (bits - 1)));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string failure_kind(const std::string& message) {
-  std::size_t at = message.rfind("instance ", 0) == 0 ? message.find(": ") : std::string::npos;
+  const bool named = message.rfind("instance ", 0) == 0 || message.rfind(kLiteralInstance + std::string(": "), 0) == 0;
+  std::size_t at = named ? message.find(": ") : std::string::npos;
   at = at == std::string::npos ? 0 : at + 2;
   std::size_t end = at;
   while (end < message.size() && (std::isalnum(static_cast<unsigned char>(message[end])) || message[end] == '_')) ++end;
@@ -185,6 +287,66 @@ std::vector<Family> shrink_candidates(const Family& f) {
   return out;
 }
 
+namespace {
+// The literal phase of shrink_failure: edits `best`'s instance while the property fails the same way; `best` takes the
+// last failing literal. Structural candidates restart the scan when one is taken; values go element by element,
+// pass after pass, until a pass changes none. Returns the steps taken.
+int shrink_literal(const Property& p, const Kernel& k, const Outcome& failing, Outcome& best, Clock::time_point t0,
+                   const ShrinkOptions& opt) {
+  const auto out_of_time = [&] { return seconds_since(t0) >= opt.max_seconds || stop_requested(); };
+  const Instance start = best.literal ? *best.literal : make_instance(best.family, best.instance_index);
+  const Outcome before = best;
+  int steps = 0;
+  auto fails = [&](const Instance& cand) -> bool {  // the same failure on cand (then `best` takes it)
+    Outcome o;
+    try {
+      o = p.check_literal(k, best.family, cand);
+    } catch (const std::exception&) {
+      return false;  // a candidate the kernel cannot run (an error, a fault, out of memory) is not simpler
+    }
+    if (o.status != Status::kFail || !same_failure(p, failing, o)) return false;
+    o.family = best.family;
+    o.instance_index = best.instance_index;
+    o.seconds = best.seconds;
+    best = std::move(o);
+    return true;
+  };
+  if (out_of_time() || !fails(start)) return 0;  // (the family's instance as a literal: fails unless stopped)
+  const auto more = [&] { return steps < opt.max_literal_steps && !out_of_time(); };
+  // Smaller first, then simpler values; a value made simpler can let a row, key or column go (a column that is 0 in
+  // Q and K), so the two alternate until neither changes anything.
+  for (bool changed = true; changed && more();) {
+    changed = false;
+    for (bool progress = true; progress && more();) {
+      progress = false;
+      for (const Instance& cand : literal_structural(*best.literal)) {
+        if (out_of_time()) break;
+        if (fails(cand)) {
+          ++steps, progress = changed = true;
+          break;
+        }
+      }
+    }
+    const Format in_fmt = best.literal->problem.input_format;
+    for (auto tensor : {&Instance::q, &Instance::k, &Instance::v, &Instance::d_o, &Instance::bias}) {
+      const Format f = tensor == &Instance::bias ? Format::kF32 : in_fmt;
+      for (std::size_t e = 0; e < ((*best.literal).*tensor).size() && more(); ++e) {
+        for (double v : simpler_values(((*best.literal).*tensor)[e], f)) {
+          Instance cand = *best.literal;
+          (cand.*tensor)[e] = v;
+          if (fails(cand)) {
+            ++steps, changed = true;
+            break;
+          }
+        }
+      }
+    }
+  }
+  if (steps == 0) best = before;  // nothing simpler: the family's instance stays the case
+  return steps;
+}
+}  // namespace
+
 Outcome shrink_failure(const Property& p, const Kernel& k, const Budget& b, const Outcome& failing,
                        const ShrinkOptions& opt) {
   const auto t0 = Clock::now();
@@ -241,6 +403,12 @@ Outcome shrink_failure(const Property& p, const Kernel& k, const Budget& b, cons
       break;
     }
   }
+  // The literal phase: the failing instance itself, smaller (rows, keys, columns, heads) and then simpler (values
+  // toward 0, powers of two and short mantissas), while the same failure holds. A family's shrink stops where its
+  // generator does (fa2's accurate on tied_max stayed at 8x16 d16, two heads: every smaller family failed on another
+  // tensor first); the instance shrinks past that. Per-instance properties only (a statistic over instances is the
+  // family's), and not a kernel fault (each try is a call that may crash or hang).
+  if (p.check_literal && !p.across_instances && fault.empty()) steps += shrink_literal(p, k, failing, best, t0, opt);
   best.seconds = failing.seconds;
   best.shrink_steps = steps;
   best.shrink_seconds = seconds_since(t0);

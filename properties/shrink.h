@@ -7,6 +7,12 @@
 // includes calibration, so an accepted step is never Degenerate). The first accepted candidate restarts the
 // scan; shrinking stops when no candidate is accepted, after max_steps, or after max_seconds. The bias budget
 // (T) is kept: replays use the budget the failure was found with.
+// Then, for a per-instance property (not a statistic over instances, not a kernel fault), the literal phase: the
+// failing instance itself, made smaller (one batch, kv head or query head of a group; then rows, keys and head-dim
+// columns dropped one at a time) and simpler (each value of Q, K, V, dO and the bias to 0, the nearest power of two,
+// 2 or 4 significant bits), while the same failure holds (Property::check_literal), the two in turn until neither
+// changes anything. The outcome's `literal` is then the case: a generator stops where its parameters do (fa2's dK on
+// tied_max stayed at 8x16 d16 with two heads), an instance does not. Within the same max_seconds.
 // Run the tests: ctest -R shrink_test
 #pragma once
 
@@ -22,6 +28,9 @@ struct ShrinkOptions {
   // it for check_and_shrink (the CLI's suites keep shrinking bounded this way).
   double max_seconds = 20.0;
   int max_steps = 200;
+  // The literal phase's own bound (shrink_failure): each value made simpler is a step, and a 4x13 d15 instance has
+  // ~500 values in Q, K, V and dO.
+  int max_literal_steps = 5000;
 };
 
 // Throws Error when ATTNCHECK_SHRINK_SECONDS is set but is not a finite number >= 0 (the CLI asks once before it runs).

@@ -162,6 +162,63 @@ TEST(Shrink, AStepKeepsTheFailuresKind) {
   EXPECT_EQ(failure_kind("dQ(b0,h0,i0,c0) = nan"), "dQ");
 }
 
+// The literal phase shrinks the failing instance past what its generator makes. fa2's `accurate` on tied_max stops at
+// the family 8x16 d16 with two heads (every smaller family fails on dQ first, and the finding is dK); as a literal
+// instance it reaches one query against the two tied keys, Q and K mostly 0: the case a person reads.
+TEST(Shrink, ALiteralInstanceShrinksPastTheFamily) {
+  const Property& p = get_property("accurate");
+  const Kernel& k = default_registry().get("fa2");
+  const Family f = default_family("tied_max");
+  const Outcome first = p.check(k, f, Budget{});
+  ASSERT_EQ(first.status, Status::kFail) << first.message;
+  const Outcome o = check_and_shrink(p, k, f, Budget{});
+  ASSERT_EQ(o.status, Status::kFail) << o.message;
+  ASSERT_NE(o.literal, nullptr) << o.message;
+  const Problem& lit = o.literal->problem;
+  EXPECT_EQ(o.message.rfind(std::string(kLiteralInstance) + ": ", 0), 0u) << o.message;
+  EXPECT_EQ(failure_kind(o.message), failure_kind(first.message)) << first.message << "\n -> " << o.message;
+  EXPECT_EQ(lit.batch * lit.heads_q * lit.n_q, 1) << lit.describe();
+  EXPECT_EQ(lit.n_k, 2) << lit.describe() << ": the tie needs two keys";
+  EXPECT_LT(lit.head_dim, o.family.problem.head_dim) << lit.describe();
+  const auto zeros = [](const std::vector<double>& t) { return std::count(t.begin(), t.end(), 0.0); };
+  EXPECT_GE(zeros(o.literal->q) + zeros(o.literal->k), long(o.literal->q.size() + o.literal->k.size()) - 2)
+      << "Q and K: the scores are one value, tied";
+  // The family is where it came from; the literal fails on its own, as the case file replays it.
+  EXPECT_NO_THROW(make_instance(o.family, o.instance_index));
+  const Outcome again = p.check_literal(k, o.family, *o.literal);
+  EXPECT_EQ(again.status, Status::kFail);
+  EXPECT_EQ(again.message, o.message);
+  EXPECT_NE(o.report.find(std::string(kLiteralInstance) + " (from instance " + std::to_string(o.instance_index)),
+            std::string::npos)
+      << o.report;
+}
+
+// Rows, keys and columns go, and values go to 0 or a power of two, while the same failure holds. A kernel with a NaN
+// in O wherever V holds a value of magnitude 1 or more and there are two keys: the minimal literal is one query, two
+// keys, head dim 1, and one V value a power of two, everything else 0.
+TEST(Shrink, ALiteralInstanceTakesTheSimplestValues) {
+  auto k = testing::make_kernel("nan_when_v_big", [](const Instance& in) {
+    ForwardOutput o = testing::rounded_reference(in);
+    const bool big = std::any_of(in.v.begin(), in.v.end(), [](double x) { return std::fabs(x) >= 1; });
+    if (in.problem.n_k >= 2 && big) o.o[0] = NAN;
+    return o;
+  });
+  Family f = default_family("normal");
+  f.params["v_binade"] = 1, f.params["v_exp"] = 1;  // V of magnitude 2 to 4: every instance fails
+  const Outcome o = check_and_shrink(get_property("finite"), *k, f, Budget{});
+  ASSERT_EQ(o.status, Status::kFail) << o.message;
+  ASSERT_NE(o.literal, nullptr) << o.message;
+  const Instance& in = *o.literal;
+  EXPECT_EQ(in.problem.describe().substr(0, 25), "b1 hq1 hkv1 nq1 nk2 d1 sc") << in.problem.describe();
+  EXPECT_EQ(std::count(in.q.begin(), in.q.end(), 0.0), long(in.q.size()));
+  EXPECT_EQ(std::count(in.k.begin(), in.k.end(), 0.0), long(in.k.size()));
+  ASSERT_EQ(in.v.size(), 2u);
+  const double big = std::fabs(in.v[0]) >= 1 ? in.v[0] : in.v[1], other = std::fabs(in.v[0]) >= 1 ? in.v[1] : in.v[0];
+  EXPECT_EQ(other, 0.0);
+  int e = 0;
+  EXPECT_EQ(std::fabs(std::frexp(big, &e)), 0.5) << big << " is not a power of two";
+}
+
 // `unbiased` shrinks only to families whose per-instance means still vary (sd > 0): paper-fixed on
 // tied_max_negative reached quant = 0, n_k = 2, every instance the same, sd 0 and z −1e308 without it (mutation
 // probe): one deterministic error, not a bias across instances.
@@ -188,6 +245,7 @@ TEST(Shrink, ABiasKeepsItsSign) {
     const std::string tensor = o.stats_checked["tensor"];
     const double checked = o.stats_checked["tensors"][tensor]["mean_ulp"], shrunk = o.stats["tensors"][tensor]["mean_ulp"];
     EXPECT_EQ(checked > 0, shrunk > 0) << "as checked " << checked << ", shrunk " << shrunk;
+    EXPECT_EQ(o.literal, nullptr) << "a statistic over instances is the family's: no literal instance";
   }
 }
 

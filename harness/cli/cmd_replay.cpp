@@ -202,14 +202,15 @@ std::string turned_tensors(const nlohmann::json& saved, const nlohmann::json& no
   return out;
 }
 
-// The failure a note records where it is a message as check writes it ("instance 39: dK(b0,...): ...", "kernel fault:
+// The failure a note records where it is a message as check writes it ("instance 39: dK(b0,...): ...", "literal
+// instance: dK(...): ..." for a literal case, "kernel fault:
 // plugin:x: crash: killed by SIGSEGV (...)", "biased: O: mean ..."): "on dK", "a kernel fault (crash: killed by
 // SIGSEGV)" (no kernel name: a case replayed with --kernel faults under another name), "a biased statistic"; in prose,
 // the message after "Found: " (the corpus's regression cases quote it so). "" for anything else: other prose (a
 // hand-written or edited note), the fuzzer's "minimised from ...".
 std::string recorded_failure(const std::string& note) {
   const auto of_message = [](const std::string& message) -> std::string {
-    static const std::regex per_instance(R"(^instance \d+: (O|LSE|dQ|dK|dV|delta)\b)");
+    static const std::regex per_instance(R"(^(?:instance \d+|literal instance): (O|LSE|dQ|dK|dV|delta)\b)");
     std::smatch m;
     if (std::regex_search(message, m, per_instance)) return "on " + m[1].str();
     if (message.rfind("biased: ", 0) == 0) return "a biased statistic";
@@ -352,7 +353,11 @@ int run_replay(const ReplayOptions& opt) {
       // The path is the user's; kernel, property and family are text already (load_case refuses anything else).
       std::cout << (same ? "ok    " : "DIFFER") << " " << printable(path) << ": " << c.kernel
                 << (other_kernel ? " (the case's kernel: " + found_on + ")" : std::string()) << " / " << c.property
-                << " / " << c.family.describe() << ": expected " << status_name(c.expected) << ", got "
+                << " / "
+                << (c.literal ? std::string(kLiteralInstance) + " [" + c.instance->problem.describe() + "] from instance " +
+                                    std::to_string(c.instance_index) + " of "
+                              : std::string())
+                << c.family.describe() << ": expected " << status_name(c.expected) << ", got "
                 << status_name(o.status) << "\n";
       if (other_kernel) {  // parameters the case's kernel had and this one has not (or the reverse)
         const auto bracket = [](const std::string& n) { return n.find('[') == std::string::npos ? "" : n.substr(n.find('[')); };
