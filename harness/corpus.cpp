@@ -240,6 +240,8 @@ Case case_from_json(const json& j, const std::string& origin) {
     // (smaller than the family's, as shrunk), bounded as a family's is: its Q, K and V by the file, not its scores.
     const Problem &a = c.family.problem, &b = c.instance->problem;
     if (c.literal) {
+      // Its dO is read as given (a version 1 case's optional d_o is regenerated; causal_prefix writes into it).
+      if (c.instance->d_o.empty()) (top / "instance").fail("has no d_o: a literal case's instance needs every tensor");
       if (!within_case_limits(b))
         (top / "instance").fail("shape " + b.describe() + " is larger than a case file may ask for (" + kCaseLimits +
                                 ")");

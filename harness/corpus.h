@@ -67,8 +67,8 @@ void update_case_verdict(const std::string& path, Status expected, const nlohman
                          const std::string& note = "");
 // Writes the case into dir under a stable name (kernel-property-generator-<hash>.json); returns the path.
 std::string write_finding(const std::string& dir, const Case& c);
-// Re-runs the case's property on its family (and checks the pinned instance still generates the same bits).
-// `replayed.status == c.expected` is what "same verdict" means.
+// Re-runs the case's property on its family (and checks the pinned instance still generates the same bits); a literal
+// case's on its instance alone (Property::check_literal). `replayed.status == c.expected` is what "same verdict" means.
 Outcome replay_case(const Case& c, const Registry& r);
 
 nlohmann::json instance_to_json(const Instance& in);
@@ -77,8 +77,8 @@ Instance instance_from_json(const nlohmann::json& j, const std::string& origin);
 // ---- additions (engineer D): helpers the CLI and the tests share -----------------------------------------
 // Same as above, but may also instantiate a parameterised kernel name ("paper-fixed[beta=4]").
 Outcome replay_case(const Case& c, Registry& r);
-// A case for an outcome found by `check` (or the fuzzer): pins make_instance(o.family, o.instance_index),
-// expects o.status, stamps found_at with the current UTC time.
+// A case for an outcome found by `check` (or the fuzzer): pins make_instance(o.family, o.instance_index), or the
+// outcome's literal instance (a literal case, version 2), expects o.status, stamps found_at with the current UTC time.
 Case case_from_outcome(const Outcome& o, const Budget& b, const std::string& found_by);
 // The stable file name write_finding uses: kernel-property-generator-<8 hex digits>.json, where the kernel
 // name is sanitised ('[', ']', ',', '=', '/', ':' and anything else outside [A-Za-z0-9._-] become '_' or

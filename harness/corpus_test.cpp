@@ -369,6 +369,9 @@ TEST_F(Malformed, ALiteralCase) {
   bad["instance"] = nullptr;
   expect_rejected(file("null.json", bad), "is null in a literal case");
   bad = j;
+  bad["instance"].erase("d_o");  // optional in version 1, which regenerates it; a literal's is read as given
+  expect_rejected(file("no_d_o.json", bad), "has no d_o");
+  bad = j;
   bad["property"] = "unbiased";
   bad["budget"]["instances"] = 64;
   expect_rejected(file("bias.json", bad), "a statistic over instances");
@@ -649,6 +652,13 @@ TEST(Corpus, ALiteralFindingIsSavedAndReplaysOnItsInstance) {
   std::fill(c.instance->v.begin(), c.instance->v.end(), 0.0);
   std::fill(c.instance->d_o.begin(), c.instance->d_o.end(), 0.0);
   EXPECT_EQ(replay_case(c, default_registry()).status, Status::kPass);
+  // Found under a time budget, the case pins the instances the family's check drew (the literal's one check is not
+  // it: instance_index 39 is not below 1, and the file did not load).
+  Budget timed;
+  timed.seconds = 30;
+  const Case t = case_from_outcome(o, timed, "check");
+  EXPECT_EQ(t.budget.instances, int(o.instance_index) + 1);
+  EXPECT_NO_THROW(load_case(write_finding((dir / "timed").string(), t)));
   fs::remove_all(dir);
 }
 

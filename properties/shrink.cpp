@@ -60,10 +60,59 @@ bool same_failure(const Property& p, const Outcome& orig, const Outcome& cand) {
   return t.value("fails", false) && t.value("sd", 0.0) > 0 && same_sign && !aside;
 }
 
-// ---- The literal phase: shrinking the failing instance itself --------------------------------------------------
+std::vector<int> upto(int n) {
+  std::vector<int> v(n);
+  for (int i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+std::vector<int> without(int n, int drop) {
+  std::vector<int> v;
+  for (int i = 0; i < n; ++i)
+    if (i != drop) v.push_back(i);
+  return v;
+}
 
-// The instance made of the given batches, kv heads (each with the query heads `in_group` of its group), query rows,
-// keys and head-dim columns of `in` (indices into its own; the seed kept).
+// One structural candidate: the parts of the instance it keeps (sub_instance's arguments).
+struct Cut {
+  std::vector<int> bs, hks, in_group, is, js, cs;
+};
+
+// Smaller instances than `in`, most aggressive first, as cuts (each instance is built when its turn comes: built at
+// once, a 130x200 d128 instance's ~590 candidates took ~800 MB): one batch, one kv head, one query head per group; then
+// one query row; then every query row, key and head-dim column dropped in turn.
+std::vector<Cut> literal_cuts(const Problem& p) {
+  const auto B = upto(p.batch), H = upto(p.heads_kv), G = upto(p.group()), I = upto(p.n_q), J = upto(p.n_k),
+             C = upto(p.head_dim);
+  std::vector<Cut> out;
+  for (int b = 0; p.batch > 1 && b < p.batch; ++b) out.push_back({{b}, H, G, I, J, C});
+  for (int h = 0; p.heads_kv > 1 && h < p.heads_kv; ++h) out.push_back({B, {h}, G, I, J, C});
+  for (int g = 0; p.group() > 1 && g < p.group(); ++g) out.push_back({B, H, {g}, I, J, C});
+  for (int i = 0; p.n_q > 1 && i < p.n_q; ++i) out.push_back({B, H, G, {i}, J, C});
+  for (int i = 0; p.n_q > 1 && i < p.n_q; ++i) out.push_back({B, H, G, without(p.n_q, i), J, C});
+  for (int j = 0; p.n_k > 1 && j < p.n_k; ++j) out.push_back({B, H, G, I, without(p.n_k, j), C});
+  for (int c = 0; p.head_dim > 1 && c < p.head_dim; ++c) out.push_back({B, H, G, I, J, without(p.head_dim, c)});
+  return out;
+}
+
+// Simpler values for x, most readable first, each representable in f and different from x: 0, the nearest power of
+// two (sign kept), x to 2 and to 4 significant bits. (A -inf bias, an additive mask, is kept as it is.)
+std::vector<double> simpler_values(double x, Format f) {
+  std::vector<double> out;
+  if (x == 0 || !std::isfinite(x)) return out;
+  auto add = [&](double v) {
+    if (v != x && representable(v, f) && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  };
+  add(0.0);
+  add(std::copysign(std::exp2(std::round(std::log2(std::fabs(x)))), x));
+  for (int bits : {2, 4}) {
+    const int e = std::ilogb(x);
+    add(std::ldexp(std::round(std::ldexp(x, bits - 1 - e)), e - (bits - 1)));
+  }
+  return out;
+}
+
+}  // namespace
+
 Instance sub_instance(const Instance& in, const std::vector<int>& bs, const std::vector<int>& hks,
                       const std::vector<int>& in_group, const std::vector<int>& is, const std::vector<int>& js,
                       const std::vector<int>& cs) {
@@ -110,58 +159,23 @@ Instance sub_instance(const Instance& in, const std::vector<int>& bs, const std:
   return out;
 }
 
-std::vector<int> upto(int n) {
-  std::vector<int> v(n);
-  for (int i = 0; i < n; ++i) v[i] = i;
-  return v;
-}
-std::vector<int> without(int n, int drop) {
-  std::vector<int> v;
-  for (int i = 0; i < n; ++i)
-    if (i != drop) v.push_back(i);
-  return v;
-}
-
-// Smaller instances than `in`, most aggressive first: one batch, one kv head, one query head per group; then one
-// query row; then every query row, key and head-dim column dropped in turn.
-std::vector<Instance> literal_structural(const Instance& in) {
+bool keeps_rows_seeing(const Instance& in, const Instance& cut, const std::vector<int>& bs,
+                       const std::vector<int>& hks, const std::vector<int>& in_group, const std::vector<int>& is) {
+  if (!in.problem.causal && !in.problem.has_mask) return true;
   const Problem& p = in.problem;
-  const auto B = upto(p.batch), H = upto(p.heads_kv), G = upto(p.group()), I = upto(p.n_q), J = upto(p.n_k),
-             C = upto(p.head_dim);
-  std::vector<Instance> out;
-  if (p.batch > 1)
-    for (int b : B) out.push_back(sub_instance(in, {b}, H, G, I, J, C));
-  if (p.heads_kv > 1)
-    for (int h : H) out.push_back(sub_instance(in, B, {h}, G, I, J, C));
-  if (p.group() > 1)
-    for (int g : G) out.push_back(sub_instance(in, B, H, {g}, I, J, C));
-  if (p.n_q > 1)
-    for (int i : I) out.push_back(sub_instance(in, B, H, G, {i}, J, C));
-  for (int i = 0; p.n_q > 1 && i < p.n_q; ++i) out.push_back(sub_instance(in, B, H, G, without(p.n_q, i), J, C));
-  for (int j = 0; p.n_k > 1 && j < p.n_k; ++j) out.push_back(sub_instance(in, B, H, G, I, without(p.n_k, j), C));
-  for (int c = 0; p.head_dim > 1 && c < p.head_dim; ++c)
-    out.push_back(sub_instance(in, B, H, G, I, J, without(p.head_dim, c)));
-  return out;
-}
-
-// Simpler values for x, most readable first, each representable in f and different from x: 0, the nearest power of
-// two (sign kept), x to 2 and to 4 significant bits. (A -inf bias, an additive mask, is kept as it is.)
-std::vector<double> simpler_values(double x, Format f) {
-  std::vector<double> out;
-  if (x == 0 || !std::isfinite(x)) return out;
-  auto add = [&](double v) {
-    if (v != x && representable(v, f) && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  const int g_new = int(in_group.size()), g_old = p.group();
+  const auto sees = [](const Instance& x, int b, int h, int i) {
+    for (int j = 0; j < x.problem.n_k; ++j)
+      if (x.visible(b, h, i, j)) return true;
+    return false;
   };
-  add(0.0);
-  add(std::copysign(std::exp2(std::round(std::log2(std::fabs(x)))), x));
-  for (int bits : {2, 4}) {
-    const int e = std::ilogb(x);
-    add(std::ldexp(std::round(std::ldexp(x, bits - 1 - e)), e - (bits - 1)));
-  }
-  return out;
+  for (int b = 0; b < cut.problem.batch; ++b)
+    for (int h = 0; h < cut.problem.heads_q; ++h)
+      for (int i = 0; i < cut.problem.n_q; ++i)
+        if (sees(cut, b, h, i) != sees(in, bs[b], hks[h / g_new] * g_old + in_group[h % g_new], is[i]))
+          return false;
+  return true;
 }
-
-}  // namespace
 
 std::string failure_kind(const std::string& message) {
   const bool named = message.rfind("instance ", 0) == 0 || message.rfind(kLiteralInstance + std::string(": "), 0) == 0;
@@ -294,7 +308,6 @@ namespace {
 int shrink_literal(const Property& p, const Kernel& k, const Outcome& failing, Outcome& best, Clock::time_point t0,
                    const ShrinkOptions& opt) {
   const auto out_of_time = [&] { return seconds_since(t0) >= opt.max_seconds || stop_requested(); };
-  const Instance start = best.literal ? *best.literal : make_instance(best.family, best.instance_index);
   const Outcome before = best;
   int steps = 0;
   auto fails = [&](const Instance& cand) -> bool {  // the same failure on cand (then `best` takes it)
@@ -307,40 +320,52 @@ int shrink_literal(const Property& p, const Kernel& k, const Outcome& failing, O
     if (o.status != Status::kFail || !same_failure(p, failing, o)) return false;
     o.family = best.family;
     o.instance_index = best.instance_index;
+    o.instances_run = best.instances_run;  // the family's check drew these (a time budget's case pins them)
     o.seconds = best.seconds;
     best = std::move(o);
     return true;
   };
-  if (out_of_time() || !fails(start)) return 0;  // (the family's instance as a literal: fails unless stopped)
   const auto more = [&] { return steps < opt.max_literal_steps && !out_of_time(); };
-  // Smaller first, then simpler values; a value made simpler can let a row, key or column go (a column that is 0 in
-  // Q and K), so the two alternate until neither changes anything.
-  for (bool changed = true; changed && more();) {
-    changed = false;
-    for (bool progress = true; progress && more();) {
-      progress = false;
-      for (const Instance& cand : literal_structural(*best.literal)) {
-        if (out_of_time()) break;
-        if (fails(cand)) {
-          ++steps, progress = changed = true;
-          break;
-        }
-      }
-    }
-    const Format in_fmt = best.literal->problem.input_format;
-    for (auto tensor : {&Instance::q, &Instance::k, &Instance::v, &Instance::d_o, &Instance::bias}) {
-      const Format f = tensor == &Instance::bias ? Format::kF32 : in_fmt;
-      for (std::size_t e = 0; e < ((*best.literal).*tensor).size() && more(); ++e) {
-        for (double v : simpler_values(((*best.literal).*tensor)[e], f)) {
-          Instance cand = *best.literal;
-          (cand.*tensor)[e] = v;
-          if (fails(cand)) {
-            ++steps, changed = true;
+  // dO only moves a backward's outputs: for a kernel without one every dO value "keeps the failure".
+  std::vector<std::vector<double> Instance::*> tensors = {&Instance::q, &Instance::k, &Instance::v, &Instance::bias};
+  if (k.caps().backward) tensors.push_back(&Instance::d_o);
+  try {
+    if (out_of_time() || !fails(make_instance(best.family, best.instance_index))) return 0;  // unless stopped: fails
+    // Smaller first, then simpler values; a value made simpler can let a row, key or column go (a column that is 0
+    // in Q and K), so the two alternate until neither changes anything.
+    for (bool changed = true; changed && more();) {
+      changed = false;
+      for (bool progress = true; progress && more();) {
+        progress = false;
+        const std::shared_ptr<const Instance> now = best.literal;  // (fails() replaces best.literal)
+        for (const Cut& c : literal_cuts(now->problem)) {
+          if (out_of_time()) break;
+          const Instance cut = sub_instance(*now, c.bs, c.hks, c.in_group, c.is, c.js, c.cs);
+          if (keeps_rows_seeing(*now, cut, c.bs, c.hks, c.in_group, c.is) && fails(cut)) {
+            ++steps, progress = changed = true;
             break;
           }
         }
       }
+      const Format in_fmt = best.literal->problem.input_format;
+      for (auto tensor : tensors) {
+        const Format f = tensor == &Instance::bias ? Format::kF32 : in_fmt;
+        for (std::size_t e = 0; e < ((*best.literal).*tensor).size() && more(); ++e) {
+          for (double v : simpler_values(((*best.literal).*tensor)[e], f)) {
+            if (out_of_time()) break;
+            Instance cand = *best.literal;
+            (cand.*tensor)[e] = v;
+            if (fails(cand)) {
+              ++steps, changed = true;
+              break;
+            }
+          }
+        }
+      }
     }
+  } catch (const std::bad_alloc&) {  // a copy this phase made: the failure as the family phase left it is kept
+    best = before;
+    return 0;
   }
   if (steps == 0) best = before;  // nothing simpler: the family's instance stays the case
   return steps;

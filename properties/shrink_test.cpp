@@ -219,6 +219,69 @@ TEST(Shrink, ALiteralInstanceTakesTheSimplestValues) {
   EXPECT_EQ(std::fabs(std::frexp(big, &e)), 0.5) << big << " is not a power of two";
 }
 
+// sub_instance cuts every tensor alike: Q and dO by query head (GQA: a kv head's group), K and V by kv head, mask and
+// bias by score, each element where the accessors of both problems put it.
+TEST(Shrink, SubInstanceCutsEveryTensorAlike) {
+  Instance in;
+  Problem& p = in.problem;
+  p = Problem::of_shape(2, 4, 2, 3, 4, 3);
+  p.has_mask = p.has_bias = true;
+  const auto fill = [](std::vector<double>& t, std::size_t n, double base) {
+    for (std::size_t x = 0; x < n; ++x) t.push_back(base + double(x));  // small integers: exact in bf16
+  };
+  fill(in.q, p.q_size(), 0), fill(in.k, p.kv_size(), 100), fill(in.v, p.kv_size(), 200), fill(in.d_o, p.q_size(), -100);
+  fill(in.bias, p.scores_size(), 0.5);
+  for (std::size_t x = 0; x < p.scores_size(); ++x) in.mask.push_back(x % 3 != 0);
+  in.validate();
+  const std::vector<int> bs{1}, hks{1}, grp{1, 0}, is{2, 0}, js{3, 1, 2}, cs{2, 0};
+  const Instance cut = sub_instance(in, bs, hks, grp, is, js, cs);
+  const Problem& q = cut.problem;
+  ASSERT_NO_THROW(cut.validate());
+  EXPECT_EQ(q.describe().substr(0, 22), "b1 hq2 hkv1 nq2 nk3 d2");
+  for (int h = 0; h < q.heads_q; ++h) {
+    const int oh = hks[0] * p.group() + grp[h];  // the query head it was
+    for (int i = 0; i < q.n_q; ++i) {
+      for (int c = 0; c < q.head_dim; ++c) {
+        EXPECT_EQ(cut.q[q.q_at(0, h, i, c)], in.q[p.q_at(1, oh, is[i], cs[c])]);
+        EXPECT_EQ(cut.d_o[q.q_at(0, h, i, c)], in.d_o[p.q_at(1, oh, is[i], cs[c])]);
+      }
+      for (int j = 0; j < q.n_k; ++j) {
+        EXPECT_EQ(cut.bias[q.score_at(0, h, i, j)], in.bias[p.score_at(1, oh, is[i], js[j])]);
+        EXPECT_EQ(cut.mask[q.score_at(0, h, i, j)], in.mask[p.score_at(1, oh, is[i], js[j])]);
+      }
+    }
+  }
+  for (int j = 0; j < q.n_k; ++j)
+    for (int c = 0; c < q.head_dim; ++c) {
+      EXPECT_EQ(cut.k[q.kv_at(0, 0, j, c)], in.k[p.kv_at(1, 1, js[j], cs[c])]);
+      EXPECT_EQ(cut.v[q.kv_at(0, 0, j, c)], in.v[p.kv_at(1, 1, js[j], cs[c])]);
+    }
+  EXPECT_EQ(cut.seed, in.seed);
+}
+
+// A cut that leaves a query row seeing no key is no literal candidate: a failure there is a fully masked row's, another
+// one of the same tensor. Causal 4x4 (row i sees keys 0..i): dropping the last key leaves row 0 seeing none; dropping
+// the first query row, or key 0 once row 0 is gone, leaves every row seeing some. A keep-mask row seeing key 2 alone
+// loses it with key 2.
+TEST(Shrink, ALiteralCutLeavesNoRowSeeingNothing) {
+  Instance in;
+  in.problem = Problem::of_shape(1, 1, 1, 4, 4, 1, true);
+  in.q.assign(4, 1.0), in.k.assign(4, 1.0), in.v.assign(4, 1.0), in.d_o.assign(4, 1.0);
+  const auto keeps = [&](const Instance& x, std::vector<int> is, std::vector<int> js) {
+    return keeps_rows_seeing(x, sub_instance(x, {0}, {0}, {0}, is, js, {0}), {0}, {0}, {0}, is);
+  };
+  EXPECT_FALSE(keeps(in, {0, 1, 2, 3}, {0, 1, 2}));
+  EXPECT_TRUE(keeps(in, {1, 2, 3}, {0, 1, 2, 3}));
+  EXPECT_TRUE(keeps(in, {1, 2, 3}, {1, 2, 3}));
+  EXPECT_TRUE(keeps(in, {3}, {0}));  // the last row alone sees the last key kept
+  Instance m = in;
+  m.problem.causal = false, m.problem.has_mask = true;
+  m.mask = {0, 0, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};  // row 0 sees key 2 alone
+  EXPECT_FALSE(keeps(m, {0, 1}, {0, 1, 3}));
+  EXPECT_TRUE(keeps(m, {1, 2}, {0, 1, 3}));
+  EXPECT_TRUE(keeps(m, {0}, {2}));
+}
+
 // `unbiased` shrinks only to families whose per-instance means still vary (sd > 0): paper-fixed on
 // tied_max_negative reached quant = 0, n_k = 2, every instance the same, sd 0 and z −1e308 without it (mutation
 // probe): one deterministic error, not a bias across instances.

@@ -1,5 +1,6 @@
 // cmd_replay.cpp — `attncheck replay FILE|DIR...`: load each saved case (fully validated), check that its family
-// still generates the pinned bits, re-run its property with its budget, print verdict and report. A directory
+// still generates the pinned bits, re-run its property with its budget (a literal case, version 2: on its instance
+// alone), print verdict and report. A directory
 // stands for its *.json entries, in name order (an entry that is not a regular file is refused, not passed over);
 // fuzz summaries (fuzz-*-summary.json, which `attncheck fuzz` writes beside its findings) and run reports
 // (`check --json`) are passed over, named, wherever they come from; so, in a directory, is a save's temporary that a
@@ -334,7 +335,7 @@ int run_replay(const ReplayOptions& opt) {
       // first instances only, and a file that loads must keep loading (check --family refuses such a value). A
       // family that cannot be generated (a kernel that declined before, a skip) gets no note, never an error.
       std::string unread;
-      try {
+      if (!c.literal) try {  // (a literal case's input is its instance: the family's parameters make nothing there)
         const auto& listed = default_family(c.family.generator).params;
         for (const auto& [key, value] : c.family.params)
           if (!listed.count(key) && !param_acts(c.family, key))
