@@ -326,9 +326,11 @@ int shrink_literal(const Property& p, const Kernel& k, const Outcome& failing, O
     return true;
   };
   const auto more = [&] { return steps < opt.max_literal_steps && !out_of_time(); };
-  // dO only moves a backward's outputs: for a kernel without one every dO value "keeps the failure".
+  // dO only moves a backward's outputs: for a kernel without one, or a failure of O or LSE, every dO value "keeps
+  // the failure" (a step and a kernel call each, and a case whose dO reads 0 for no reason).
   std::vector<std::vector<double> Instance::*> tensors = {&Instance::q, &Instance::k, &Instance::v, &Instance::bias};
-  if (k.caps().backward) tensors.push_back(&Instance::d_o);
+  const std::string kind = failure_kind(failing.message);
+  if (k.caps().backward && kind != "O" && kind != "LSE") tensors.push_back(&Instance::d_o);
   try {
     if (out_of_time() || !fails(make_instance(best.family, best.instance_index))) return 0;  // unless stopped: fails
     // Smaller first, then simpler values; a value made simpler can let a row, key or column go (a column that is 0
@@ -363,9 +365,9 @@ int shrink_literal(const Property& p, const Kernel& k, const Outcome& failing, O
         }
       }
     }
-  } catch (const std::bad_alloc&) {  // a copy this phase made: the failure as the family phase left it is kept
-    best = before;
-    return 0;
+  } catch (const std::bad_alloc&) {  // a copy this phase made: `best` is the last failure checked, kept as it is
+    if (steps == 0) best = before;
+    return steps;
   }
   if (steps == 0) best = before;  // nothing simpler: the family's instance stays the case
   return steps;

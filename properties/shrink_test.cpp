@@ -217,6 +217,9 @@ TEST(Shrink, ALiteralInstanceTakesTheSimplestValues) {
   EXPECT_EQ(other, 0.0);
   int e = 0;
   EXPECT_EQ(std::fabs(std::frexp(big, &e)), 0.5) << big << " is not a power of two";
+  // A forward-only kernel's dO moves nothing: left as the family made it, not zeroed step by step.
+  ASSERT_EQ(in.d_o.size(), 1u);
+  EXPECT_NE(in.d_o[0], 0.0);
 }
 
 // sub_instance cuts every tensor alike: Q and dO by query head (GQA: a kv head's group), K and V by kv head, mask and
@@ -232,30 +235,34 @@ TEST(Shrink, SubInstanceCutsEveryTensorAlike) {
   fill(in.q, p.q_size(), 0), fill(in.k, p.kv_size(), 100), fill(in.v, p.kv_size(), 200), fill(in.d_o, p.q_size(), -100);
   fill(in.bias, p.scores_size(), 0.5);
   for (std::size_t x = 0; x < p.scores_size(); ++x) in.mask.push_back(x % 3 != 0);
+  in.seed = 0x5eed;
   in.validate();
-  const std::vector<int> bs{1}, hks{1}, grp{1, 0}, is{2, 0}, js{3, 1, 2}, cs{2, 0};
+  const std::vector<int> bs{1, 0}, hks{1, 0}, grp{1, 0}, is{2, 0}, js{3, 1, 2}, cs{2, 0};
   const Instance cut = sub_instance(in, bs, hks, grp, is, js, cs);
   const Problem& q = cut.problem;
   ASSERT_NO_THROW(cut.validate());
-  EXPECT_EQ(q.describe().substr(0, 22), "b1 hq2 hkv1 nq2 nk3 d2");
-  for (int h = 0; h < q.heads_q; ++h) {
-    const int oh = hks[0] * p.group() + grp[h];  // the query head it was
-    for (int i = 0; i < q.n_q; ++i) {
-      for (int c = 0; c < q.head_dim; ++c) {
-        EXPECT_EQ(cut.q[q.q_at(0, h, i, c)], in.q[p.q_at(1, oh, is[i], cs[c])]);
-        EXPECT_EQ(cut.d_o[q.q_at(0, h, i, c)], in.d_o[p.q_at(1, oh, is[i], cs[c])]);
-      }
-      for (int j = 0; j < q.n_k; ++j) {
-        EXPECT_EQ(cut.bias[q.score_at(0, h, i, j)], in.bias[p.score_at(1, oh, is[i], js[j])]);
-        EXPECT_EQ(cut.mask[q.score_at(0, h, i, j)], in.mask[p.score_at(1, oh, is[i], js[j])]);
+  EXPECT_EQ(q.describe().substr(0, 22), "b2 hq4 hkv2 nq2 nk3 d2");
+  for (int b = 0; b < q.batch; ++b) {
+    for (int h = 0; h < q.heads_q; ++h) {
+      const int oh = hks[h / 2] * p.group() + grp[h % 2];  // the query head it was (two of each group kept)
+      for (int i = 0; i < q.n_q; ++i) {
+        for (int c = 0; c < q.head_dim; ++c) {
+          EXPECT_EQ(cut.q[q.q_at(b, h, i, c)], in.q[p.q_at(bs[b], oh, is[i], cs[c])]);
+          EXPECT_EQ(cut.d_o[q.q_at(b, h, i, c)], in.d_o[p.q_at(bs[b], oh, is[i], cs[c])]);
+        }
+        for (int j = 0; j < q.n_k; ++j) {
+          EXPECT_EQ(cut.bias[q.score_at(b, h, i, j)], in.bias[p.score_at(bs[b], oh, is[i], js[j])]);
+          EXPECT_EQ(cut.mask[q.score_at(b, h, i, j)], in.mask[p.score_at(bs[b], oh, is[i], js[j])]);
+        }
       }
     }
+    for (int hk = 0; hk < q.heads_kv; ++hk)
+      for (int j = 0; j < q.n_k; ++j)
+        for (int c = 0; c < q.head_dim; ++c) {
+          EXPECT_EQ(cut.k[q.kv_at(b, hk, j, c)], in.k[p.kv_at(bs[b], hks[hk], js[j], cs[c])]);
+          EXPECT_EQ(cut.v[q.kv_at(b, hk, j, c)], in.v[p.kv_at(bs[b], hks[hk], js[j], cs[c])]);
+        }
   }
-  for (int j = 0; j < q.n_k; ++j)
-    for (int c = 0; c < q.head_dim; ++c) {
-      EXPECT_EQ(cut.k[q.kv_at(0, 0, j, c)], in.k[p.kv_at(1, 1, js[j], cs[c])]);
-      EXPECT_EQ(cut.v[q.kv_at(0, 0, j, c)], in.v[p.kv_at(1, 1, js[j], cs[c])]);
-    }
   EXPECT_EQ(cut.seed, in.seed);
 }
 

@@ -778,7 +778,7 @@ int run_fuzz(const FuzzOptions& o) {
       md << "## " << key.first << " on " << key.second << (unconfirmed ? " (not confirmed: not a finding)" : "")
          << "\n\n- first seen: " << g.first_seen << " s into the campaign"
          << (g.raw_count > 1 ? " (" + std::to_string(g.raw_count) + " raw cases: one per fuzzing process that met it)" : "")
-         << "\n- minimal " << (best.literal ? "case" : "family") << ": `" << literal << best.family.describe()
+         << "\n- minimal " << (best.literal ? "instance" : "family") << ": `" << literal << best.family.describe()
          << "`\n- why: "
          << message << "\n- minimal case: `" << path << "` (replays with the same verdict: "
          << (!same ? "not run here" : *same ? "yes" : "NO") << ")\n- replay: `" << replay << "`\n\n";
