@@ -610,6 +610,12 @@ std::string write_finding(const std::string& dir, const Case& c) {
   return path;
 }
 
+std::string literal_origin(const Case& c) {
+  if (!c.literal) return "";
+  return std::string(kLiteralInstance) + " [" + c.instance->problem.describe() + "] from instance " +
+         std::to_string(c.instance_index) + " of ";
+}
+
 Case case_from_outcome(const Outcome& o, const Budget& b, const std::string& found_by) {
   Case c;
   c.kernel = o.kernel;
@@ -702,7 +708,7 @@ Outcome replay_with(const Case& c, const Kernel& k) {
   const Property& p = get_property(c.property);
   if (c.literal) {  // the instance is the input (case_from_json: a per-instance property's, never null)
     if (!p.check_literal) throw Error(c.property + " has no check on one literal instance");
-    Outcome o = p.check_literal(k, c.family, *c.instance);
+    Outcome o = p.check_literal(k, c.family, std::make_shared<const Instance>(*c.instance));
     o.instance_index = c.instance_index;  // where it was shrunk from, as the report says
     if (o.status == Status::kFail && o.report.empty()) o.report = failure_report(p, k, o);
     return o;

@@ -77,6 +77,9 @@ Instance instance_from_json(const nlohmann::json& j, const std::string& origin);
 // ---- additions (engineer D): helpers the CLI and the tests share -----------------------------------------
 // Same as above, but may also instantiate a parameterised kernel name ("paper-fixed[beta=4]").
 Outcome replay_case(const Case& c, Registry& r);
+// "literal instance [<its problem>] from instance N of " for a literal case (what replay's line and the fuzz summary
+// put before the family's description), "" for another.
+std::string literal_origin(const Case& c);
 // A case for an outcome found by `check` (or the fuzzer): pins make_instance(o.family, o.instance_index), or the
 // outcome's literal instance (a literal case, version 2), expects o.status, stamps found_at with the current UTC time.
 Case case_from_outcome(const Outcome& o, const Budget& b, const std::string& found_by);

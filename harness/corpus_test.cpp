@@ -378,7 +378,8 @@ TEST_F(Malformed, ALiteralCase) {
   // Its shape is bounded as a family's: 4097 x 4097 scores from a file of 12k values.
   bad = j;
   json& p = bad["instance"]["problem"];
-  p["n_q"] = 4097, p["n_k"] = 4097, p["head_dim"] = 1, p["has_mask"] = false, p["has_bias"] = false, p["causal"] = false;
+  p["n_q"] = 4097, p["n_k"] = 4097, p["head_dim"] = 1;
+  p["has_mask"] = false, p["has_bias"] = false, p["causal"] = false;
   bad["instance"].erase("mask");
   bad["instance"].erase("bias");
   for (const char* t : {"q", "k", "v", "d_o"}) {

@@ -110,7 +110,7 @@ struct Property {
   std::function<Outcome(const Kernel&, const Family&, const Budget&)> check;
   // Per-instance properties: the same check on one literal instance (run_literal, property_util.h; the family gives
   // the tiles). Empty for a statistic over instances.
-  std::function<Outcome(const Kernel&, const Family&, const Instance&)> check_literal;
+  std::function<Outcome(const Kernel&, const Family&, const std::shared_ptr<const Instance>&)> check_literal;
 };
 
 const std::vector<Property>& all_properties();

@@ -66,9 +66,9 @@ Outcome run_instances(const std::string& property, const Kernel& k, const Family
                       const std::function<std::string(int)>& label) {
   const auto t0 = Clock::now();
   Outcome o = make_outcome(property, k, f);
-  if (const std::string& why = skip; !why.empty()) {
+  if (!skip.empty()) {
     o.status = Status::kSkip;
-    o.message = k.name() + ": " + why;
+    o.message = k.name() + ": " + skip;
     return o;
   }
   std::unique_ptr<Kernel> holder;
@@ -124,14 +124,28 @@ Outcome run_per_instance(const std::string& property, const Kernel& k, const Fam
       [](int idx) { return "instance " + std::to_string(idx); });
 }
 
-Outcome run_literal(const std::string& property, const Kernel& k, const Family& f, const Instance& in,
-                    bool need_backward, const InstanceCheck& one) {
-  auto shared = std::make_shared<const Instance>(in);
+Outcome run_literal(const std::string& property, const Kernel& k, const Family& f,
+                    const std::shared_ptr<const Instance>& in, bool need_backward, const InstanceCheck& one) {
   Outcome o = run_instances(
-      property, k, f, k.caps().unsupported_reason(in.problem, need_backward), 1, 0, one,
-      [&shared](int) { return shared; }, [](int) { return std::string(kLiteralInstance); });
-  o.literal = shared;
+      property, k, f, k.caps().unsupported_reason(in->problem, need_backward), 1, 0, one,
+      [&in](int) { return in; }, [](int) { return std::string(kLiteralInstance); });
+  o.literal = in;
   return o;
+}
+
+Property per_instance_property(const std::string& name, const std::string& sentence, bool needs_backward,
+                               InstanceCheck one) {
+  Property p;
+  p.name = name;
+  p.sentence = sentence;
+  p.needs_backward = needs_backward;
+  p.check = [name, one](const Kernel& k, const Family& f, const Budget& b) {
+    return run_per_instance(name, k, f, b, false, one);
+  };
+  p.check_literal = [name, one](const Kernel& k, const Family& f, const std::shared_ptr<const Instance>& in) {
+    return run_literal(name, k, f, in, false, one);
+  };
+  return p;
 }
 
 namespace {

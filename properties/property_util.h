@@ -116,8 +116,12 @@ Outcome run_per_instance(const std::string& property, const Kernel& k, const Fam
 // The same check on one given instance, a literal one (shrink.h: shrinking edits the failing instance itself, its
 // problem too): a failure reads "literal instance: <why>", and the outcome's `literal` holds the instance. The family
 // gives the tiles and the case's provenance (the instance it was shrunk from), not the shape or the values.
-Outcome run_literal(const std::string& property, const Kernel& k, const Family& f, const Instance& in,
-                    bool need_backward, const InstanceCheck& one);
+Outcome run_literal(const std::string& property, const Kernel& k, const Family& f,
+                    const std::shared_ptr<const Instance>& in, bool need_backward, const InstanceCheck& one);
+// A per-instance property: `check` runs `one` on the family's instances (run_per_instance), `check_literal` on one
+// literal instance (run_literal). props_basic.cpp's and props_invariance.cpp's properties are made by it.
+Property per_instance_property(const std::string& name, const std::string& sentence, bool needs_backward,
+                               InstanceCheck one);
 
 // The envelope's numerator/denominator mismatch γ_hi/(1 − γ_lo) (above; O takes twice it, LSE once) for n_k keys in
 // key tiles of tile_k (<= 0: 16): always finite.

@@ -413,7 +413,7 @@ Property gpu_matches_cpu_model() {
       return run_per_instance("gpu_matches_cpu_model", k, f, b, false, check_gpu_matches_cpu_model);
     return no_twin(k, f);
   };
-  p.check_literal = [no_twin](const Kernel& k, const Family& f, const Instance& in) {
+  p.check_literal = [no_twin](const Kernel& k, const Family& f, const std::shared_ptr<const Instance>& in) {
     if (k.cpu_twin().kernel) return run_literal("gpu_matches_cpu_model", k, f, in, false, check_gpu_matches_cpu_model);
     return no_twin(k, f);
   };

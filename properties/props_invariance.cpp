@@ -412,16 +412,7 @@ std::string check_causal_prefix(const Kernel& k, const Instance& in, const Famil
 }
 
 Property invariance(const std::string& name, const std::string& sentence, InstanceCheck fn) {
-  Property p;
-  p.name = name;
-  p.sentence = sentence;
-  p.check = [name, fn](const Kernel& k, const Family& f, const Budget& b) {
-    return run_per_instance(name, k, f, b, false, fn);
-  };
-  p.check_literal = [name, fn](const Kernel& k, const Family& f, const Instance& in) {
-    return run_literal(name, k, f, in, false, fn);
-  };
-  return p;
+  return per_instance_property(name, sentence, false, std::move(fn));
 }
 
 }  // namespace

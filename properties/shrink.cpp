@@ -113,6 +113,15 @@ std::vector<double> simpler_values(double x, Format f) {
 
 }  // namespace
 
+namespace {
+// The query head of `in` that a cut's query head h was: the cut keeps kv heads `hks`, each with the query heads
+// `in_group` of its group (of g_old).
+int cut_query_head(const std::vector<int>& hks, const std::vector<int>& in_group, int g_old, int h) {
+  const int g_new = int(in_group.size());
+  return hks[h / g_new] * g_old + in_group[h % g_new];
+}
+}  // namespace
+
 Instance sub_instance(const Instance& in, const std::vector<int>& bs, const std::vector<int>& hks,
                       const std::vector<int>& in_group, const std::vector<int>& is, const std::vector<int>& js,
                       const std::vector<int>& cs) {
@@ -127,8 +136,7 @@ Instance sub_instance(const Instance& in, const std::vector<int>& bs, const std:
   q.n_q = int(is.size());
   q.n_k = int(js.size());
   q.head_dim = int(cs.size());
-  const int g_new = int(in_group.size()), g_old = p.group();
-  auto q_head = [&](int h) { return hks[h / g_new] * g_old + in_group[h % g_new]; };  // the old query head of new h
+  const auto q_head = [&](int h) { return cut_query_head(hks, in_group, p.group(), h); };
   auto rows = [&](const std::vector<double>& t, bool kv) {
     std::vector<double> r;
     if (t.empty()) return r;
@@ -162,8 +170,6 @@ Instance sub_instance(const Instance& in, const std::vector<int>& bs, const std:
 bool keeps_rows_seeing(const Instance& in, const Instance& cut, const std::vector<int>& bs,
                        const std::vector<int>& hks, const std::vector<int>& in_group, const std::vector<int>& is) {
   if (!in.problem.causal && !in.problem.has_mask) return true;
-  const Problem& p = in.problem;
-  const int g_new = int(in_group.size()), g_old = p.group();
   const auto sees = [](const Instance& x, int b, int h, int i) {
     for (int j = 0; j < x.problem.n_k; ++j)
       if (x.visible(b, h, i, j)) return true;
@@ -172,7 +178,7 @@ bool keeps_rows_seeing(const Instance& in, const Instance& cut, const std::vecto
   for (int b = 0; b < cut.problem.batch; ++b)
     for (int h = 0; h < cut.problem.heads_q; ++h)
       for (int i = 0; i < cut.problem.n_q; ++i)
-        if (sees(cut, b, h, i) != sees(in, bs[b], hks[h / g_new] * g_old + in_group[h % g_new], is[i]))
+        if (sees(cut, b, h, i) != sees(in, bs[b], cut_query_head(hks, in_group, in.problem.group(), h), is[i]))
           return false;
   return true;
 }
@@ -310,15 +316,15 @@ int shrink_literal(const Property& p, const Kernel& k, const Outcome& failing, O
   const auto out_of_time = [&] { return seconds_since(t0) >= opt.max_seconds || stop_requested(); };
   const Outcome before = best;
   int steps = 0;
-  auto fails = [&](const Instance& cand) -> bool {  // the same failure on cand (then `best` takes it)
+  // The same failure on cand (then `best` takes it, and holds cand as its literal).
+  auto fails = [&](std::shared_ptr<const Instance> cand) -> bool {
     Outcome o;
     try {
-      o = p.check_literal(k, best.family, cand);
+      o = p.check_literal(k, best.family, cand);  // (its outcome's family is best.family)
     } catch (const std::exception&) {
       return false;  // a candidate the kernel cannot run (an error, a fault, out of memory) is not simpler
     }
     if (o.status != Status::kFail || !same_failure(p, failing, o)) return false;
-    o.family = best.family;
     o.instance_index = best.instance_index;
     o.instances_run = best.instances_run;  // the family's check drew these (a time budget's case pins them)
     o.seconds = best.seconds;
@@ -332,7 +338,7 @@ int shrink_literal(const Property& p, const Kernel& k, const Outcome& failing, O
   const std::string kind = failure_kind(failing.message);
   if (k.caps().backward && kind != "O" && kind != "LSE") tensors.push_back(&Instance::d_o);
   try {
-    if (out_of_time() || !fails(make_instance(best.family, best.instance_index))) return 0;  // unless stopped: fails
+    if (out_of_time() || !fails(make_instance_shared(best.family, best.instance_index))) return 0;  // (it fails)
     // Smaller first, then simpler values; a value made simpler can let a row, key or column go (a column that is 0
     // in Q and K), so the two alternate until neither changes anything.
     for (bool changed = true; changed && more();) {
@@ -342,8 +348,8 @@ int shrink_literal(const Property& p, const Kernel& k, const Outcome& failing, O
         const std::shared_ptr<const Instance> now = best.literal;  // (fails() replaces best.literal)
         for (const Cut& c : literal_cuts(now->problem)) {
           if (out_of_time()) break;
-          const Instance cut = sub_instance(*now, c.bs, c.hks, c.in_group, c.is, c.js, c.cs);
-          if (keeps_rows_seeing(*now, cut, c.bs, c.hks, c.in_group, c.is) && fails(cut)) {
+          auto cut = std::make_shared<const Instance>(sub_instance(*now, c.bs, c.hks, c.in_group, c.is, c.js, c.cs));
+          if (keeps_rows_seeing(*now, *cut, c.bs, c.hks, c.in_group, c.is) && fails(cut)) {
             ++steps, progress = changed = true;
             break;
           }
@@ -355,9 +361,9 @@ int shrink_literal(const Property& p, const Kernel& k, const Outcome& failing, O
         for (std::size_t e = 0; e < ((*best.literal).*tensor).size() && more(); ++e) {
           for (double v : simpler_values(((*best.literal).*tensor)[e], f)) {
             if (out_of_time()) break;
-            Instance cand = *best.literal;
-            (cand.*tensor)[e] = v;
-            if (fails(cand)) {
+            auto cand = std::make_shared<Instance>(*best.literal);
+            ((*cand).*tensor)[e] = v;
+            if (fails(std::move(cand))) {
               ++steps, changed = true;
               break;
             }

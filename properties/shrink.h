@@ -10,8 +10,8 @@
 // Then, for a per-instance property (not a statistic over instances, not a kernel fault), the literal phase: the
 // failing instance itself, made smaller (one batch, kv head or query head of a group; then rows, keys and head-dim
 // columns dropped one at a time) and simpler (each value of Q, K, V, the bias and dO, dO only where the failure is a
-// gradient's, to 0, the nearest power of two, 2 or 4 significant bits), while the same failure holds (Property::check_literal), the two in turn until neither
-// changes anything. The outcome's `literal` is then the case: a generator stops where its parameters do (fa2's dK on
+// gradient's, to 0, the nearest power of two, 2 or 4 significant bits), while the same failure holds
+// (Property::check_literal), the two in turn until neither changes anything. The outcome's `literal` is then the case: a generator stops where its parameters do (fa2's dK on
 // tied_max stayed at 8x16 d16 with two heads), an instance does not. Within the same max_seconds.
 // Run the tests: ctest -R shrink_test
 #pragma once

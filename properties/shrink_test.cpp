@@ -185,7 +185,7 @@ TEST(Shrink, ALiteralInstanceShrinksPastTheFamily) {
       << "Q and K: the scores are one value, tied";
   // The family is where it came from; the literal fails on its own, as the case file replays it.
   EXPECT_NO_THROW(make_instance(o.family, o.instance_index));
-  const Outcome again = p.check_literal(k, o.family, *o.literal);
+  const Outcome again = p.check_literal(k, o.family, o.literal);
   EXPECT_EQ(again.status, Status::kFail);
   EXPECT_EQ(again.message, o.message);
   EXPECT_NE(o.report.find(std::string(kLiteralInstance) + " (from instance " + std::to_string(o.instance_index)),

@@ -354,12 +354,8 @@ int run_replay(const ReplayOptions& opt) {
       // The path is the user's; kernel, property and family are text already (load_case refuses anything else).
       std::cout << (same ? "ok    " : "DIFFER") << " " << printable(path) << ": " << c.kernel
                 << (other_kernel ? " (the case's kernel: " + found_on + ")" : std::string()) << " / " << c.property
-                << " / "
-                << (c.literal ? std::string(kLiteralInstance) + " [" + c.instance->problem.describe() + "] from instance " +
-                                    std::to_string(c.instance_index) + " of "
-                              : std::string())
-                << c.family.describe() << ": expected " << status_name(c.expected) << ", got "
-                << status_name(o.status) << "\n";
+                << " / " << literal_origin(c) << c.family.describe() << ": expected " << status_name(c.expected)
+                << ", got " << status_name(o.status) << "\n";
       if (other_kernel) {  // parameters the case's kernel had and this one has not (or the reverse)
         const auto bracket = [](const std::string& n) { return n.find('[') == std::string::npos ? "" : n.substr(n.find('[')); };
         if (bracket(found_on) != bracket(c.kernel))

@@ -763,11 +763,6 @@ int run_fuzz(const FuzzOptions& o) {
                                                : replay_command(path);
       f["minimal_case"] = path;
       f["family"] = best.family.describe();
-      // A literal case's input is its instance (version 2): its shape, and the family it was shrunk from above.
-      const std::string literal = best.literal ? kLiteralInstance + std::string(" [") +
-                                                     best.instance->problem.describe() + "] from instance " +
-                                                     std::to_string(best.instance_index) + " of "
-                                               : "";
       f["literal"] = best.literal ? nlohmann::json(best.instance->problem.describe()) : nlohmann::json(nullptr);
       f["message"] = message;
       f["replay"] = replay;
@@ -778,8 +773,8 @@ int run_fuzz(const FuzzOptions& o) {
       md << "## " << key.first << " on " << key.second << (unconfirmed ? " (not confirmed: not a finding)" : "")
          << "\n\n- first seen: " << g.first_seen << " s into the campaign"
          << (g.raw_count > 1 ? " (" + std::to_string(g.raw_count) + " raw cases: one per fuzzing process that met it)" : "")
-         << "\n- minimal " << (best.literal ? "instance" : "family") << ": `" << literal << best.family.describe()
-         << "`\n- why: "
+         << "\n- minimal " << (best.literal ? "instance" : "family") << ": `" << literal_origin(best)
+         << best.family.describe() << "`\n- why: "
          << message << "\n- minimal case: `" << path << "` (replays with the same verdict: "
          << (!same ? "not run here" : *same ? "yes" : "NO") << ")\n- replay: `" << replay << "`\n\n";
       if (!report_text.empty()) md << "```\n" << report_text << (report_text.back() == '\n' ? "" : "\n") << "```\n\n";
