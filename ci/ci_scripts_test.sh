@@ -218,12 +218,19 @@ r="$tmp/gpu-stale/gpu_report.md"
 slow="$tmp/slow-build"
 cp -r "$fake" "$slow"
 printf '#!/bin/sh\necho $$ >"%s"\nexec sleep 60\n' "$tmp/slow.pid" >"$slow/kernels/cuda/cuda_kernels_test"
-rc=0
+# The job is sent SIGTERM (what `timeout` sends) once the stand-in test has started: a fixed `timeout 3` failed once
+# under ctest -j2's load, when the job had not reached the test by then (session 43; not reproduced).
 ATTNCHECK_GPU_SKIP_BUILD=1 ATTNCHECK_GPU_BUILD="$slow" ATTNCHECK_GPU_OUT="$tmp/gpu-slow" ATTNCHECK_GPU_NO_SANITIZER=1 \
-  ATTNCHECK_GPU_NO_BENCH=1 timeout 3 bash "$ci/gpu.sh" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  ATTNCHECK_GPU_NO_BENCH=1 bash "$ci/gpu.sh" >"$tmp/out" 2>"$tmp/err" &
+job=$! rc=0
+for _ in $(seq 300); do [ -s "$tmp/slow.pid" ] && break; sleep 0.1; done
+[ -s "$tmp/slow.pid" ] || fail "gpu.sh with a slow stand-in test: the test did not start within 30 s"
+kill -TERM "$job"
+rc=0
+wait "$job" || rc=$?
 r="$tmp/gpu-slow/gpu_report.md"
-{ [ $rc = 124 ] && tail -1 "$r" | grep -qx '## Job status: stopped after [0-9]* s, before its last step (killed?)'; } ||
-  fail "gpu.sh killed while a test ran: want 'Job status: stopped ...' last ($(tail -3 "$r" | tr '\n' ' '))"
+{ [ $rc = 143 ] && tail -1 "$r" | grep -qx '## Job status: stopped after [0-9]* s, before its last step (killed?)'; } ||
+  fail "gpu.sh killed while a test ran: want 143 and 'Job status: stopped ...' last, got $rc ($(tail -3 "$r" | tr '\n' ' '))"
 # ... and the test it was running is stopped with it (it ran on, in its timeout's process group, for its 60 s).
 for _ in $(seq 25); do kill -0 "$(cat "$tmp/slow.pid")" 2>/dev/null || break; sleep 0.2; done
 if kill -0 "$(cat "$tmp/slow.pid")" 2>/dev/null; then
