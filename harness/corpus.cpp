@@ -228,9 +228,11 @@ Case case_from_json(const json& j, const std::string& origin) {
   // The family's shape decides the memory and the time whether or not an instance is pinned (a pinned instance
   // bounds Q, K and V through the file's size, not the n_q·n_k scores: a 2 MB case at n_q = n_k = 40000 took 12 GB
   // before bad_alloc), and Problem::validate allows 2^31 elements per tensor (the corpus's largest family: 512 scores).
-  if (!within_case_limits(c.family.problem))
-    (top / "family").fail("shape " + c.family.problem.describe() + " is larger than a case file may ask for (" +
-                          kCaseLimits + ")");
+  const auto bound_shape = [](const Problem& shape, const auto& at) {  // the family's, and a literal instance's
+    if (!within_case_limits(shape))
+      at.fail("shape " + shape.describe() + " is larger than a case file may ask for (" + kCaseLimits + ")");
+  };
+  bound_shape(c.family.problem, top / "family");
   const json& inst = json_fields::field(j, "instance", top);
   if (c.literal && inst.is_null()) (top / "instance").fail("is null in a literal case (the instance is its input)");
   if (!inst.is_null()) {
@@ -242,9 +244,7 @@ Case case_from_json(const json& j, const std::string& origin) {
     if (c.literal) {
       // Its dO is read as given (a version 1 case's optional d_o is regenerated; causal_prefix writes into it).
       if (c.instance->d_o.empty()) (top / "instance").fail("has no d_o: a literal case's instance needs every tensor");
-      if (!within_case_limits(b))
-        (top / "instance").fail("shape " + b.describe() + " is larger than a case file may ask for (" + kCaseLimits +
-                                ")");
+      bound_shape(b, top / "instance");
     } else if (a.batch != b.batch || a.heads_q != b.heads_q || a.heads_kv != b.heads_kv || a.n_q != b.n_q ||
                a.n_k != b.n_k || a.head_dim != b.head_dim) {
       (top / "family").fail("shape " + a.describe() + " differs from the pinned instance's " + b.describe());

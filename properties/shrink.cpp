@@ -104,16 +104,11 @@ std::vector<double> simpler_values(double x, Format f) {
   };
   add(0.0);
   add(std::copysign(std::exp2(std::round(std::log2(std::fabs(x)))), x));
-  for (int bits : {2, 4}) {
-    const int e = std::ilogb(x);
-    add(std::ldexp(std::round(std::ldexp(x, bits - 1 - e)), e - (bits - 1)));
-  }
+  const int e = std::ilogb(x);
+  for (int bits : {2, 4}) add(std::ldexp(std::round(std::ldexp(x, bits - 1 - e)), e - (bits - 1)));
   return out;
 }
 
-}  // namespace
-
-namespace {
 // The query head of `in` that a cut's query head h was: the cut keeps kv heads `hks`, each with the query heads
 // `in_group` of its group (of g_old).
 int cut_query_head(const std::vector<int>& hks, const std::vector<int>& in_group, int g_old, int h) {

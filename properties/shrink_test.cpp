@@ -289,6 +289,37 @@ TEST(Shrink, ALiteralCutLeavesNoRowSeeingNothing) {
   EXPECT_TRUE(keeps(m, {0}, {2}));
 }
 
+// ... and shrink_failure passes such a cut over even where the failure holds on it: a kernel whose O is off on query
+// row 0 of any masked problem, on a sliding window of one key (row i sees key i alone). With the family phase off, the
+// literal phase keeps row 0 and then drops keys; dropping key 0 first would leave row 0 seeing nothing (O 1 against an
+// exact 0, the same O failure), a case about an empty row the kernel's defect has nothing to do with. It ends on row
+// 0 and the key it sees.
+TEST(Shrink, TheLiteralPhaseKeepsEveryRowSeeing) {
+  auto k = testing::make_kernel("row0_off_when_masked", [](const Instance& in) {
+    ForwardOutput o = testing::rounded_reference(in);
+    const Problem& p = in.problem;
+    if (p.has_mask)
+      for (int b = 0; b < p.batch; ++b)
+        for (int h = 0; h < p.heads_q; ++h)
+          for (int c = 0; c < p.head_dim; ++c) o.o[p.q_at(b, h, 0, c)] += 1;
+    return o;
+  });
+  const Property& p = get_property("accurate");
+  Family f = default_family("normal");
+  f.params["mask"] = 2, f.params["window"] = 1;
+  const Outcome first = p.check(*k, f, Budget{});
+  ASSERT_EQ(first.status, Status::kFail) << first.message;
+  ShrinkOptions opt;
+  opt.max_steps = 0;  // the family phase takes no step: the literal phase starts from the family's instance
+  const Outcome o = shrink_failure(p, *k, Budget{}, first, opt);
+  ASSERT_EQ(o.status, Status::kFail) << o.message;
+  ASSERT_NE(o.literal, nullptr) << o.message;
+  const Instance& in = *o.literal;
+  EXPECT_EQ(in.problem.n_q, 1) << in.problem.describe();
+  EXPECT_EQ(in.problem.n_k, 1) << in.problem.describe();
+  EXPECT_TRUE(in.visible(0, 0, 0, 0)) << "the literal's one row sees no key: " << in.problem.describe();
+}
+
 // `unbiased` shrinks only to families whose per-instance means still vary (sd > 0): paper-fixed on
 // tied_max_negative reached quant = 0, n_k = 2, every instance the same, sd 0 and z −1e308 without it (mutation
 // probe): one deterministic error, not a bias across instances.
