@@ -121,6 +121,11 @@ TEST(Shrink, ACandidateThatRunsOutOfMemoryIsPassedOverAndTheFailureKept) {
   ASSERT_EQ(o.status, Status::kFail) << o.message;
   EXPECT_EQ(o.family.problem.n_k, n_k);
   EXPECT_EQ(o.family.problem.n_q, n_q);
+  // ... in the literal phase too: its cuts of keys and queries throw alike, and the values still go simpler.
+  ASSERT_NE(o.literal, nullptr) << o.message;
+  EXPECT_EQ(o.literal->problem.n_k, n_k);
+  EXPECT_EQ(o.literal->problem.n_q, n_q);
+  EXPECT_EQ(std::count(o.literal->q.begin(), o.literal->q.end(), 0.0), long(o.literal->q.size()));
   EXPECT_NE(o.message.find("O(b0,h0,i0,c0)"), std::string::npos) << o.message;
   EXPECT_NE(o.report.find("0x"), std::string::npos) << "the inputs, as for any failure";
 }
