@@ -1032,6 +1032,37 @@ TEST_F(Cli, FuzzPassesItsPropertiesToTheTarget) {
   EXPECT_FALSE(fs::exists(got)) << "the fuzzer ran";
 }
 
+// A raw finding whose failure shrinks past its family is summarised as a minimal instance: the summary's JSON names the
+// literal's shape, its markdown says "minimal instance" with the literal's origin, and the case written is a literal
+// (version 2) that replays with the same verdict. paper's constant_v failure on the constant_v family shrinks to one
+// query and two keys.
+TEST_F(Cli, FuzzSummarisesALiteralFindingAsAMinimalInstance) {
+  Case c;
+  c.kernel = "paper";
+  c.property = "constant_v";
+  c.family = default_family("constant_v");
+  c.budget.instances = 1;
+  c.expected = get_property(c.property).check(default_registry().get(c.kernel), c.family, c.budget).status;
+  ASSERT_EQ(c.expected, Status::kFail);
+  c.found_by = "fuzz";
+  c.found_at = utc_now_iso8601();
+  const std::string raw = file("raw-constant_v.json", case_to_json(c).dump(1));
+  const CmdResult r = fuzz(script("finds.sh", "cp '" + raw + "' \"${prefix}case-1.json\""), "lit");
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  const json summary = json::parse(slurp(dir_ / "lit" / "fuzz-paper-summary.json"));
+  ASSERT_EQ(summary["findings"].size(), 1u) << summary.dump(1);
+  const json& f = summary["findings"][0];
+  ASSERT_TRUE(f["literal"].is_string()) << f.dump(1);
+  EXPECT_EQ(f["literal"].get<std::string>().rfind("b1 hq1 hkv1 nq1 ", 0), 0u) << f.dump(1);
+  EXPECT_EQ(f["replays_same_verdict"], true) << f.dump(1);
+  const std::string md = slurp(dir_ / "lit" / "fuzz-paper-summary.md");
+  EXPECT_NE(md.find("- minimal instance: `" + std::string(kLiteralInstance)), std::string::npos) << md;
+  const Case minimal = load_case(f["minimal_case"].get<std::string>());
+  EXPECT_TRUE(minimal.literal);
+  ASSERT_TRUE(minimal.instance.has_value());
+  EXPECT_EQ(minimal.instance->problem.describe(), f["literal"].get<std::string>());
+}
+
 // `attncheck fuzz` with stand-in fuzzers (shell scripts that answer -help=1 as libFuzzer does): a crash's artifact is
 // a finding (exit 1, listed in the summary); a fuzzer that dies leaving nothing is exit 2, never "no finding" (it was
 // exit 0); raw cases an earlier campaign left in the folder are not this campaign's findings; and the fuzzer's path
