@@ -226,7 +226,6 @@ job=$! rc=0
 for _ in $(seq 300); do [ -s "$tmp/slow.pid" ] && break; sleep 0.1; done
 [ -s "$tmp/slow.pid" ] || fail "gpu.sh with a slow stand-in test: the test did not start within 30 s"
 kill -TERM "$job"
-rc=0
 wait "$job" || rc=$?
 r="$tmp/gpu-slow/gpu_report.md"
 { [ $rc = 143 ] && tail -1 "$r" | grep -qx '## Job status: stopped after [0-9]* s, before its last step (killed?)'; } ||
