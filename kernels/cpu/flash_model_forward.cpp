@@ -156,20 +156,21 @@ ForwardOutput forward_pass(const NumericsSpec& spec, Fm fm, const Instance& in, 
                 }
               }
             }
-            // step 4: block row sum of p̄ (p_fmt values) in fp32, rounded, clamped (paper: >= 1e-10).
-            float block_sum = 0.0f;
-            for (int j = 0; j < keys; ++j) block_sum = block_sum + pbar[j];
-            block_sum = round_float(block_sum, f.block_sum);
-            if (block_sum < c.sum_min) {
-              block_sum = c.sum_min;
-              if (trace) ++trace->clamped_sums;
-            }
+            // step 4: block row sum of p̄ (p_fmt values) in fp32, rounded, clamped (paper: >= 1e-10); a clamp is
+            // counted in `clamps` when given.
+            const auto block_row_sum = [&](const float* w, std::uint64_t* clamps) {
+              float sum = 0.0f;
+              for (int j = 0; j < keys; ++j) sum = sum + w[j];
+              sum = round_float(sum, f.block_sum);
+              if (sum < c.sum_min) {
+                sum = c.sum_min;
+                if (clamps) ++*clamps;
+              }
+              return sum;
+            };
+            const float block_sum = block_row_sum(pbar.data(), trace ? &trace->clamped_sums : nullptr);
             // (normalise_by_pv_sum) the same block sum over the weights step 5 multiplies.
-            float block_sum_pv = 0.0f;
-            if (spec.normalise_by_pv_sum) {
-              for (int j = 0; j < keys; ++j) block_sum_pv = block_sum_pv + pvp[j];
-              block_sum_pv = std::max(round_float(block_sum_pv, f.block_sum), c.sum_min);
-            }
+            const float block_sum_pv = spec.normalise_by_pv_sum ? block_row_sum(pvp, nullptr) : 0.0f;
             // step 5: block output Σ_j round(p̄_j, pv_in_fmt)·v_j in fp32 (key order), rounded.
             std::fill(block_out.begin(), block_out.end(), 0.0f);
             model_detail::add_weighted_rows(pvp, v_slice + std::size_t(k0) * dw, keys, dw, block_out.data());
