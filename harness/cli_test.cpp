@@ -1035,7 +1035,7 @@ TEST_F(Cli, FuzzPassesItsPropertiesToTheTarget) {
 // A raw finding whose failure shrinks past its family is summarised as a minimal instance: the summary's JSON names the
 // literal's shape, its markdown says "minimal instance" with the literal's origin, and the case written is a literal
 // (version 2) that replays with the same verdict. paper's constant_v failure on the constant_v family shrinks to one
-// query and two keys.
+// query (and 3 keys, d 1, at the campaign's budget).
 TEST_F(Cli, FuzzSummarisesALiteralFindingAsAMinimalInstance) {
   Case c;
   c.kernel = "paper";
