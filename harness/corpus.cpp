@@ -706,24 +706,24 @@ bool param_acts(const Family& f, const std::string& key) {
 namespace {
 Outcome replay_with(const Case& c, const Kernel& k) {
   const Property& p = get_property(c.property);
+  Outcome o;
   if (c.literal) {  // the instance is the input (case_from_json: a per-instance property's, never null)
     if (!p.check_literal) throw Error(c.property + " has no check on one literal instance");
-    Outcome o = p.check_literal(k, c.family, std::make_shared<const Instance>(*c.instance));
+    o = p.check_literal(k, c.family, std::make_shared<const Instance>(*c.instance));
     o.instance_index = c.instance_index;  // where it was shrunk from, as the report says
-    if (o.status == Status::kFail && o.report.empty()) o.report = failure_report(p, k, o);
-    return o;
+  } else {
+    if (c.instance) {
+      const Instance now = make_instance(c.family, c.instance_index);
+      const std::string diff = instance_difference(*c.instance, now);
+      if (!diff.empty())
+        throw Error("generator drift: make_instance(" + c.family.generator + " family, " +
+                    std::to_string(c.instance_index) + ") no longer gives the pinned instance: " + diff +
+                    " (the input is made from `family`; `instance` only checks it: a generator change moved it, or "
+                    "the file's instance was edited. Re-pin after a generator change; to change the input, edit the "
+                    "family or set instance to null)");
+    }
+    o = p.check(k, c.family, c.budget);  // the family is already minimal: no shrinking
   }
-  if (c.instance) {
-    const Instance now = make_instance(c.family, c.instance_index);
-    const std::string diff = instance_difference(*c.instance, now);
-    if (!diff.empty())
-      throw Error("generator drift: make_instance(" + c.family.generator + " family, " + std::to_string(c.instance_index) +
-                  ") no longer gives the pinned instance: " + diff +
-                  " (the input is made from `family`; `instance` only checks it: a generator change moved it, or the "
-                  "file's instance was edited. Re-pin after a generator change; to change the input, edit the family "
-                  "or set instance to null)");
-  }
-  Outcome o = p.check(k, c.family, c.budget);  // the family is already minimal: no shrinking
   if (o.status == Status::kFail && o.report.empty()) o.report = failure_report(p, k, o);
   return o;
 }

@@ -22,8 +22,8 @@ namespace attncheck {
 
 // The newest case file version: 2 is a literal case (`literal`: its pinned instance is the input, shrunk past what the
 // family makes; shrink.h). Every other case is written as version 1, and both are read.
-constexpr int kCorpusVersion = 2;
 constexpr int kLiteralCaseVersion = 2;
+constexpr int kCorpusVersion = kLiteralCaseVersion;
 // The largest family a case file without a pinned instance may ask for, and `check --family G[...]` may set: at most
 // 2^24 scores and 2^24 elements of each of Q, K and V per instance (a forged 46340^3 asked for tens of GB; the
 // suites' and the fuzz decoder's families are far below it).

@@ -316,27 +316,26 @@ std::string check_deterministic(const Kernel& k, const Instance& in, const Famil
   return "";
 }
 
-Property per_instance(const std::string& name, const std::string& sentence, bool bwd, InstanceCheck fn) {
-  return per_instance_property(name, sentence, bwd, std::move(fn));
-}
-
 }  // namespace
 
 std::vector<Property> basic_properties() {
   return {
-      per_instance("accurate",
-                   "O and LSE (and dQ, dK, dV with a backward pass) err at most 2x the plain bf16 attention's error "
-                   "plus an fp32 noise floor, or one ulp of their format per element (dQ, dK: or the fp32 noise of "
-                   "dP − δ where they cancel); ±inf only where it rounds the exact value",
-                   false, check_accurate),
-      per_instance("finite", "Finite inputs give finite outputs unless the exact result overflows", false,
-                   check_finite),
-      per_instance("constant_v", "V = c·1 gives O = c exactly", false, check_constant_v),
-      per_instance("within_v_range",
-                   "Every output lies in the range of the attended V values (plus the derived rounding slack)", false,
-                   check_within_v_range),
-      per_instance("masked_row", "A fully masked row gives O = 0 and LSE = -inf", false, check_masked_row),
-      per_instance("deterministic", "The same input gives the same output bits", false, check_deterministic),
+      per_instance_property("accurate",
+                            "O and LSE (and dQ, dK, dV with a backward pass) err at most 2x the plain bf16 "
+                            "attention's error plus an fp32 noise floor, or one ulp of their format per element (dQ, "
+                            "dK: or the fp32 noise of dP − δ where they cancel); ±inf only where it rounds the exact "
+                            "value",
+                            false, check_accurate),
+      per_instance_property("finite", "Finite inputs give finite outputs unless the exact result overflows", false,
+                            check_finite),
+      per_instance_property("constant_v", "V = c·1 gives O = c exactly", false, check_constant_v),
+      per_instance_property("within_v_range",
+                            "Every output lies in the range of the attended V values (plus the derived rounding "
+                            "slack)",
+                            false, check_within_v_range),
+      per_instance_property("masked_row", "A fully masked row gives O = 0 and LSE = -inf", false, check_masked_row),
+      per_instance_property("deterministic", "The same input gives the same output bits", false,
+                            check_deterministic),
       gpu_matches_cpu_model(),
   };
 }

@@ -367,8 +367,6 @@ int shrink_literal(const Property& p, const Kernel& k, const Outcome& failing, O
       }
     }
   } catch (const std::bad_alloc&) {  // a copy this phase made: `best` is the last failure checked, kept as it is
-    if (steps == 0) best = before;
-    return steps;
   }
   if (steps == 0) best = before;  // nothing simpler: the family's instance stays the case
   return steps;
