@@ -699,6 +699,32 @@ TEST(SummaryTable, SaysWhichPassesATimeBudgetCutShort) {
   EXPECT_EQ(summary_table(r).find("cut short"), std::string::npos) << summary_table(r);
 }
 
+// A pass whose invariance compared O elements on an envelope as wide as V's range (stats "range_only") is said below
+// the table, the most elements first; a failure with the stat and a pass without it say nothing.
+TEST(SummaryTable, SaysWhichPassesComparedOnlyWithinVsRange) {
+  RunReport r;
+  r.kernels = {"fa2", "cuda:cudnn"};
+  const auto add = [&r](const std::string& kernel, const std::string& label, Status status, int range_only) {
+    RunEntry e;
+    e.outcome.kernel = kernel;
+    e.outcome.property = "key_permutation";
+    e.outcome.status = status;
+    e.outcome.stats = nlohmann::json::object();
+    if (range_only) e.outcome.stats["range_only"] = range_only;
+    e.label = label;
+    r.entries.push_back(e);
+  };
+  add("fa2", "long_rows", Status::kPass, 0);
+  add("cuda:cudnn", "tails", Status::kFail, 7);
+  EXPECT_EQ(summary_table(r).find("V's range"), std::string::npos) << summary_table(r);
+  add("cuda:cudnn", "long_rows", Status::kPass, 4096);
+  add("cuda:cudnn", "gqa", Status::kPass, 12);
+  const std::string t = summary_table(r);
+  EXPECT_NE(t.find("2 passes compared O elements on an envelope as wide as the attended V's range, where they bound "
+                   "only what within_v_range bounds (most: 4096 elements, key_permutation on long_rows (cuda:cudnn))"),
+            std::string::npos) << t;
+}
+
 TEST(BiasTable, OneRowPerSuiteEntryOneColumnPerKernel) {
   RunReport r = sample_report();
   r.entries[0].outcome.stats = {{"tensor", "O"}, {"mean_ulp", 0.24}, {"z", 7.7}};

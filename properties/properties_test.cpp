@@ -1148,6 +1148,30 @@ TEST(Honesty, TheGenericEnvelopeBoundsLongRows) {
   EXPECT_GT(v.stats.value("spec", 0), 0) << v.stats.dump();
 }
 
+// Where the generic envelope reaches past V's range (n_k = 1024 above), the passes say so: stats "range_only" counts
+// the O elements compared on nothing but V's range, for a kernel that declares no numerics (oracle); fa2 declares its
+// own and is held to it there (none); at 64 keys the generic envelope is narrower than V's range (none).
+TEST(Honesty, InvariancesCountTheElementsTheirEnvelopeJudgesOnlyByVsRange) {
+  Family f = default_family("normal");
+  f.problem.n_q = 4, f.problem.n_k = 1024;
+  const Budget b{2, 0};
+  const int elements = f.problem.batch * f.problem.heads_q * f.problem.n_q * f.problem.head_dim;
+  for (const char* name : {"key_permutation", "logit_shift"}) {
+    const Outcome generic = get_property(name).check(default_registry().get("oracle"), f, b);
+    EXPECT_EQ(generic.status, Status::kPass) << name << ": " << generic.message;
+    EXPECT_EQ(generic.stats.value("range_only", 0), elements) << name << ": " << generic.stats.dump();
+    const Outcome own = get_property(name).check(default_registry().get("fa2"), f, b);
+    EXPECT_EQ(own.status, Status::kPass) << name << ": " << own.message;
+    EXPECT_FALSE(own.stats.contains("range_only")) << name << ": " << own.stats.dump();
+  }
+  f.problem.n_k = 64;
+  for (const char* name : {"key_permutation", "logit_shift"}) {
+    const Outcome generic = get_property(name).check(default_registry().get("oracle"), f, b);
+    EXPECT_EQ(generic.status, Status::kPass) << name << ": " << generic.message;
+    EXPECT_FALSE(generic.stats.contains("range_only")) << name << ": " << generic.stats.dump();
+  }
+}
+
 TEST(Honesty, KeyPermutationAllowsAnInfiniteLseWithinItsEnvelopeOfFp32sEdge) {
   Budget b;
   b.instances = 1;

@@ -25,6 +25,22 @@ void visible_v_ranges(const Instance& in, int b, int h, int i, std::vector<doubl
   }
 }
 
+int range_only_elements(const Instance& in, const std::vector<double>& tol_o) {
+  const Problem& p = in.problem;
+  std::vector<double> lo(p.head_dim), hi(p.head_dim), m_col(p.head_dim);
+  int n = 0;
+  for (int b = 0; b < p.batch; ++b)
+    for (int h = 0; h < p.heads_q; ++h)
+      for (int i = 0; i < p.n_q; ++i) {
+        visible_v_ranges(in, b, h, i, lo, hi, m_col);
+        for (int c = 0; c < p.head_dim; ++c) {
+          const double width = hi[c] - lo[c];  // -inf for a row that sees no key: not counted
+          n += width > 0 && !(2 * tol_o[p.q_at(b, h, i, c)] < width);  // (NaN or +inf tolerance: counted)
+        }
+      }
+  return n;
+}
+
 namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kU = 0x1.0p-8;     // bf16 unit roundoff: the coarsest rounding the envelope allows

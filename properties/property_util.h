@@ -193,6 +193,12 @@ std::vector<double> lse_envelope(const Instance& in, int tile_k, const std::vect
 // largest |v| (0). The vectors have head_dim elements.
 void visible_v_ranges(const Instance& in, int b, int h, int i, std::vector<double>& lo, std::vector<double>& hi,
                       std::vector<double>& max_abs);
+// The O elements (of `in`'s shape) whose pair tolerance 2·tol_o[x] reaches across the whole range of V's column over
+// the keys their row sees (a range of positive width; an unbounded tolerance too): there any two outputs within that
+// range pass, so an invariance compared nothing there that within_v_range does not. The generic envelope gets there
+// for a kernel that declares no numerics from ~593 keys in 16-key tiles (README); key_permutation and logit_shift
+// count them as stats "range_only", and a run's summary names the passes that had any (summary_table.cpp).
+int range_only_elements(const Instance& in, const std::vector<double>& tol_o);
 bool same_value(double a, double b);  // bitwise equal, except that +0 == −0 (and NaN == NaN)
 std::string fmt_num(double x);        // shortest round-trip decimal
 // "(b,h,i,c)" of element x of a Q-layout tensor (O, dQ); with `kv`, "(b,hk,j,c)" of a K-layout one (dK, dV).

@@ -173,6 +173,7 @@ std::string check_key_permutation(const Kernel& k, const Instance& in, const Fam
   const auto tol_o = output_envelope(in, ek.tile_k, rf.o, sigma, spec, rf.lse, &spec_elements);
   const auto tol_l = lse_envelope(in, ek.tile_k, rf.lse, sigma, ek.lse_fmt, spec, &spec_elements);
   if (spec) stats["spec"] = spec_elements;
+  if (const int n = range_only_elements(in, tol_o)) stats["range_only"] = n;
   std::vector<EdgeRow> edges(p.rows());
   for (std::size_t r = 0; r < p.rows(); ++r) edges[r].a = edges[r].b = edge_side(rf.lse[r], tol_l[r]);
   return compare_within(p, a, b, tol_o, tol_l, std::vector<double>(p.rows(), 0.0), stats, edges);
@@ -232,6 +233,7 @@ std::string check_logit_shift(const Kernel& k, const Instance& in0, const Family
   }
   for (std::size_t x = 0; x < tol_o.size(); ++x) tol_o[x] = 0.5 * (tol_o[x] + tol_o2[x]);  // compare: 2·mean
   for (std::size_t x = 0; x < tol_l.size(); ++x) tol_l[x] = 0.5 * (tol_l[x] + tol_l2[x]);
+  if (const int n = range_only_elements(base, tol_o)) stats["range_only"] = n;  // (t sees the same V)
   return compare_within(p, a, b, tol_o, tol_l, shift, stats, edges);
 }
 
