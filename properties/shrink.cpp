@@ -72,11 +72,6 @@ std::vector<int> without(int n, int drop) {
   return v;
 }
 
-// One structural candidate: the parts of the instance it keeps (sub_instance's arguments).
-struct Cut {
-  std::vector<int> bs, hks, in_group, is, js, cs;
-};
-
 // Smaller instances than `in`, most aggressive first, as cuts (each instance is built when its turn comes: built at
 // once, a 130x200 d128 instance's ~590 candidates took ~800 MB): one batch, one kv head, one query head per group; then
 // one query row; then every query row, key and head-dim column dropped in turn.
@@ -117,9 +112,8 @@ int cut_query_head(const std::vector<int>& hks, const std::vector<int>& in_group
 }
 }  // namespace
 
-Instance sub_instance(const Instance& in, const std::vector<int>& bs, const std::vector<int>& hks,
-                      const std::vector<int>& in_group, const std::vector<int>& is, const std::vector<int>& js,
-                      const std::vector<int>& cs) {
+Instance sub_instance(const Instance& in, const Cut& c) {
+  const auto& [bs, hks, in_group, is, js, cs] = c;
   const Problem& p = in.problem;
   Instance out;
   out.seed = in.seed;
@@ -162,8 +156,7 @@ Instance sub_instance(const Instance& in, const std::vector<int>& bs, const std:
   return out;
 }
 
-bool keeps_rows_seeing(const Instance& in, const Instance& cut, const std::vector<int>& bs,
-                       const std::vector<int>& hks, const std::vector<int>& in_group, const std::vector<int>& is) {
+bool keeps_rows_seeing(const Instance& in, const Instance& cut, const Cut& c) {
   if (!in.problem.causal && !in.problem.has_mask) return true;
   const auto sees = [](const Instance& x, int b, int h, int i) {
     for (int j = 0; j < x.problem.n_k; ++j)
@@ -173,7 +166,7 @@ bool keeps_rows_seeing(const Instance& in, const Instance& cut, const std::vecto
   for (int b = 0; b < cut.problem.batch; ++b)
     for (int h = 0; h < cut.problem.heads_q; ++h)
       for (int i = 0; i < cut.problem.n_q; ++i)
-        if (sees(cut, b, h, i) != sees(in, bs[b], cut_query_head(hks, in_group, in.problem.group(), h), is[i]))
+        if (sees(cut, b, h, i) != sees(in, c.bs[b], cut_query_head(c.hks, c.in_group, in.problem.group(), h), c.is[i]))
           return false;
   return true;
 }
@@ -343,8 +336,8 @@ int shrink_literal(const Property& p, const Kernel& k, const Outcome& failing, O
         const std::shared_ptr<const Instance> now = best.literal;  // (fails() replaces best.literal)
         for (const Cut& c : literal_cuts(now->problem)) {
           if (out_of_time()) break;
-          auto cut = std::make_shared<const Instance>(sub_instance(*now, c.bs, c.hks, c.in_group, c.is, c.js, c.cs));
-          if (keeps_rows_seeing(*now, *cut, c.bs, c.hks, c.in_group, c.is) && fails(cut)) {
+          auto cut = std::make_shared<const Instance>(sub_instance(*now, c));
+          if (keeps_rows_seeing(*now, *cut, c) && fails(cut)) {
             ++steps, progress = changed = true;
             break;
           }

@@ -43,18 +43,20 @@ std::string failure_kind(const std::string& message);
 // Simpler neighbours of f, most aggressive first; every one validates.
 std::vector<Family> shrink_candidates(const Family& f);
 
-// The literal phase's cut: the instance made of batches `bs`, kv heads `hks` (each with the query heads `in_group` of
-// its group), query rows `is`, keys `js` and head-dim columns `cs` of `in` (indices into its own, in the order given;
-// the scale, flags, format and seed kept; mask and bias cut with the scores).
-Instance sub_instance(const Instance& in, const std::vector<int>& bs, const std::vector<int>& hks,
-                      const std::vector<int>& in_group, const std::vector<int>& is, const std::vector<int>& js,
-                      const std::vector<int>& cs);
-// Whether every query row of `cut` (sub_instance(in, bs, hks, in_group, is, ...)) sees a key exactly where its row in
-// `in` did. Cutting keys (the causal rule is aligned to the bottom right, j <= i + n_k − n_q; a keep-mask is cut with
-// them) can leave a row that sees none, and a failure there is another one of the same tensor (a fully masked row's O
-// and LSE): the literal phase takes no such cut. (Which keys a row sees may move, as a smaller family's do.)
-bool keeps_rows_seeing(const Instance& in, const Instance& cut, const std::vector<int>& bs, const std::vector<int>& hks,
-                       const std::vector<int>& in_group, const std::vector<int>& is);
+// One cut of the literal phase: the parts of an instance it keeps, as indices into that instance's own, in the order
+// given: batches `bs`, kv heads `hks` (each with the query heads `in_group` of its group), query rows `is`, keys `js`
+// and head-dim columns `cs`.
+struct Cut {
+  std::vector<int> bs, hks, in_group, is, js, cs;
+};
+// The instance made of what `c` keeps of `in` (the scale, flags, format and seed kept; mask and bias cut with the
+// scores).
+Instance sub_instance(const Instance& in, const Cut& c);
+// Whether every query row of `cut` (sub_instance(in, c)) sees a key exactly where its row in `in` did. Cutting keys
+// (the causal rule is aligned to the bottom right, j <= i + n_k − n_q; a keep-mask is cut with them) can leave a row
+// that sees none, and a failure there is another one of the same tensor (a fully masked row's O and LSE): the literal
+// phase takes no such cut. (Which keys a row sees may move, as a smaller family's do.)
+bool keeps_rows_seeing(const Instance& in, const Instance& cut, const Cut& c);
 
 // A kernel fault's kind, as shrinking keeps it: "kernel fault: K: crash: killed by SIGSEGV (...)" gives
 // "plugin:x: crash: killed by SIGSEGV", an error or a stray write its kind alone ("plugin:x: out_of_bounds"); "" for

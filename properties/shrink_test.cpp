@@ -243,7 +243,7 @@ TEST(Shrink, SubInstanceCutsEveryTensorAlike) {
   in.seed = 0x5eed;
   in.validate();
   const std::vector<int> bs{1, 0}, hks{1, 0}, grp{1, 0}, is{2, 0}, js{3, 1, 2}, cs{2, 0};
-  const Instance cut = sub_instance(in, bs, hks, grp, is, js, cs);
+  const Instance cut = sub_instance(in, {bs, hks, grp, is, js, cs});
   const Problem& q = cut.problem;
   ASSERT_NO_THROW(cut.validate());
   EXPECT_EQ(q.describe().substr(0, 22), "b2 hq4 hkv2 nq2 nk3 d2");
@@ -280,7 +280,8 @@ TEST(Shrink, ALiteralCutLeavesNoRowSeeingNothing) {
   in.problem = Problem::of_shape(1, 1, 1, 4, 4, 1, true);
   in.q.assign(4, 1.0), in.k.assign(4, 1.0), in.v.assign(4, 1.0), in.d_o.assign(4, 1.0);
   const auto keeps = [&](const Instance& x, std::vector<int> is, std::vector<int> js) {
-    return keeps_rows_seeing(x, sub_instance(x, {0}, {0}, {0}, is, js, {0}), {0}, {0}, {0}, is);
+    const Cut c{{0}, {0}, {0}, std::move(is), std::move(js), {0}};
+    return keeps_rows_seeing(x, sub_instance(x, c), c);
   };
   EXPECT_FALSE(keeps(in, {0, 1, 2, 3}, {0, 1, 2}));
   EXPECT_TRUE(keeps(in, {1, 2, 3}, {0, 1, 2, 3}));
