@@ -192,8 +192,8 @@ std::string budget_cut_passes(const RunReport& r) {
 }
 
 // Passes that compared some O elements on an envelope as wide as the attended V's range (stats "range_only",
-// property_util.h: the generic envelope of a kernel that declares no numerics, on long rows): said, so that a pass
-// there is not read as a tight one (it bounds only what within_v_range bounds at those elements).
+// property_util.h: the generic envelope of a kernel that declares no numerics, on long rows; or a huge score error
+// bound σ): said, so that a pass there is not read as a tight one (it bounds only what within_v_range bounds there).
 std::string range_only_passes(const RunReport& r) {
   int passes = 0;
   std::vector<std::string> checks;  // "key_permutation on long_rows (cuda:cudnn)", the most elements first met
@@ -210,8 +210,8 @@ std::string range_only_passes(const RunReport& r) {
   std::ostringstream s;
   s << passes << (passes == 1 ? " pass" : " passes") << " compared O elements on an envelope as wide as the attended "
     << "V's range, where they bound only what within_v_range bounds (most: " << fmt_num(most) << " elements, "
-    << join_some(checks, 3) << "): the generic envelope of a kernel that declares no numerics, on long rows; the "
-    << "JSON report's stats.range_only has each check's\n";
+    << join_some(checks, 3) << "): a kernel that declares no numerics is held to the generic envelope, which passes "
+    << "V's range from ~593 keys in 16-key tiles; the JSON report's stats.range_only has each check's count\n";
   return s.str();
 }
 
