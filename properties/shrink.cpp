@@ -113,7 +113,8 @@ int cut_query_head(const std::vector<int>& hks, const std::vector<int>& in_group
 }  // namespace
 
 Instance sub_instance(const Instance& in, const Cut& c) {
-  const auto& [bs, hks, in_group, is, js, cs] = c;
+  // (named references, not a structured binding: the lambdas below use them, which clang 14 does not allow)
+  const std::vector<int> &bs = c.bs, &hks = c.hks, &in_group = c.in_group, &is = c.is, &js = c.js, &cs = c.cs;
   const Problem& p = in.problem;
   Instance out;
   out.seed = in.seed;
