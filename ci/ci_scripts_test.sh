@@ -17,7 +17,9 @@
 #     program that matches --gtest_filter as gtest does: every listed test runs in exactly one part, and a test that
 #     never runs or runs twice fails the step, named (the edge-shape sweep's tests were left out until session 32);
 #   twin_verdicts.sh with a WORKDIR touches nothing there but its own files;
-#   bench_table.py: rows whose fixed variants did not run are kept; a log without rows exits 1, saying so.
+#   bench_table.py: rows whose fixed variants did not run are kept; a log without rows exits 1, saying so;
+#   bench_ab.sh (with bench_ab.py): two stand-in builds alternated, the paired rows' B − A and the TFLOP/s ratios; a run
+#     without a GPU, a build without bench_attention and ROUNDS 0 exit 2, saying so.
 # Run: ctest -R ci_scripts   or   bash ci/ci_scripts_test.sh build
 set -uo pipefail
 ci=$(cd "$(dirname "$0")" && pwd)
@@ -390,6 +392,42 @@ python3 "$ci/../kernels/cuda/bench_table.py" "$tmp/bench_empty.log" >"$tmp/out" 
 rc=$?
 { [ $rc = 1 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q 'no rows of our kernels' "$tmp/err"; } ||
   fail "bench_table.py on a log without rows: want 1, one line on stderr, nothing on stdout"
+
+# bench_ab.sh: two stand-in builds (A's fa2-psum overhead 3.10%, B's 2.60%) alternated A B B A: the summary gives
+# each side's runs, medians and B − A; a second comparison with one round reads its own four runs alone, not the
+# first's eight; a build whose run finds no GPU exits 2, saying so; a build without bench_attention exits 2.
+stand_in_bench() {  # stand_in_bench DIR PSUM_OVH PSUM_TFLOPS
+  mkdir -p "$1/kernels/cuda"
+  cat >"$1/kernels/cuda/bench_attention" <<BENCH
+#!/bin/bash
+echo 'config (TFLOP/s)                           fa2 fa2-fixed     paper paper-fix   fa2 ovh%  paper ovh%  fa2-psum  psum ovh%'
+echo 'fwd d128 full   seq4096                  380.0     350.0         -         -       8.57          -     $3       2.00'
+echo 'ovh fwd d128 full   seq4096             8.90 [8.33, 9.29] n=15         -                              $2 [2.90, 3.50] n=15'
+BENCH
+  chmod +x "$1/kernels/cuda/bench_attention"
+}
+stand_in_bench "$tmp/abA" 3.10 372.5
+stand_in_bench "$tmp/abB" 2.60 376.0
+ab() { ATTNCHECK_AB_OUT="$tmp/ab" bash "$ci/bench_ab.sh" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
+ab "$tmp/abA" "$tmp/abB" x 2
+{ [ $rc = 0 ] && [ "$(ls "$tmp/ab"/A_*.log | wc -l)" = 4 ] &&
+  grep -qF '| fwd d128 full seq4096 | fa2 → fa2-psum | 3.10, 3.10, 3.10, 3.10 | 2.60, 2.60, 2.60, 2.60 | 3.10 | 2.60 | -0.50 |' "$tmp/out" &&
+  grep -qF '| fwd d128 full seq4096 | fa2 → fa2-fixed | 8.90, 8.90, 8.90, 8.90 | 8.90, 8.90, 8.90, 8.90 | 8.90 | 8.90 | +0.00 |' "$tmp/out" &&
+  grep -qF '| fwd d128 full seq4096 | fa2-psum | 372.5 | 376.0 | 1.009 |' "$tmp/out" &&
+  ! grep -q 'paper → paper-fixed\|| paper |' "$tmp/out" && cmp -s "$tmp/out" "$tmp/ab/summary.md"; } ||
+  fail "bench_ab.sh: want 0, 4 runs a side, the paired rows with B − A, the TFLOP/s rows, no row for what did not run"
+ab "$tmp/abA" "$tmp/abB" x 1
+{ [ $rc = 0 ] && [ "$(ls "$tmp/ab"/*.log | wc -l)" = 4 ] && grep -qF '| 3.10, 3.10 | 2.60, 2.60 |' "$tmp/out"; } ||
+  fail "bench_ab.sh, a second comparison: want its own 4 runs alone"
+printf '#!/bin/bash\necho "bench_attention: no usable CUDA device (no driver): nothing measured, exit 1" >&2\nexit 1\n' \
+  >"$tmp/abB/kernels/cuda/bench_attention"
+ab "$tmp/abA" "$tmp/abB"
+{ [ $rc = 2 ] && grep -q 'no usable CUDA device' "$tmp/err"; } || fail "bench_ab.sh without a GPU: want 2, saying why"
+ab "$tmp/abA" "$tmp/nowhere"
+{ [ $rc = 2 ] && grep -q "no $tmp/nowhere/kernels/cuda/bench_attention" "$tmp/err"; } ||
+  fail "bench_ab.sh with a build that has no bench_attention: want 2, naming it"
+ab "$tmp/abA" "$tmp/abA" x 0
+{ [ $rc = 2 ] && grep -q 'ROUNDS must be a positive integer' "$tmp/err"; } || fail "bench_ab.sh ROUNDS 0: want 2"
 
 [ $failures = 0 ] && echo "ci_scripts_test: all cases pass"
 exit $((failures > 0))

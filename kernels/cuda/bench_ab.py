@@ -1,0 +1,87 @@
+# bench_ab.py — two builds of bench_attention compared from their logs (A: the baseline build, B: a change), run
+# alternately on one warm card by ci/bench_ab.sh. Two tables:
+# - the paired fix overheads (bench_attention's "ovh" rows: each binary times its fix against its own base in
+#   interleaved pairs, so the card's drift cancels within a run): per row and pair, each run's median for A and for
+#   B, the median of those, and B − A in points. This is the comparison to trust: the same binary's median moves by
+#   up to ~1.5 points between calls (TENSOR_CORES.md), less between runs of one call.
+# - the TFLOP/s of each kernel per row (best of 5 iterations, unpaired): the median over runs for A and B, and B / A.
+# Run: python3 kernels/cuda/bench_ab.py --a A1.log [A2.log ...] --b B1.log [B2.log ...]
+#   Exit 1 with one line on stderr, and no table, when either side's logs hold no row of either table.
+import argparse
+import re
+import statistics
+import sys
+
+ROW = r"(fwd|bwd|step) d(\d+) (causal|full)\s+seq(\d+)"
+PAIRS = ["fa2 → fa2-fixed", "paper → paper-fixed", "fa2 → fa2-psum"]  # print_paired's columns, in order
+KERNELS = ["fa2", "fa2-fixed", "paper", "paper-fixed", "fa2-psum"]  # print_summary's TFLOP/s columns 1-4 and 7
+CELL = r"(-?[\d.]+) \[-?[\d.]+, -?[\d.]+\] n=\d+|-"
+
+
+def read(path):
+    """{(row, pair): median %} and {(row, kernel): TFLOP/s} of one log (a '-' cell: not run, left out)."""
+    ovh, tflops = {}, {}
+    for line in open(path, errors="replace"):
+        m = re.match(r"ovh " + ROW + r"\s+(.*)$", line)
+        if m:
+            row = f"{m[1]} d{m[2]} {m[3]} seq{m[4]}"
+            for pair, cell in zip(PAIRS, re.finditer(CELL, m[5])):
+                if cell[1] is not None:
+                    ovh[(row, pair)] = float(cell[1])
+            continue
+        m = re.match(ROW + r"((?:\s+(?:[\d.]+|-)){6,8})\s*$", line)  # 8 cells (6 before fa2-psum)
+        if m:
+            row = f"{m[1]} d{m[2]} {m[3]} seq{m[4]}"
+            cells = m[5].split()
+            for kernel, cell in zip(KERNELS, cells[0:4] + cells[6:7]):
+                if cell != "-":
+                    tflops[(row, kernel)] = float(cell)
+    return ovh, tflops
+
+
+def side(paths):
+    runs = [read(p) for p in paths]
+    return [r[0] for r in runs], [r[1] for r in runs]
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Compare two builds' bench_attention logs")
+    ap.add_argument("--a", nargs="+", required=True, help="the baseline build's logs, one per run")
+    ap.add_argument("--b", nargs="+", required=True, help="the changed build's logs, one per run")
+    args = ap.parse_args()
+    a_ovh, a_tf = side(args.a)
+    b_ovh, b_tf = side(args.b)
+    for name, ovh, tf in (("A", a_ovh, a_tf), ("B", b_ovh, b_tf)):
+        if not any(ovh) and not any(tf):
+            logs = ", ".join(args.a if name == "A" else args.b)
+            sys.exit(f"bench_ab.py: no 'ovh' or TFLOP/s row in {name}'s logs ({logs}): nothing to compare (did "
+                     "bench_attention run to its end?)")
+    keys = sorted({k for run in a_ovh + b_ovh for k in run})
+    fmt = lambda xs: ", ".join(f"{x:.2f}" for x in xs) or "–"
+    if keys:
+        print("| row | fix (paired) | A, % per run | B, % per run | A median | B median | B − A, points |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for k in keys:
+            a = [run[k] for run in a_ovh if k in run]
+            b = [run[k] for run in b_ovh if k in run]
+            ma = statistics.median(a) if a else None
+            mb = statistics.median(b) if b else None
+            diff = f"{mb - ma:+.2f}" if a and b else "–"
+            print(f"| {k[0]} | {k[1]} | {fmt(a)} | {fmt(b)} | {fmt([ma] if a else [])} | {fmt([mb] if b else [])} | "
+                  f"{diff} |")
+    keys = sorted({k for run in a_tf + b_tf for k in run}, key=lambda k: (k[0], KERNELS.index(k[1])))
+    if keys:
+        print()
+        print("| row | kernel | A TFLOP/s (median of runs) | B TFLOP/s | B / A |")
+        print("| --- | --- | --- | --- | --- |")
+        for k in keys:
+            a = [run[k] for run in a_tf if k in run]
+            b = [run[k] for run in b_tf if k in run]
+            ma = statistics.median(a) if a else 0.0
+            mb = statistics.median(b) if b else 0.0
+            ratio = f"{mb / ma:.3f}" if ma > 0 and mb > 0 else "–"
+            print(f"| {k[0]} | {k[1]} | {ma:.1f} | {mb:.1f} | {ratio} |".replace(" 0.0 |", " – |"))
+
+
+if __name__ == "__main__":
+    main()
