@@ -12,7 +12,8 @@ import re
 import statistics
 import sys
 
-ROW = r"(fwd|bwd|step) d(\d+) (causal|full)\s+seq(\d+)"
+from bench_table import ROW  # the summary row's "fwd d128 full   seq4096" (this folder's bench_table.py)
+
 PAIRS = ["fa2 → fa2-fixed", "paper → paper-fixed", "fa2 → fa2-psum"]  # print_paired's columns, in order
 KERNELS = ["fa2", "fa2-fixed", "paper", "paper-fixed", "fa2-psum"]  # print_summary's TFLOP/s columns 1-4 and 7
 CELL = r"(-?[\d.]+) \[-?[\d.]+, -?[\d.]+\] n=\d+|-"
@@ -56,32 +57,29 @@ def main():
             logs = ", ".join(args.a if name == "A" else args.b)
             sys.exit(f"bench_ab.py: no 'ovh' or TFLOP/s row in {name}'s logs ({logs}): nothing to compare (did "
                      "bench_attention run to its end?)")
+    # Each side's values of key k, one per run that measured it, and their median (None: no run did).
+    values = lambda runs, k: [run[k] for run in runs if k in run]
+    median = lambda xs: statistics.median(xs) if xs else None
+    cell = lambda x, digits: "–" if x is None else f"{x:.{digits}f}"
     keys = sorted({k for run in a_ovh + b_ovh for k in run})
-    fmt = lambda xs: ", ".join(f"{x:.2f}" for x in xs) or "–"
     if keys:
         print("| row | fix (paired) | A, % per run | B, % per run | A median | B median | B − A, points |")
         print("| --- | --- | --- | --- | --- | --- | --- |")
         for k in keys:
-            a = [run[k] for run in a_ovh if k in run]
-            b = [run[k] for run in b_ovh if k in run]
-            ma = statistics.median(a) if a else None
-            mb = statistics.median(b) if b else None
-            diff = f"{mb - ma:+.2f}" if a and b else "–"
-            print(f"| {k[0]} | {k[1]} | {fmt(a)} | {fmt(b)} | {fmt([ma] if a else [])} | {fmt([mb] if b else [])} | "
-                  f"{diff} |")
+            a, b = values(a_ovh, k), values(b_ovh, k)
+            ma, mb = median(a), median(b)
+            runs = lambda xs: ", ".join(f"{x:.2f}" for x in xs) or "–"
+            diff = "–" if ma is None or mb is None else f"{mb - ma:+.2f}"
+            print(f"| {k[0]} | {k[1]} | {runs(a)} | {runs(b)} | {cell(ma, 2)} | {cell(mb, 2)} | {diff} |")
     keys = sorted({k for run in a_tf + b_tf for k in run}, key=lambda k: (k[0], KERNELS.index(k[1])))
     if keys:
         print()
         print("| row | kernel | A TFLOP/s (median of runs) | B TFLOP/s | B / A |")
         print("| --- | --- | --- | --- | --- |")
         for k in keys:
-            a = [run[k] for run in a_tf if k in run]
-            b = [run[k] for run in b_tf if k in run]
-            ma = statistics.median(a) if a else 0.0
-            mb = statistics.median(b) if b else 0.0
-            ratio = f"{mb / ma:.3f}" if ma > 0 and mb > 0 else "–"
-            print(f"| {k[0]} | {k[1]} | {ma:.1f} | {mb:.1f} | {ratio} |".replace(" 0.0 |", " – |"))
-
+            ma, mb = median(values(a_tf, k)), median(values(b_tf, k))
+            ratio = "–" if ma is None or mb is None else f"{mb / ma:.3f}"
+            print(f"| {k[0]} | {k[1]} | {cell(ma, 1)} | {cell(mb, 1)} | {ratio} |")
 
 if __name__ == "__main__":
     main()
