@@ -1,9 +1,11 @@
 // cuda_spec_test.cpp — the compile-time specs of the CUDA kernels (device_spec.h) equal builtin_spec(name) of
-// the CPU models, field by field, so a change on either side fails here. Host only (label unit).
+// the CPU models, field by field, so a change on either side fails here; and the wgmma descriptors the forward
+// moves on per k step (wgmma_desc.h) are the ones built for each address. Host only (label unit).
 // Run: ctest -R cuda_spec
 #include <gtest/gtest.h>
 
 #include "kernels/cuda/device_spec.h"
+#include "kernels/cuda/wgmma_desc.h"
 #include "kernels/numerics_spec.h"
 
 namespace attncheck::cuda {
@@ -55,6 +57,25 @@ TEST(CudaSpec, Fa2FixedMatchesBuiltin) { expect_same<Fa2Fixed>("fa2-fixed"); }
 TEST(CudaSpec, PaperMatchesBuiltin) { expect_same<Paper>("paper"); }
 TEST(CudaSpec, PaperFixedMatchesBuiltin) { expect_same<PaperFixed>("paper-fixed"); }
 TEST(CudaSpec, Fa2PsumMatchesBuiltin) { expect_same<Fa2Psum>("fa2-psum"); }
+
+// The wgmma chains build one descriptor and move it on per k16 step (wgmma_desc_at). That must be the descriptor
+// wgmma_desc builds for the moved address, for every 16-byte-aligned address and offset whose sum lies in shared
+// memory (below 2^18 bytes), with either layout's LBO (16: K-major Q and K; 64 keys · 128 bytes: V). Past 2^18 the
+// address field carries into the LBO field: the precondition wgmma_desc.h states, shown failing.
+TEST(WgmmaDesc, MovingADescriptorOnEqualsBuildingItForTheMovedAddress) {
+  constexpr std::uint32_t kSmemEnd = 1u << 18;
+  for (std::uint32_t lbo : {16u, 64u * 128u}) {
+    std::uint64_t checked = 0, differ = 0;
+    for (std::uint32_t a = 0; a < kSmemEnd; a += 16)
+      for (std::uint32_t off = 0; a + off < kSmemEnd; off += 16) {
+        ++checked;
+        differ += wgmma_desc_at(wgmma_desc(a, lbo, 1024), off) != wgmma_desc(a + off, lbo, 1024);
+      }
+    EXPECT_EQ(checked, (kSmemEnd / 16) * (kSmemEnd / 16 + 1) / 2);
+    EXPECT_EQ(differ, 0u) << "lbo " << lbo;
+    EXPECT_NE(wgmma_desc_at(wgmma_desc(kSmemEnd - 16, lbo, 1024), 16), wgmma_desc(kSmemEnd, lbo, 1024));
+  }
+}
 
 }  // namespace
 }  // namespace attncheck::cuda

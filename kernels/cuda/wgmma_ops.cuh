@@ -20,25 +20,13 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/wgmma_desc.h"
+
 namespace attncheck::cuda {
 
 // Element offset of (r, col) in a rows × kD bf16 tile stored for wgmma (see above).
 __host__ __device__ constexpr int sw128_offset(int r, int col, int rows) {
   return (col / 64) * rows * 64 + r * 64 + ((((col % 64) / 8) ^ (r % 8)) * 8) + col % 8;
-}
-
-// Shared-memory matrix descriptor, 128-byte swizzle; addresses and offsets in bytes.
-__device__ __forceinline__ std::uint64_t wgmma_desc(std::uint32_t smem_byte_addr, std::uint32_t lbo,
-                                                  std::uint32_t sbo) {
-  return std::uint64_t((smem_byte_addr >> 4) & 0x3fff) | (std::uint64_t((lbo >> 4) & 0x3fff) << 16) |
-         (std::uint64_t((sbo >> 4) & 0x3fff) << 32) | (std::uint64_t(1) << 62);
-}
-// desc's matrix moved byte_offset bytes on (a multiple of 16): the same bits as wgmma_desc(addr + byte_offset, ...),
-// one add on the low word instead of the whole descriptor built again per k step (6 uniform instructions per wgmma
-// in fa2's SASS, ~12% of its forward's instructions; Nsight Compute, session 46). No carry leaves the 14-bit address
-// field: shared memory ends below 2^18 bytes (228 KiB on sm_90), so addr + offset >> 4 stays under 2^14.
-__device__ __forceinline__ std::uint64_t wgmma_desc_at(std::uint64_t desc, std::uint32_t byte_offset) {
-  return desc + (byte_offset >> 4);
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
