@@ -394,28 +394,32 @@ rc=$?
   fail "bench_table.py on a log without rows: want 1, one line on stderr, nothing on stdout"
 
 # bench_ab.sh: two stand-in builds (A's fa2-psum overhead 3.10%, B's 2.60%) alternated A B B A: the summary gives
-# each side's runs, medians and B − A; a second comparison with one round reads its own four runs alone, not the
+# each side's runs, medians and B − A, and the TFLOP/s with cuDNN's row (its own table in the log) as the drift; a second comparison with one round reads its own four runs alone, not the
 # first's eight; a build whose run finds no GPU exits 2, saying so; a build without bench_attention exits 2.
-stand_in_bench() {  # stand_in_bench DIR PSUM_OVH PSUM_TFLOPS
+stand_in_bench() {  # stand_in_bench DIR PSUM_OVH PSUM_TFLOPS CUDNN_TFLOPS
   mkdir -p "$1/kernels/cuda"
   cat >"$1/kernels/cuda/bench_attention" <<BENCH
 #!/bin/bash
 echo 'config (TFLOP/s)                           fa2 fa2-fixed     paper paper-fix   fa2 ovh%  paper ovh%  fa2-psum  psum ovh%'
 echo 'fwd d128 full   seq4096                  380.0     350.0         -         -       8.57          -     $3       2.00'
 echo 'ovh fwd d128 full   seq4096             8.90 [8.33, 9.29] n=15         -                              $2 [2.90, 3.50] n=15'
+echo 'config (TFLOP/s)                 cudnn   (cuDNN 91400, backend graph API)'
+echo 'fwd d128 full   seq4096          $4'
 BENCH
   chmod +x "$1/kernels/cuda/bench_attention"
 }
-stand_in_bench "$tmp/abA" 3.10 372.5
-stand_in_bench "$tmp/abB" 2.60 376.0
+stand_in_bench "$tmp/abA" 3.10 372.5 680.0
+stand_in_bench "$tmp/abB" 2.60 376.0 673.2
 ab() { ATTNCHECK_AB_OUT="$tmp/ab" bash "$ci/bench_ab.sh" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
 ab "$tmp/abA" "$tmp/abB" x 2
 { [ $rc = 0 ] && [ "$(ls "$tmp/ab"/A_*.log | wc -l)" = 4 ] &&
   grep -qF '| fwd d128 full seq4096 | fa2 → fa2-psum | 3.10, 3.10, 3.10, 3.10 | 2.60, 2.60, 2.60, 2.60 | 3.10 | 2.60 | -0.50 |' "$tmp/out" &&
   grep -qF '| fwd d128 full seq4096 | fa2 → fa2-fixed | 8.90, 8.90, 8.90, 8.90 | 8.90, 8.90, 8.90, 8.90 | 8.90 | 8.90 | +0.00 |' "$tmp/out" &&
   grep -qF '| fwd d128 full seq4096 | fa2-psum | 372.5 | 376.0 | 1.009 |' "$tmp/out" &&
+  grep -qF '| fwd d128 full seq4096 | cudnn | 680.0 | 673.2 | 0.990 |' "$tmp/out" &&
+  grep -q "card's drift" "$tmp/out" &&
   ! grep -q 'paper → paper-fixed\|| paper |' "$tmp/out" && cmp -s "$tmp/out" "$tmp/ab/summary.md"; } ||
-  fail "bench_ab.sh: want 0, 4 runs a side, the paired rows with B − A, the TFLOP/s rows, no row for what did not run"
+  fail "bench_ab.sh: want 0, 4 runs a side, the paired rows with B − A, the TFLOP/s rows (cuDNN last), nothing unrun"
 ab "$tmp/abA" "$tmp/abB" x 1
 { [ $rc = 0 ] && [ "$(ls "$tmp/ab"/*.log | wc -l)" = 4 ] && grep -qF '| 3.10, 3.10 | 2.60, 2.60 |' "$tmp/out"; } ||
   fail "bench_ab.sh, a second comparison: want its own 4 runs alone"

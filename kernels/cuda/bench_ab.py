@@ -5,6 +5,9 @@
 #   B, the median of those, and B − A in points. This is the comparison to trust: the same binary's median moves by
 #   up to ~1.5 points between calls (TENSOR_CORES.md), less between runs of one call.
 # - the TFLOP/s of each kernel per row (best of 5 iterations, unpaired): the median over runs for A and B, and B / A.
+#   cuDNN's rows (bench_attention's second table, where the filter selects them) come last in each row: the vendor
+#   kernel, which a change to ours leaves alone, so its B / A is the card's drift between the two sides' runs, the
+#   scale for the other ratios (session 46's descriptor change: fa2 1.051 at d128 full, cuDNN 1.000).
 # Run: python3 kernels/cuda/bench_ab.py --a A1.log [A2.log ...] --b B1.log [B2.log ...]
 #   Exit 1 with one line on stderr, and no table, when either side's logs hold no row of either table.
 import argparse
@@ -16,13 +19,22 @@ from bench_table import ROW  # the summary row's "fwd d128 full   seq4096" (this
 
 PAIRS = ["fa2 → fa2-fixed", "paper → paper-fixed", "fa2 → fa2-psum"]  # print_paired's columns, in order
 KERNELS = ["fa2", "fa2-fixed", "paper", "paper-fixed", "fa2-psum"]  # print_summary's TFLOP/s columns 1-4 and 7
+VENDOR = "cudnn"  # print_cudnn's one column, in its own table after ours
 CELL = r"(-?[\d.]+) \[-?[\d.]+, -?[\d.]+\] n=\d+|-"
 
 
 def read(path):
     """{(row, pair): median %} and {(row, kernel): TFLOP/s} of one log (a '-' cell: not run, left out)."""
     ovh, tflops = {}, {}
+    vendor = False  # inside print_cudnn's table ("config (TFLOP/s)   cudnn   (cuDNN ...)")
     for line in open(path, errors="replace"):
+        if line.startswith("config (TFLOP/s)"):
+            vendor = line.split()[2:3] == [VENDOR]
+            continue
+        m = re.match(ROW + r"\s+([\d.]+)\s*$", line) if vendor else None
+        if m:
+            tflops[(f"{m[1]} d{m[2]} {m[3]} seq{m[4]}", VENDOR)] = float(m[5])
+            continue
         m = re.match(r"ovh " + ROW + r"\s+(.*)$", line)
         if m:
             row = f"{m[1]} d{m[2]} {m[3]} seq{m[4]}"
@@ -71,7 +83,7 @@ def main():
             runs = lambda xs: ", ".join(f"{x:.2f}" for x in xs) or "–"
             diff = "–" if ma is None or mb is None else f"{mb - ma:+.2f}"
             print(f"| {k[0]} | {k[1]} | {runs(a)} | {runs(b)} | {cell(ma, 2)} | {cell(mb, 2)} | {diff} |")
-    keys = sorted({k for run in a_tf + b_tf for k in run}, key=lambda k: (k[0], KERNELS.index(k[1])))
+    keys = sorted({k for run in a_tf + b_tf for k in run}, key=lambda k: (k[0], (KERNELS + [VENDOR]).index(k[1])))
     if keys:
         print()
         print("| row | kernel | A TFLOP/s (median of runs) | B TFLOP/s | B / A |")
@@ -80,6 +92,10 @@ def main():
             ma, mb = median(values(a_tf, k)), median(values(b_tf, k))
             ratio = "–" if ma is None or mb is None else f"{mb / ma:.3f}"
             print(f"| {k[0]} | {k[1]} | {cell(ma, 1)} | {cell(mb, 1)} | {ratio} |")
+        if any(k[1] == VENDOR for k in keys):
+            print()
+            print(f"{VENDOR}: the vendor kernel, the same library on both sides (unless the change touched our cuDNN "
+                  "calls): its B / A is the card's drift between the sides' runs, the scale for the other ratios.")
 
 if __name__ == "__main__":
     main()
