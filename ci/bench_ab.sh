@@ -4,7 +4,8 @@
 # library path where it exists). Each round runs A, B, B, A (the order balanced: warmer or cooler cancels to first
 # order), ROUNDS rounds (default 2), each run with --benchmark_filter=FILTER (default the fix's paired rows at seq
 # 4096 and the d128 full forward: 'ovh/fwd|^fwd/.*/d128/full/seq4096'); then kernels/cuda/bench_ab.py's tables
-# (the paired overheads, B − A in points, and the TFLOP/s, B / A, cuDNN's as the drift). Logs and summary.md in ATTNCHECK_AB_OUT (out/ab).
+# (the paired overheads, B − A in points, and the TFLOP/s, B / A, cuDNN's as the drift). Logs and summary.md in
+# ATTNCHECK_AB_OUT (out/ab).
 #   bash ci/bench_ab.sh gpu-exp/old gpu-exp/new 'ovh/fwd/fa2-psum' 3
 # Exit status: bench_ab.py's (0, or 1 when no run measured a row); 2 when a build has no bench_attention, or a run
 # finds no usable GPU (bench_attention's exit 1), said on standard error.
