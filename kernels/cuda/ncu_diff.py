@@ -1,0 +1,100 @@
+# ncu_diff.py — two kernels' Nsight Compute source pages compared, SASS instruction by instruction kind: what B (a
+# change, or a kernel's fix) executes and stalls on that A (the baseline) does not. Written from session 46's look at
+# fa2 against fa2-psum, where it showed the second row sum's cost at step 5's wgmma waits (barrier stalls at
+# WARPGROUP.DEPBAR), not in its own instructions, and fa2's descriptor arithmetic (~6 uniform instructions per HGMMA).
+# Input: `ncu --import R.ncu-rep --page source --csv --print-source sass` of one launch per side (ci/gpu_profile.sh).
+# Output (markdown): the totals; the warp-state samples by stall reason; the instructions executed by opcode; and
+# where the samples moved, by instruction kind (opcode with its modifiers) and reason. Rows sorted by |B − A|.
+# Run: python3 kernels/cuda/ncu_diff.py A.csv B.csv [--top N]
+#   Exit 1 with one line on stderr, and no table, when a file is missing or not such a source page.
+import argparse
+import collections
+import csv
+import re
+import sys
+
+PREDICATE = re.compile(r"@!?U?P[T\d]+$")  # "@P0", "@!UP1", "@PT": a guard before the opcode
+
+
+def number(cell):
+    try:
+        return int(cell.replace(",", ""))
+    except ValueError:
+        return 0
+
+
+def opcode(sass):
+    """The instruction's opcode with its modifiers ("WARPGROUP.DEPBAR.LE"), the guard left off ("" if none)."""
+    words = sass.split()
+    if words and PREDICATE.match(words[0]):
+        words = words[1:]
+    return words[0].rstrip(";") if words else ""
+
+
+def read(path):
+    """(kernel name, {kind: executed}, {reason: samples}, {(kind, reason): samples}) of one source page."""
+    try:
+        rows = list(csv.reader(open(path, newline="", errors="replace")))
+    except OSError as e:
+        sys.exit(f"ncu_diff.py: cannot read {path}: {e.strerror}")
+    head = next((i for i, r in enumerate(rows) if r[:2] == ["Address", "Source"]), None)
+    if head is None:
+        sys.exit(f"ncu_diff.py: {path} is not an Nsight Compute source page (no 'Address','Source' header row; "
+                 "want `ncu --import R --page source --csv --print-source sass`)")
+    cols = rows[head]
+    if "Instructions Executed" not in cols:
+        sys.exit(f"ncu_diff.py: {path} has no 'Instructions Executed' column (profile with --set full)")
+    name = next((r[1] for r in rows[:head] if r[:1] == ["Kernel Name"] and len(r) > 1), "?")
+    executed, reasons, kind_reasons = collections.Counter(), collections.Counter(), collections.Counter()
+    stall_cols = [(i, c) for i, c in enumerate(cols) if c.startswith("stall_") and "Not Issued" not in c]
+    src, ex = cols.index("Source"), cols.index("Instructions Executed")
+    for r in rows[head + 1:]:
+        if len(r) != len(cols):
+            continue
+        kind = opcode(r[src])
+        executed[kind] += number(r[ex])
+        for i, reason in stall_cols:
+            n = number(r[i])
+            reasons[reason[len("stall_"):]] += n
+            kind_reasons[(kind, reason[len("stall_"):])] += n
+    return name, executed, reasons, kind_reasons
+
+
+def by_base(counter):
+    """{opcode without modifiers: count}: HGMMA.64x8x16.F32.BF16 and HGMMA.64x64x16.F32.BF16 are both HGMMA."""
+    out = collections.Counter()
+    for kind, n in counter.items():
+        out[kind.split(".")[0]] += n
+    return out
+
+
+def table(title, head, a, b, top, label=str):
+    """Markdown rows of the keys where a and b differ, the largest |b − a| first (top of them; 0: all)."""
+    keys = sorted((k for k in set(a) | set(b) if a[k] != b[k]), key=lambda k: (-abs(b[k] - a[k]), str(k)))
+    print(f"\n### {title}\n\n| {head} | A | B | B − A |\n| --- | --- | --- | --- |")
+    for k in keys[:top or None]:
+        print(f"| {label(k)} | {a[k]:,} | {b[k]:,} | {b[k] - a[k]:+,} |")
+    if top and len(keys) > top:
+        print(f"| ({len(keys) - top} more) | | | |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Compare two kernels' Nsight Compute source pages")
+    ap.add_argument("a", help="the baseline's source page (CSV)")
+    ap.add_argument("b", help="the change's source page (CSV)")
+    ap.add_argument("--top", type=int, default=12, help="rows per table (0: all; default 12)")
+    args = ap.parse_args()
+    (na, ea, ra, ka), (nb, eb, rb, kb) = read(args.a), read(args.b)
+    ta, tb, sa, sb = sum(ea.values()), sum(eb.values()), sum(ra.values()), sum(rb.values())
+    ratio = lambda x, y: f"{y / x:.4f}" if x else "–"
+    print(f"# ncu_diff: A = {args.a}, B = {args.b}\n\nA: `{na}`\n\nB: `{nb}`\n")
+    print("| | A | B | B − A | B / A |\n| --- | --- | --- | --- | --- |")
+    print(f"| instructions executed | {ta:,} | {tb:,} | {tb - ta:+,} | {ratio(ta, tb)} |")
+    print(f"| warp-state samples | {sa:,} | {sb:,} | {sb - sa:+,} | {ratio(sa, sb)} |")
+    table("Warp-state samples by stall reason", "reason", ra, rb, args.top)
+    table("Instructions executed by opcode", "opcode", by_base(ea), by_base(eb), args.top)
+    table("Where the samples moved: instruction kind and stall reason", "instruction, reason", ka, kb, args.top,
+          label=lambda k: f"`{k[0]}`, {k[1]}")
+
+if __name__ == "__main__":
+    main()
