@@ -23,7 +23,7 @@
 #   gpu_profile.sh (with ncu_diff.py) on a stand-in ncu: the comparison's totals, stall reasons and instruction kinds
 #     (a guarded instruction counted under its opcode); without ncu, with a spec that is not BUILD:ROW, a build without
 #     bench_attention, and a side whose profiled run failed: exit 2, saying why; ncu_diff.py on a file that is not a
-#     source page, or none: exit 1 with one line.
+#     source page, none, or two kernels' pages: exit 1 with one line.
 # Run: ctest -R ci_scripts   or   bash ci/ci_scripts_test.sh build
 set -uo pipefail
 ci=$(cd "$(dirname "$0")" && pwd)
@@ -398,8 +398,9 @@ rc=$?
   fail "bench_table.py on a log without rows: want 1, one line on stderr, nothing on stdout"
 
 # bench_ab.sh: two stand-in builds (A's fa2-psum overhead 3.10%, B's 2.60%) alternated A B B A: the summary gives
-# each side's runs, medians and B − A, and the TFLOP/s with cuDNN's row (its own table in the log) as the drift; a second comparison with one round reads its own four runs alone, not the
-# first's eight; a build whose run finds no GPU exits 2, saying so; a build without bench_attention exits 2.
+# each side's runs, medians and B − A, and the TFLOP/s with cuDNN's row (its own table in the log) as the drift; a
+# second comparison with one round reads its own four runs alone, not the first's eight; a build whose run finds no
+# GPU exits 2, saying so; a build without bench_attention exits 2.
 stand_in_bench() {  # stand_in_bench DIR PSUM_OVH PSUM_TFLOPS CUDNN_TFLOPS
   mkdir -p "$1/kernels/cuda"
   cat >"$1/kernels/cuda/bench_attention" <<BENCH
@@ -438,7 +439,8 @@ ab "$tmp/abA" "$tmp/abA" x 0
 { [ $rc = 2 ] && grep -q 'ROUNDS must be a positive integer' "$tmp/err"; } || fail "bench_ab.sh ROUNDS 0: want 2"
 
 # gpu_profile.sh: a stand-in ncu writes a report file for -o and, on --import, a details page or a small source page
-# (A: 100 HGMMA + 200 FMUL, 10 barrier samples at the wgmma wait; B: 40 more instructions, one a guarded BRA, and 30).
+# (A: 100 HGMMA + 200 FMUL, 10 barrier samples at the wgmma wait, 2 samples at the HGMMA under no stall_ column;
+# B: 40 more instructions, a guarded BRA, 30 at the wait and 4 under no column).
 mkdir -p "$tmp/ncubin"
 cat >"$tmp/ncubin/ncu" <<'NCU'
 #!/bin/bash
@@ -446,11 +448,11 @@ if [ "$1" = --import ]; then
   [ "$3 $4" = "--page details" ] && { echo "  Duration  ms  1.47"; exit 0; }
   b=0; case $2 in */B.ncu-rep) b=1 ;; esac
   echo '"Kernel Name","flash_fwd_kernel<'$b'>"'
-  echo '"Address","Source","Instructions Executed","stall_barrier","stall_wait","stall_wait (Not Issued)"'
-  echo '"0x10","      HGMMA.64x64x16.F32.BF16 R24, R56, gdesc[UR12].tnspB, R24","100","0","5","5"'
-  echo '"0x20","      FMUL R1, R2, R3 ;","200","0","7","7"'
-  echo '"0x30","      WARPGROUP.DEPBAR.LE gsb0, 0x0 ;","1","'$((10 + 20 * b))'","0","0"'
-  [ $b = 1 ] && echo '"0x40","  @!P0 BRA 0x70 ;","40","0","3","3"'
+  echo '"Address","Source","# Samples","Instructions Executed","stall_barrier","stall_wait","stall_wait (Not Issued)"'
+  echo '"0x10","      HGMMA.64x64x16.F32.BF16 R24, R56, gdesc[UR12].tnspB, R24","'$((7 + 2 * b))'","100","0","5","5"'
+  echo '"0x20","      FMUL R1, R2, R3 ;","7","200","0","7","7"'
+  echo '"0x30","      WARPGROUP.DEPBAR.LE gsb0, 0x0 ;","'$((10 + 20 * b))'","1","'$((10 + 20 * b))'","0","0"'
+  [ $b = 1 ] && echo '"0x40","  @!P0 BRA 0x70 ;","3","40","0","3","3"'
   exit 0
 fi
 [ -n "${NCU_FAIL:-}" ] && { echo "bench_attention: no usable CUDA device (no driver): nothing measured"; exit 1; }
@@ -461,10 +463,13 @@ prof() { PATH="$tmp/ncubin:$PATH" ATTNCHECK_PROFILE_OUT="$tmp/prof" bash "$ci/gp
   2>"$tmp/err"; rc=$?; }
 prof "$tmp/abA:fwd/fa2/d128/full/seq4096" "$tmp/abA:fwd/fa2-psum/d128/full/seq4096"
 { [ $rc = 0 ] && grep -qF '| instructions executed | 301 | 341 | +40 | 1.1329 |' "$tmp/out" &&
+  grep -qF '| warp-state samples | 24 | 49 | +25 | 2.0417 |' "$tmp/out" &&
+  grep -qF '| (no column) | 2 | 4 | +2 |' "$tmp/out" &&
   grep -qF '| barrier | 10 | 30 | +20 |' "$tmp/out" && grep -qF '| BRA | 0 | 40 | +40 |' "$tmp/out" &&
   grep -qF '| `WARPGROUP.DEPBAR.LE`, barrier | 10 | 30 | +20 |' "$tmp/out" && ! grep -q 'FMUL' "$tmp/out" &&
   grep -q Duration "$tmp/prof/details_B.txt" && cmp -s "$tmp/out" "$tmp/prof/summary.md"; } ||
   fail "gpu_profile.sh: want 0, the totals, the barrier growth at the wgmma wait, BRA under its opcode, no equal row"
+cat "$tmp/prof/sass_A.csv" "$tmp/prof/sass_B.csv" >"$tmp/two.csv"  # two kernels' pages in one file, for below
 prof "$tmp/abA:fwd/fa2/d128/full/seq4096" "$tmp/abA"
 { [ $rc = 2 ] && grep -q "is not BUILD:ROW" "$tmp/err"; } || fail "gpu_profile.sh, a spec without ':': want 2"
 prof "$tmp/abA:fwd/fa2/d128/full/seq4096" "$tmp/nowhere:fwd/fa2/d128/full/seq4096"
@@ -478,11 +483,12 @@ PATH=/usr/bin:/bin ATTNCHECK_PROFILE_OUT="$tmp/prof" bash "$ci/gpu_profile.sh" "
 rc=$?
 { [ $rc = 2 ] && grep -q 'no ncu' "$tmp/err"; } || fail "gpu_profile.sh without ncu: want 2, saying so"
 echo "  Duration  ms  1.47" >"$tmp/details.txt"
-for page in "$tmp/details.txt" "$tmp/nowhere.csv"; do
+for page in "$tmp/details.txt" "$tmp/nowhere.csv" "$tmp/two.csv"; do
   python3 "$ci/../kernels/cuda/ncu_diff.py" "$page" "$page" >"$tmp/out" 2>"$tmp/err"
   rc=$?
-  { [ $rc = 1 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" = 1 ] &&
-    grep -q 'not an Nsight Compute source page\|cannot read' "$tmp/err"; } ||
+  want='not an Nsight Compute source page'; [ "$page" = "$tmp/nowhere.csv" ] && want='cannot read'
+  [ "$page" = "$tmp/two.csv" ] && want='holds 2 kernels'
+  { [ $rc = 1 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "$want" "$tmp/err"; } ||
     fail "ncu_diff.py on $page: want 1, one line on stderr, nothing on stdout"
 done
 

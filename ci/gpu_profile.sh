@@ -6,14 +6,16 @@
 #   A, B: BUILD:ROW. BUILD: a bundle from ci/gpu_bundle.sh or a build folder (BUILD/kernels/cuda/bench_attention,
 #   BUILD/lib on the library path where it exists); ROW: a bench_attention benchmark up to its shape.
 #   bash ci/gpu_profile.sh gpu-run:fwd/fa2/d128/full/seq4096 gpu-run:fwd/fa2-psum/d128/full/seq4096
-# Per side: `ncu --clock-control none` (the card's clocks left as they are) `--set full` on the launch after the row's
-# first five of kernels matching ATTNCHECK_PROFILE_KERNEL (a regex, default flash_fwd_kernel: a forward row launches
-# one kernel; for a backward row name one of its kernels), ATTNCHECK_PROFILE_SKIP launches skipped (default 5: past the
-# row's warm-up). Then its details page (details_X.txt) and SASS source page (sass_X.csv), and ncu_diff.py's
-# comparison in summary.md. Everything in ATTNCHECK_PROFILE_OUT (default out/profile); the reports as X.ncu-rep.
+# Per side, `ncu --clock-control none --set full` (the card's clocks left as they are) profiles one launch: the first
+# after ATTNCHECK_PROFILE_SKIP (default 5, past the row's warm-up) launches of kernels whose name matches
+# ATTNCHECK_PROFILE_KERNEL (a regex, default flash_fwd_kernel: a forward row launches that one kernel; for a backward
+# row name one of its kernels). Then its details page (details_X.txt), its SASS source page (sass_X.csv) and
+# ncu_diff.py's comparison (summary.md), in ATTNCHECK_PROFILE_OUT (default out/profile), the reports as X.ncu-rep.
+# Relative BUILD and ATTNCHECK_PROFILE_OUT paths are taken from the repository root (the script works from there).
 # Exit status: ncu_diff.py's (0; 1 when a side has no source page); 2, said on standard error, for a spec without
-# ':', a build without bench_attention, no ncu on PATH, or a side whose profiled run failed (no usable GPU, a row no
-# benchmark matches, counters not readable: its log, ncu_X.log, is named).
+# ':', a build without bench_attention, no ncu on PATH, or a side whose profiled run failed or profiled nothing (no
+# usable GPU, a row no benchmark matches, a kernel regex no launch matches, counters not readable: its log, ncu_X.log,
+# is named).
 # Test (the paths without a GPU, and ncu_diff.py on a stand-in ncu's pages): ci/ci_scripts_test.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +39,8 @@ for x in A B; do
   rc=$?
   if [ $rc != 0 ] || [ ! -s "$out/$x.ncu-rep" ]; then
     echo "gpu_profile.sh: $x ($spec): ncu exited $rc$([ -s "$out/$x.ncu-rep" ] || echo ', no report'); its log:" \
-      "$out/ncu_$x.log: $(grep -m1 -E 'ERROR|no usable CUDA device|selects no benchmark' "$out/ncu_$x.log")" >&2
+      "$out/ncu_$x.log: $(grep -m1 -E 'ERROR|No kernels were profiled|no usable CUDA|selects no benchmark' \
+      "$out/ncu_$x.log")" >&2
     exit 2
   fi
   ncu --import "$out/$x.ncu-rep" --page details >"$out/details_$x.txt" 2>&1

@@ -28,7 +28,7 @@ def read(path):
     ovh, tflops = {}, {}
     vendor = False  # inside print_cudnn's table ("config (TFLOP/s)   cudnn   (cuDNN ...)")
     for line in open(path, errors="replace"):
-        if line.startswith("config (TFLOP/s)"):
+        if line.startswith("config (TFLOP/s)") or not line.strip():  # a table starts, or the last one ended
             vendor = line.split()[2:3] == [VENDOR]
             continue
         m = re.match(ROW + r"\s+([\d.]+)\s*$", line) if vendor else None

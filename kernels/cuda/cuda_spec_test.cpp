@@ -61,7 +61,7 @@ TEST(CudaSpec, Fa2PsumMatchesBuiltin) { expect_same<Fa2Psum>("fa2-psum"); }
 // The wgmma chains build one descriptor and move it on per k16 step (wgmma_desc_at). That must be the descriptor
 // wgmma_desc builds for the moved address, for every 16-byte-aligned address and offset whose sum lies in shared
 // memory (below 2^18 bytes), with either layout's LBO (16: K-major Q and K; 64 keys · 128 bytes: V). Past 2^18 the
-// address field carries into the LBO field: the precondition wgmma_desc.h states, shown failing.
+// address field carries into the bits above it (14-15, reserved): the precondition wgmma_desc.h states, shown failing.
 TEST(WgmmaDesc, MovingADescriptorOnEqualsBuildingItForTheMovedAddress) {
   constexpr std::uint32_t kSmemEnd = 1u << 18;
   for (std::uint32_t lbo : {16u, 64u * 128u}) {
