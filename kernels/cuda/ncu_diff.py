@@ -1,7 +1,8 @@
 # ncu_diff.py — two kernels' Nsight Compute source pages compared, SASS instruction by instruction kind: what B (a
 # change, or a kernel's fix) executes and stalls on that A (the baseline) does not. Written from session 46's look at
-# fa2 against fa2-psum, where it showed the second row sum's cost at step 5's wgmma waits (barrier stalls at
-# WARPGROUP.DEPBAR), not in its own instructions, and fa2's descriptor arithmetic (~6 uniform instructions per HGMMA).
+# fa2 against fa2-psum, where it put two thirds of the second row sum's cost at step 5's wgmma waits (barrier stalls
+# at WARPGROUP.DEPBAR) and a fifth at issuing its instructions, and showed fa2's descriptor arithmetic (~6 uniform
+# instructions per HGMMA).
 # Input: `ncu --import R.ncu-rep --page source --csv --print-source sass` of one launch per side (ci/gpu_profile.sh).
 # Output (markdown): the totals; the warp-state samples by stall reason; the instructions executed by opcode; and
 # where the samples moved, by instruction kind (opcode with its modifiers) and reason. Rows sorted by |B − A|. The
