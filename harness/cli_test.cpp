@@ -1129,6 +1129,28 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   EXPECT_NE(stopped_summary.find("crash-0456"), std::string::npos) << stopped_summary;
   EXPECT_NE(stopped_summary.find("\"interrupted\": true"), std::string::npos) << stopped_summary;
 
+  // A process that joins the fuzzer's group after the SIGTERM went out (a fork-mode job its parent's system() was
+  // starting: its sh got the signal, the job did not) is stopped too: the SIGTERM goes out again each second. Before,
+  // such a job ran its whole length and held the output open (a stop at 10 s ended at 18 s); here, whose stand-in job
+  // leaves only at its second SIGTERM, it ran until --grace 20 past --time 1 sent another.
+  const auto late_start = std::chrono::steady_clock::now();
+  const CmdResult late = fuzz(script("late-job.sh", "trap '' INT; trap 'exit 72' TERM; "
+                                                    "( n=0; trap 'n=$((n+1)); [ $n -ge 2 ] && exit 72' TERM; "
+                                                    "while :; do sleep 0.1; done ) & "
+                                                    "sleep 0.2; kill -TERM $PPID; while :; do sleep 0.1; done"),
+                              "f18", " --workers 2 --grace 20");
+  EXPECT_EQ(late.status, 128 + SIGTERM) << late.out << late.err;  // stopped before any finding
+  EXPECT_LT(std::chrono::steady_clock::now() - late_start, std::chrono::seconds(10));  // not at --time + --grace
+  EXPECT_EQ(late.err.find("overran"), std::string::npos) << late.err;
+
+  // A fork-mode parent stopped by a signal says 0 exec/s for itself: the summary then gives the campaign's own
+  // average, not "(0 exec/s)".
+  const CmdResult zero_rate =
+      fuzz(script("zero-rate.sh", "echo '#3816 DONE cov: 1 ft: 1 corp: 1/1b exec/s: 0 rss: 1Mb'"), "f19");
+  EXPECT_EQ(zero_rate.status, 0) << zero_rate.out << zero_rate.err;
+  EXPECT_NE(zero_rate.out.find("3816 executions ("), std::string::npos) << zero_rate.out;
+  EXPECT_EQ(zero_rate.out.find("(0 exec/s)"), std::string::npos) << zero_rate.out;
+
 
   // A kernel fault's raw case (the target's note says so) is listed as it is: not shrunk and not run again here
   // (each group's shrink and replay met the fault again: with a hanging plugin, its time limit per group).

@@ -207,7 +207,9 @@ std::string find_fuzzer(const FuzzOptions& o, const std::vector<std::string>& en
 // the campaign then minimises and writes its summary as when its time is up; a second stops the fuzzer at once
 // (SIGKILL) and minimising too (the groups not yet minimised keep their raw cases). Before, the signal ended
 // attncheck at once: no minimisation, no summary, and the fuzzer, in a process group of its own, ran on without a
-// parent.
+// parent. The SIGTERM is sent again each second while the group lives: a fork-mode job that its parent's system()
+// was starting as the first one went out (its sh, not yet the job, got it) missed it, ran its whole job (~8 s) and
+// held the output open (a stop at 10 s ended at 18 s, 2 stops in 3 here).
 
 // A raw bias group is confirmed on a fresh sample before it is minimised (confirm_on_a_fresh_sample; why, and what it
 // costs an unbiased kernel, in harness/bias_confirmation.h). The target is told not to confirm it first
@@ -467,7 +469,7 @@ int run_fuzz(const FuzzOptions& o) {
   bool eof = false, reaped = false;
   std::string status_unknown;  // why the fuzzer's exit status is not known ("" when it is)
   int status = 0;
-  double reaped_at = 0, read_at = 0, killed_at = -1, scanned_at = -1;
+  double reaped_at = 0, read_at = 0, killed_at = -1, scanned_at = -1, termed_at = -1;
   // Whether the fuzzer or a process of its group still runs: its group then exists (a group's ID is not given to
   // another process while it has members), and the stop signals and deadlines below are for it.
   const auto group_alive = [&] { return !reaped || ::kill(-child.pid, 0) == 0; };
@@ -535,11 +537,15 @@ int run_fuzz(const FuzzOptions& o) {
       last_progress = Clock::now();
     }
     const bool alive = group_alive();
-    const auto signal_group = [&](int sig) {  // SIGKILL starts kStuck's count
+    const auto signal_group = [&](int sig) {  // SIGKILL starts kStuck's count; SIGTERM, its resending (below)
       if (!alive) return;
       ::kill(-child.pid, sig);
       if (sig == SIGKILL && killed_at < 0) killed_at = el;
+      if (sig == SIGTERM) termed_at = el;
     };
+    // A SIGTERM sent goes out again each second until the group has ended or SIGKILL went out: a process that joined
+    // the group after it (a fork-mode job being started) missed it (the comment above run_fuzz's signals).
+    if (termed_at >= 0 && killed_at < 0 && el - termed_at >= 1) signal_group(SIGTERM);
     if (g_stop_signals > stops_acted) {  // SIGINT or SIGTERM: stop the fuzzer, then minimise (a second: kill it)
       stops_acted = g_stop_signals;
       std::cerr << "attncheck fuzz: " << (stops_acted == 1 ? "stopping the fuzzer" : "killing the fuzzer")
@@ -579,6 +585,9 @@ int run_fuzz(const FuzzOptions& o) {
   if (g_stop_signals >= 2) on_signal.restore();
   else on_signal.one_more();
   const double total = seconds_since(start);
+  // A fork-mode parent stopped by a signal reports 0 exec/s for itself, and so may the last job line read: the
+  // campaign's own average then (a summary read "3816 executions (0 exec/s)").
+  if (rate <= 0 && execs > 0 && total > 0) rate = std::round(double(execs) / total);
   // libFuzzer exits 0 when its time is up. Anything else is a crash, timeout, out-of-memory or leak in the kernel
   // under test (its input is an artifact in the raw folder: a finding), or the target could not start.
   const bool fuzzer_ok = status_unknown.empty() && WIFEXITED(status) && WEXITSTATUS(status) == 0;
