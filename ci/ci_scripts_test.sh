@@ -20,8 +20,9 @@
 #   bench_table.py: rows whose fixed variants did not run are kept; a log without rows exits 1, saying so;
 #   bench_ab.sh (with bench_ab.py): two stand-in builds alternated, the paired rows' B − A and the TFLOP/s ratios; a run
 #     without a GPU, a build without bench_attention and ROUNDS 0 exit 2, saying so;
-#   gpu_profile.sh (with ncu_diff.py) on a stand-in ncu: the comparison's totals, stall reasons and instruction kinds
-#     (a guarded instruction counted under its opcode); without ncu, with a spec that is not BUILD:ROW, a build without
+#   gpu_profile.sh (with ncu_diff.py) on a stand-in ncu: the launches' headline numbers and busiest pipe (a number a
+#     details page lacks as –), the comparison's totals, stall reasons and instruction kinds (a guarded instruction
+#     counted under its opcode); without ncu, with a spec that is not BUILD:ROW, a build without
 #     bench_attention, and a side whose profiled run failed: exit 2, saying why; ncu_diff.py on a file that is not a
 #     source page, none, or two kernels' pages: exit 1 with one line.
 # Run: ctest -R ci_scripts   or   bash ci/ci_scripts_test.sh build
@@ -440,13 +441,19 @@ ab "$tmp/abA" "$tmp/abA" x 0
 
 # gpu_profile.sh: a stand-in ncu writes a report file for -o and, on --import, a details page or a small source page
 # (A: 100 HGMMA + 200 FMUL, 10 barrier samples at the wgmma wait, 2 samples at the HGMMA under no stall_ column;
-# B: 40 more instructions, a guarded BRA, 30 at the wait and 4 under no column).
+# B: 40 more instructions, a guarded BRA, 30 at the wait and 4 under no column; details: A a duration and its busiest
+# pipe, B those and its elapsed cycles).
 mkdir -p "$tmp/ncubin"
 cat >"$tmp/ncubin/ncu" <<'NCU'
 #!/bin/bash
 if [ "$1" = --import ]; then
-  [ "$3 $4" = "--page details" ] && { echo "  Duration  ms  1.47"; exit 0; }
   b=0; case $2 in */B.ncu-rep) b=1 ;; esac
+  if [ "$3 $4" = "--page details" ]; then
+    if [ $b = 0 ]; then printf '    Duration   ms   1.47\n    INF   Shared is the highest-utilized pipeline (41.6%%) x\n'
+    else printf '    Duration   ms   1.62\n    Elapsed Cycles   cycle   2,774,584\n    INF   ALU is the highest-utilized pipeline (44.0%%) x\n'
+    fi
+    exit 0
+  fi
   echo '"Kernel Name","flash_fwd_kernel<'$b'>"'
   echo '"Address","Source","# Samples","Instructions Executed","stall_barrier","stall_wait","stall_wait (Not Issued)"'
   echo '"0x10","      HGMMA.64x64x16.F32.BF16 R24, R56, gdesc[UR12].tnspB, R24","'$((7 + 2 * b))'","100","0","5","5"'
@@ -467,8 +474,11 @@ prof "$tmp/abA:fwd/fa2/d128/full/seq4096" "$tmp/abA:fwd/fa2-psum/d128/full/seq40
   grep -qF '| (no column) | 2 | 4 | +2 |' "$tmp/out" &&
   grep -qF '| barrier | 10 | 30 | +20 |' "$tmp/out" && grep -qF '| BRA | 0 | 40 | +40 |' "$tmp/out" &&
   grep -qF '| `WARPGROUP.DEPBAR.LE`, barrier | 10 | 30 | +20 |' "$tmp/out" && ! grep -q 'FMUL' "$tmp/out" &&
+  grep -qF '| duration (ms) | 1.47 | 1.62 | 1.1020 |' "$tmp/out" &&
+  grep -qF '| elapsed cycles | – | 2,774,584 | – |' "$tmp/out" &&
+  grep -qF '| busiest pipe | Shared (41.6%) | ALU (44.0%) | |' "$tmp/out" &&
   grep -q Duration "$tmp/prof/details_B.txt" && cmp -s "$tmp/out" "$tmp/prof/summary.md"; } ||
-  fail "gpu_profile.sh: want 0, the totals, the barrier growth at the wgmma wait, BRA under its opcode, no equal row"
+  fail "gpu_profile.sh: want 0, the headline rows (a missing number as –), the totals, the barrier growth at the wait, BRA"
 cat "$tmp/prof/sass_A.csv" "$tmp/prof/sass_B.csv" >"$tmp/two.csv"  # two kernels' pages in one file, for below
 prof "$tmp/abA:fwd/fa2/d128/full/seq4096" "$tmp/abA"
 { [ $rc = 2 ] && grep -q "is not BUILD:ROW" "$tmp/err"; } || fail "gpu_profile.sh, a spec without ':': want 2"

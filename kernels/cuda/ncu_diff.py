@@ -8,7 +8,11 @@
 # where the samples moved, by instruction kind (opcode with its modifiers) and reason. Rows sorted by |B − A|. The
 # samples are the page's "# Samples"; those no stall_ column names are "(no column)" (warpgroup_arrive on sm_90). The
 # sums are the source page's: its instructions executed read ~0.3% over the details page's (890.2 M against 887.3 M).
-# Run: python3 kernels/cuda/ncu_diff.py A.csv B.csv [--top N]
+# With --details A.txt B.txt (`ncu --import R --page details`, as gpu_profile.sh writes them) it first gives the two
+# launches' headline numbers: duration, elapsed cycles, IPC, issue slots busy, registers, occupancy, and the pipe
+# Nsight Compute names the busiest (what session 47 read off by hand: the fix's FMNMX made ALU fa2-fixed's busiest).
+# A number a page lacks reads "–".
+# Run: python3 kernels/cuda/ncu_diff.py A.csv B.csv [--top N] [--details A.txt B.txt]
 #   Exit 1 with one line on stderr, and no table, when a file is missing, not such a source page, or several kernels'.
 import argparse
 import collections
@@ -80,6 +84,41 @@ def read(path):
     return name, executed, reasons, kind_reasons, left_out
 
 
+# The details page's headline numbers: (label, metric name as the page prints it), the first line naming each.
+HEADLINE = [("duration (ms)", "Duration"), ("elapsed cycles", "Elapsed Cycles"), ("IPC (active)", "Executed Ipc Active"),
+            ("issue slots busy (%)", "Issue Slots Busy"), ("registers per thread", "Registers Per Thread"),
+            ("achieved occupancy (%)", "Achieved Occupancy")]
+BUSIEST = re.compile(r"^\s*(?:INF|OPT|WRN)?\s+(\S.*?) is the highest-utilized pipeline \(([\d.]+)%\)")
+
+
+def details(path):
+    """({metric name: value}, "Pipe (n%)" or "–") from a details page; what it lacks is left out."""
+    try:
+        lines = open(path, errors="replace").read().splitlines()
+    except OSError as e:
+        sys.exit(f"ncu_diff.py: cannot read {path}: {e.strerror}")
+    values, busiest = {}, "–"
+    for line in lines:
+        for _, name in HEADLINE:
+            m = re.match(r"\s+" + re.escape(name) + r"\s+\S+\s+([\d,.]+)\s*$", line)
+            if m and name not in values:
+                values[name] = float(m.group(1).replace(",", ""))
+        m = BUSIEST.search(line)
+        if m and busiest == "–":
+            busiest = f"{m.group(1)} ({m.group(2)}%)"
+    return values, busiest
+
+
+def headline(path_a, path_b):
+    (va, pa), (vb, pb) = details(path_a), details(path_b)
+    cell = lambda v: "–" if v is None else f"{v:,.2f}".rstrip("0").rstrip(".")
+    print("| (the details pages) | A | B | B / A |\n| --- | --- | --- | --- |")
+    for label, name in HEADLINE:
+        a, b = va.get(name), vb.get(name)
+        print(f"| {label} | {cell(a)} | {cell(b)} | {f'{b / a:.4f}' if a and b is not None else '–'} |")
+    print(f"| busiest pipe | {pa} | {pb} | |\n")
+
+
 def by_base(counter):
     """{opcode without modifiers: count}: HGMMA.64x8x16.F32.BF16 and HGMMA.64x64x16.F32.BF16 are both HGMMA."""
     out = collections.Counter()
@@ -103,11 +142,14 @@ def main():
     ap.add_argument("a", help="the baseline's source page (CSV)")
     ap.add_argument("b", help="the change's source page (CSV)")
     ap.add_argument("--top", type=int, default=12, help="rows per table (0: all; default 12)")
+    ap.add_argument("--details", nargs=2, metavar=("A_TXT", "B_TXT"), help="the two launches' details pages")
     args = ap.parse_args()
     (na, ea, ra, ka, la), (nb, eb, rb, kb, lb) = read(args.a), read(args.b)
     ta, tb, sa, sb = sum(ea.values()), sum(eb.values()), sum(ra.values()), sum(rb.values())
     ratio = lambda x, y: f"{y / x:.4f}" if x else "–"
     print(f"# ncu_diff: A = {args.a}, B = {args.b}\n\nA: `{na}`\n\nB: `{nb}`\n")
+    if args.details:
+        headline(*args.details)
     for side, n in (("A", la), ("B", lb)):
         if n:
             print(f"({n} rows of {side}'s page had another number of cells than its header and are left out.)\n")
