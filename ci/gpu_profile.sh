@@ -10,7 +10,8 @@
 # after ATTNCHECK_PROFILE_SKIP (default 5, past the row's warm-up) launches of kernels whose name matches
 # ATTNCHECK_PROFILE_KERNEL (a regex, default flash_fwd_kernel: a forward row launches that one kernel; for a backward
 # row name one of its kernels). Then its details page (details_X.txt), its SASS source page (sass_X.csv) and
-# ncu_diff.py's comparison of both (summary.md: the launches' headline numbers and busiest pipe, then the SASS), in ATTNCHECK_PROFILE_OUT (default out/profile), the reports as X.ncu-rep.
+# ncu_diff.py's comparison of both (summary.md: the launches' headline numbers and busiest pipe, then the SASS), in
+# ATTNCHECK_PROFILE_OUT (default out/profile), the reports as X.ncu-rep.
 # Relative BUILD and ATTNCHECK_PROFILE_OUT paths are taken from the repository root (the script works from there).
 # Exit status: ncu_diff.py's (0; 1 when a side has no source page); 2, said on standard error, for a spec without
 # ':', a build without bench_attention, no ncu on PATH, or a side whose profiled run failed or profiled nothing (no
@@ -46,8 +47,8 @@ for x in A B; do
   ncu --import "$out/$x.ncu-rep" --page details >"$out/details_$x.txt" 2>&1
   ncu --import "$out/$x.ncu-rep" --page source --csv --print-source sass >"$out/sass_$x.csv" 2>&1
 done
-python3 kernels/cuda/ncu_diff.py "$out/sass_A.csv" "$out/sass_B.csv" --details "$out/details_A.txt" "$out/details_B.txt" \
-  >"$out/summary.md"
+python3 kernels/cuda/ncu_diff.py "$out/sass_A.csv" "$out/sass_B.csv" \
+  --details "$out/details_A.txt" "$out/details_B.txt" >"$out/summary.md"
 status=$?
 cat "$out/summary.md"
 exit $status

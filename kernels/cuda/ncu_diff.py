@@ -85,9 +85,9 @@ def read(path):
 
 
 # The details page's headline numbers: (label, metric name as the page prints it), the first line naming each.
-HEADLINE = [("duration (ms)", "Duration"), ("elapsed cycles", "Elapsed Cycles"), ("IPC (active)", "Executed Ipc Active"),
-            ("issue slots busy (%)", "Issue Slots Busy"), ("registers per thread", "Registers Per Thread"),
-            ("achieved occupancy (%)", "Achieved Occupancy")]
+HEADLINE = [("duration (ms)", "Duration"), ("elapsed cycles", "Elapsed Cycles"),
+            ("IPC (active)", "Executed Ipc Active"), ("issue slots busy (%)", "Issue Slots Busy"),
+            ("registers per thread", "Registers Per Thread"), ("achieved occupancy (%)", "Achieved Occupancy")]
 BUSIEST = re.compile(r"^\s*(?:INF|OPT|WRN)?\s+(\S.*?) is the highest-utilized pipeline \(([\d.]+)%\)")
 
 
@@ -109,8 +109,9 @@ def details(path):
     return values, busiest
 
 
-def headline(path_a, path_b):
-    (va, pa), (vb, pb) = details(path_a), details(path_b)
+def headline(side_a, side_b):
+    """The headline table of two details() results."""
+    (va, pa), (vb, pb) = side_a, side_b
     cell = lambda v: "–" if v is None else f"{v:,.2f}".rstrip("0").rstrip(".")
     print("| (the details pages) | A | B | B / A |\n| --- | --- | --- | --- |")
     for label, name in HEADLINE:
@@ -145,11 +146,12 @@ def main():
     ap.add_argument("--details", nargs=2, metavar=("A_TXT", "B_TXT"), help="the two launches' details pages")
     args = ap.parse_args()
     (na, ea, ra, ka, la), (nb, eb, rb, kb, lb) = read(args.a), read(args.b)
+    sides = [details(path) for path in args.details] if args.details else None  # read before anything is printed
     ta, tb, sa, sb = sum(ea.values()), sum(eb.values()), sum(ra.values()), sum(rb.values())
     ratio = lambda x, y: f"{y / x:.4f}" if x else "–"
     print(f"# ncu_diff: A = {args.a}, B = {args.b}\n\nA: `{na}`\n\nB: `{nb}`\n")
-    if args.details:
-        headline(*args.details)
+    if sides:
+        headline(*sides)
     for side, n in (("A", la), ("B", lb)):
         if n:
             print(f"({n} rows of {side}'s page had another number of cells than its header and are left out.)\n")
