@@ -24,7 +24,7 @@
 #     details page lacks as –), the comparison's totals, stall reasons and instruction kinds (a guarded instruction
 #     counted under its opcode); without ncu, with a spec that is not BUILD:ROW, a build without
 #     bench_attention, and a side whose profiled run failed: exit 2, saying why; ncu_diff.py on a file that is not a
-#     source page, none, or two kernels' pages: exit 1 with one line.
+#     source page, none, two kernels' pages, or a missing details page: exit 1 with one line.
 # Run: ctest -R ci_scripts   or   bash ci/ci_scripts_test.sh build
 set -uo pipefail
 ci=$(cd "$(dirname "$0")" && pwd)
@@ -480,6 +480,7 @@ prof "$tmp/abA:fwd/fa2/d128/full/seq4096" "$tmp/abA:fwd/fa2-psum/d128/full/seq40
   grep -q Duration "$tmp/prof/details_B.txt" && cmp -s "$tmp/out" "$tmp/prof/summary.md"; } ||
   fail "gpu_profile.sh: want 0, the headline rows (a missing number as –), the totals, the barrier growth at the wait, BRA"
 cat "$tmp/prof/sass_A.csv" "$tmp/prof/sass_B.csv" >"$tmp/two.csv"  # two kernels' pages in one file, for below
+cp "$tmp/prof/sass_A.csv" "$tmp/one.csv"  # one kernel's page, for below
 prof "$tmp/abA:fwd/fa2/d128/full/seq4096" "$tmp/abA"
 { [ $rc = 2 ] && grep -q "is not BUILD:ROW" "$tmp/err"; } || fail "gpu_profile.sh, a spec without ':': want 2"
 prof "$tmp/abA:fwd/fa2/d128/full/seq4096" "$tmp/nowhere:fwd/fa2/d128/full/seq4096"
@@ -501,6 +502,10 @@ for page in "$tmp/details.txt" "$tmp/nowhere.csv" "$tmp/two.csv"; do
   { [ $rc = 1 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "$want" "$tmp/err"; } ||
     fail "ncu_diff.py on $page: want 1, one line on stderr, nothing on stdout"
 done
+python3 "$ci/../kernels/cuda/ncu_diff.py" "$tmp/one.csv" "$tmp/one.csv" \
+  --details "$tmp/nowhere.txt" "$tmp/details.txt" >"$tmp/out" 2>"$tmp/err"
+{ [ $? = 1 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q 'cannot read' "$tmp/err"; } ||
+  fail "ncu_diff.py with a missing details page: want 1, one line on stderr, nothing on stdout"
 
 [ $failures = 0 ] && echo "ci_scripts_test: all cases pass"
 exit $((failures > 0))
