@@ -209,7 +209,7 @@ std::string find_fuzzer(const FuzzOptions& o, const std::vector<std::string>& en
 // attncheck at once: no minimisation, no summary, and the fuzzer, in a process group of its own, ran on without a
 // parent. The SIGTERM is sent again each second while the group lives: a fork-mode job that its parent's system()
 // was starting as the first one went out (its sh, not yet the job, got it) missed it, ran its whole job (~8 s) and
-// held the output open (a stop at 10 s ended at 18 s, 2 stops in 3 here).
+// held the output open (a stop at 10 s ended at 18-19 s, 3 stops in 5 here).
 
 // A raw bias group is confirmed on a fresh sample before it is minimised (confirm_on_a_fresh_sample; why, and what it
 // costs an unbiased kernel, in harness/bias_confirmation.h). The target is told not to confirm it first
