@@ -7,6 +7,9 @@
 # (the paired overheads, B − A in points, and the TFLOP/s, B / A, cuDNN's as the drift). Logs and summary.md in
 # ATTNCHECK_AB_OUT (out/ab).
 #   bash ci/bench_ab.sh gpu-exp/old gpu-exp/new 'ovh/fwd/fa2-psum' 3
+# The paired rows are named by the base (ovh/fwd/fa2/d128/full/seq4096: fa2 → fa2-fixed; ovh/fwd/paper/...: paper →
+# paper-fixed), except fa2-psum's (ovh/fwd/fa2-psum/...: fa2 → fa2-psum); a filter asking for "ovh" that met none is
+# said in the summary and on standard error.
 # Exit status: bench_ab.py's (0, or 1 when no run measured a row); 2 when a build has no bench_attention, or a run
 # finds no usable GPU (bench_attention's exit 1), said on standard error.
 set -uo pipefail
@@ -40,7 +43,7 @@ gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/nu
 { echo "# bench_ab: A = $a, B = $b"
   echo "filter '$filter', $rounds round(s) of A B B A${gpu:+, on $gpu (driver)}"
   echo
-  python3 kernels/cuda/bench_ab.py --a "$out"/A_*.log --b "$out"/B_*.log
+  python3 kernels/cuda/bench_ab.py --a "$out"/A_*.log --b "$out"/B_*.log --filter "$filter"
 } >"$out/summary.md"
 status=$?
 # (the pipeline's status is python's: a summary without tables is said on stderr and the exit is 1)

@@ -400,8 +400,9 @@ rc=$?
 
 # bench_ab.sh: two stand-in builds (A's fa2-psum overhead 3.10%, B's 2.60%) alternated A B B A: the summary gives
 # each side's runs, medians and B − A, and the TFLOP/s with cuDNN's row (its own table in the log) as the drift; a
-# second comparison with one round reads its own four runs alone, not the first's eight; a build whose run finds no
-# GPU exits 2, saying so; a build without bench_attention exits 2.
+# second comparison with one round reads its own four runs alone, not the first's eight; a filter asking for paired
+# rows that met none says how they are named; a build whose run finds no GPU exits 2, saying so; a build without
+# bench_attention exits 2.
 stand_in_bench() {  # stand_in_bench DIR PSUM_OVH PSUM_TFLOPS CUDNN_TFLOPS
   mkdir -p "$1/kernels/cuda"
   cat >"$1/kernels/cuda/bench_attention" <<BENCH
@@ -429,6 +430,17 @@ ab "$tmp/abA" "$tmp/abB" x 2
 ab "$tmp/abA" "$tmp/abB" x 1
 { [ $rc = 0 ] && [ "$(ls "$tmp/ab"/*.log | wc -l)" = 4 ] && grep -qF '| 3.10, 3.10 | 2.60, 2.60 |' "$tmp/out"; } ||
   fail "bench_ab.sh, a second comparison: want its own 4 runs alone"
+mkdir -p "$tmp/abT/kernels/cuda"  # a build whose runs print the TFLOP/s rows alone (a filter that met no ovh row)
+grep -v "^echo 'ovh" "$tmp/abA/kernels/cuda/bench_attention" >"$tmp/abT/kernels/cuda/bench_attention"
+chmod +x "$tmp/abT/kernels/cuda/bench_attention"
+ab "$tmp/abT" "$tmp/abT" 'ovh/fwd/fa2-fixed|^fwd/fa2' 1
+{ [ $rc = 0 ] && grep -q "No paired row: the filter 'ovh/fwd/fa2-fixed|^fwd/fa2' selects none" "$tmp/out" &&
+  grep -q 'ovh/<fwd|step>/fa2/<d>/<full|causal>/seq4096 times fa2 → fa2-fixed' "$tmp/out" &&
+  grep -q 'No paired row' "$tmp/err" && grep -qF '| fwd d128 full seq4096 | fa2 | 380.0 | 380.0 | 1.000 |' "$tmp/out"; } ||
+  fail "bench_ab.sh, a filter asking for ovh rows that met none: want 0, the TFLOP/s rows and a line naming the rows"
+ab "$tmp/abT" "$tmp/abT" '^fwd/fa2' 1
+{ [ $rc = 0 ] && ! grep -q 'No paired row' "$tmp/out"; } ||
+  fail "bench_ab.sh, a filter without ovh: want no line about paired rows"
 printf '#!/bin/bash\necho "bench_attention: no usable CUDA device (no driver): nothing measured, exit 1" >&2\nexit 1\n' \
   >"$tmp/abB/kernels/cuda/bench_attention"
 ab "$tmp/abA" "$tmp/abB"

@@ -8,7 +8,10 @@
 #   cuDNN's rows (bench_attention's second table, where the filter selects them) come last in each row: the vendor
 #   kernel, which a change to ours leaves alone, so its B / A is the card's drift between the two sides' runs, the
 #   scale for the other ratios (session 46's descriptor change: fa2 1.051 at d128 full, cuDNN 1.000).
-# Run: python3 kernels/cuda/bench_ab.py --a A1.log [A2.log ...] --b B1.log [B2.log ...]
+# With --filter F (bench_ab.sh passes its own): a filter that asks for paired rows ("ovh") but met none gets a line
+# saying how they are named: by the base, ovh/fwd/fa2/... for fa2 → fa2-fixed (session 47's 'ovh/fwd/fa2-fixed'
+# matched nothing and cost a GPU call), except ovh/.../fa2-psum/... for fa2 → fa2-psum.
+# Run: python3 kernels/cuda/bench_ab.py --a A1.log [A2.log ...] --b B1.log [B2.log ...] [--filter F]
 #   Exit 1 with one line on stderr, and no table, when either side's logs hold no row of either table.
 import argparse
 import re
@@ -61,6 +64,7 @@ def main():
     ap = argparse.ArgumentParser(description="Compare two builds' bench_attention logs")
     ap.add_argument("--a", nargs="+", required=True, help="the baseline build's logs, one per run")
     ap.add_argument("--b", nargs="+", required=True, help="the changed build's logs, one per run")
+    ap.add_argument("--filter", default="", help="the runs' --benchmark_filter (for the note on paired rows)")
     args = ap.parse_args()
     a_ovh, a_tf = side(args.a)
     b_ovh, b_tf = side(args.b)
@@ -83,6 +87,12 @@ def main():
             runs = lambda xs: ", ".join(f"{x:.2f}" for x in xs) or "–"
             diff = "–" if ma is None or mb is None else f"{mb - ma:+.2f}"
             print(f"| {k[0]} | {k[1]} | {runs(a)} | {runs(b)} | {cell(ma, 2)} | {cell(mb, 2)} | {diff} |")
+    elif "ovh" in args.filter:
+        note = (f"No paired row: the filter '{args.filter}' selects none. They are named by the base: "
+                "ovh/<fwd|step>/fa2/<d>/<full|causal>/seq4096 times fa2 → fa2-fixed, "
+                ".../paper/... paper → paper-fixed, and .../fa2-psum/... fa2 → fa2-psum.")
+        print(note)
+        print(f"bench_ab.py: {note}", file=sys.stderr)
     keys = sorted({k for run in a_tf + b_tf for k in run}, key=lambda k: (k[0], (KERNELS + [VENDOR]).index(k[1])))
     if keys:
         print()
