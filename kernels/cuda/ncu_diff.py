@@ -88,6 +88,10 @@ def read(path):
 HEADLINE = [("duration (ms)", "Duration"), ("elapsed cycles", "Elapsed Cycles"),
             ("IPC (active)", "Executed Ipc Active"), ("issue slots busy (%)", "Issue Slots Busy"),
             ("registers per thread", "Registers Per Thread"), ("achieved occupancy (%)", "Achieved Occupancy")]
+# Nsight Compute picks the unit by the size ("us" for a short launch, "Kcycle" where it scales): duration in ms,
+# cycles in cycles.
+UNITS = {"ns": 1e-6, "nsecond": 1e-6, "us": 1e-3, "usecond": 1e-3, "ms": 1.0, "msecond": 1.0, "s": 1e3,
+         "second": 1e3, "cycle": 1.0, "Kcycle": 1e3, "Mcycle": 1e6, "Gcycle": 1e9}
 BUSIEST = re.compile(r"^\s*(?:INF|OPT|WRN)?\s+(\S.*?) is the highest-utilized pipeline \(([\d.]+)%\)")
 
 
@@ -100,9 +104,10 @@ def details(path):
     values, busiest = {}, "–"
     for line in lines:
         for _, name in HEADLINE:
-            m = re.match(r"\s+" + re.escape(name) + r"\s+\S+\s+([\d,.]+)\s*$", line)
+            m = re.match(r"\s+" + re.escape(name) + r"\s+(\S+)\s+([\d,.]+)\s*$", line)
             if m and name not in values:
-                values[name] = float(m.group(1).replace(",", ""))
+                scale = UNITS.get(m.group(1), 1.0) if name in ("Duration", "Elapsed Cycles") else 1.0
+                values[name] = float(m.group(2).replace(",", "")) * scale
         m = BUSIEST.search(line)
         if m and busiest == "–":
             busiest = f"{m.group(1)} ({m.group(2)}%)"
