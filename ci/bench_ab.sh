@@ -43,7 +43,8 @@ gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/nu
 { echo "# bench_ab: A = $a, B = $b"
   echo "filter '$filter', $rounds round(s) of A B B A${gpu:+, on $gpu (driver)}"
   echo
-  python3 kernels/cuda/bench_ab.py --a "$out"/A_*.log --b "$out"/B_*.log --filter "$filter"
+  # --filter=F as one word: a negative filter (-ovh, every benchmark but those) is not an option to argparse
+  python3 kernels/cuda/bench_ab.py --a "$out"/A_*.log --b "$out"/B_*.log --filter="$filter"
 } >"$out/summary.md"
 status=$?
 # (the pipeline's status is python's: a summary without tables is said on stderr and the exit is 1)

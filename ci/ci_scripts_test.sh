@@ -441,6 +441,9 @@ ab "$tmp/abT" "$tmp/abT" 'ovh/fwd/fa2-fixed|^fwd/fa2' 1
 ab "$tmp/abT" "$tmp/abT" '^fwd/fa2' 1
 { [ $rc = 0 ] && ! grep -q 'No paired row' "$tmp/out"; } ||
   fail "bench_ab.sh, a filter without ovh: want no line about paired rows"
+ab "$tmp/abT" "$tmp/abT" '-ovh' 1  # Google Benchmark's negative filter: every benchmark but the paired ones
+{ [ $rc = 0 ] && ! grep -q 'No paired row' "$tmp/out" && grep -qF '| fwd d128 full seq4096 | fa2 | 380.0 |' "$tmp/out"; } ||
+  fail "bench_ab.sh, a negative filter (-ovh): want 0, the TFLOP/s rows, no line about paired rows"
 printf '#!/bin/bash\necho "bench_attention: no usable CUDA device (no driver): nothing measured, exit 1" >&2\nexit 1\n' \
   >"$tmp/abB/kernels/cuda/bench_attention"
 ab "$tmp/abA" "$tmp/abB"
@@ -454,14 +457,14 @@ ab "$tmp/abA" "$tmp/abA" x 0
 # gpu_profile.sh: a stand-in ncu writes a report file for -o and, on --import, a details page or a small source page
 # (A: 100 HGMMA + 200 FMUL, 10 barrier samples at the wgmma wait, 2 samples at the HGMMA under no stall_ column;
 # B: 40 more instructions, a guarded BRA, 30 at the wait and 4 under no column; details: A a duration and its busiest
-# pipe, B those and its elapsed cycles, in the scaled units ncu picks by size, us and Kcycle).
+# pipe, B those and its elapsed cycles, in the scaled units ncu picks by size, us and Kcycle: A's 4.32 us is 0.00432 ms).
 mkdir -p "$tmp/ncubin"
 cat >"$tmp/ncubin/ncu" <<'NCU'
 #!/bin/bash
 if [ "$1" = --import ]; then
   b=0; case $2 in */B.ncu-rep) b=1 ;; esac
   if [ "$3 $4" = "--page details" ]; then
-    if [ $b = 0 ]; then printf '    Duration   ms   1.47\n    INF   Shared is the highest-utilized pipeline (41.6%%) x\n'
+    if [ $b = 0 ]; then printf '    Duration   us   4.32\n    INF   Shared is the highest-utilized pipeline (41.6%%) x\n'
     else printf '    Duration   us   1,620.00\n    Elapsed Cycles   Kcycle   2,774.58\n    INF   ALU is the highest-utilized pipeline (44.0%%) x\n'
     fi
     exit 0
@@ -486,7 +489,7 @@ prof "$tmp/abA:fwd/fa2/d128/full/seq4096" "$tmp/abA:fwd/fa2-psum/d128/full/seq40
   grep -qF '| (no column) | 2 | 4 | +2 |' "$tmp/out" &&
   grep -qF '| barrier | 10 | 30 | +20 |' "$tmp/out" && grep -qF '| BRA | 0 | 40 | +40 |' "$tmp/out" &&
   grep -qF '| `WARPGROUP.DEPBAR.LE`, barrier | 10 | 30 | +20 |' "$tmp/out" && ! grep -q 'FMUL' "$tmp/out" &&
-  grep -qF '| duration (ms) | 1.47 | 1.62 | 1.1020 |' "$tmp/out" &&
+  grep -qF '| duration (ms) | 0.00432 | 1.62 | 375.0000 |' "$tmp/out" &&
   grep -qF '| elapsed cycles | – | 2,774,580 | – |' "$tmp/out" &&
   grep -qF '| busiest pipe | Shared (41.6%) | ALU (44.0%) | |' "$tmp/out" &&
   grep -q Duration "$tmp/prof/details_B.txt" && cmp -s "$tmp/out" "$tmp/prof/summary.md"; } ||

@@ -87,7 +87,7 @@ def main():
             runs = lambda xs: ", ".join(f"{x:.2f}" for x in xs) or "–"
             diff = "–" if ma is None or mb is None else f"{mb - ma:+.2f}"
             print(f"| {k[0]} | {k[1]} | {runs(a)} | {runs(b)} | {cell(ma, 2)} | {cell(mb, 2)} | {diff} |")
-    elif "ovh" in args.filter:
+    elif "ovh" in args.filter and not args.filter.startswith("-"):  # -F: every benchmark but F's (Google Benchmark)
         note = (f"No paired row: the filter '{args.filter}' selects none. They are named by the base: "
                 "ovh/<fwd|step>/fa2/<d>/<full|causal>/seq4096 times fa2 → fa2-fixed, "
                 ".../paper/... paper → paper-fixed, and .../fa2-psum/... fa2 → fa2-psum.")

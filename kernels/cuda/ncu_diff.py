@@ -106,8 +106,9 @@ def details(path):
         for _, name in HEADLINE:
             m = re.match(r"\s+" + re.escape(name) + r"\s+(\S+)\s+([\d,.]+)\s*$", line)
             if m and name not in values:
-                scale = UNITS.get(m.group(1), 1.0) if name in ("Duration", "Elapsed Cycles") else 1.0
-                values[name] = float(m.group(2).replace(",", "")) * scale
+                scale = UNITS.get(m.group(1)) if name in ("Duration", "Elapsed Cycles") else 1.0
+                if scale is not None:  # a unit not in UNITS: the number is left out ("–"), not mislabelled
+                    values[name] = float(m.group(2).replace(",", "")) * scale
         m = BUSIEST.search(line)
         if m and busiest == "–":
             busiest = f"{m.group(1)} ({m.group(2)}%)"
@@ -117,7 +118,8 @@ def details(path):
 def headline(side_a, side_b):
     """The headline table of two details() results."""
     (va, pa), (vb, pb) = side_a, side_b
-    cell = lambda v: "–" if v is None else f"{v:,.2f}".rstrip("0").rstrip(".")
+    # Four significant digits below 1,000 (a 4.32 us launch is 0.00432 ms, not 0), whole numbers above.
+    cell = lambda v: "–" if v is None else f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
     print("| (the details pages) | A | B | B / A |\n| --- | --- | --- | --- |")
     for label, name in HEADLINE:
         a, b = va.get(name), vb.get(name)
