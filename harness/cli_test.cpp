@@ -1134,10 +1134,14 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   // such a job ran its whole length and held the output open (a stop at 10 s ended at 18 s); here, whose stand-in job
   // leaves only at its second SIGTERM, it ran until --grace 20 past --time 1 sent another.
   const auto late_start = std::chrono::steady_clock::now();
+  // (The job says it is ready, its trap set, before attncheck is signalled: else, on a loaded machine, the first
+  // SIGTERM could end it before its trap and the test pass without the resending.)
+  const std::string ready = (dir_ / "late-job-ready").string();
   const CmdResult late = fuzz(script("late-job.sh", "trap '' INT; trap 'exit 72' TERM; "
-                                                    "( n=0; trap 'n=$((n+1)); [ $n -ge 2 ] && exit 72' TERM; "
-                                                    "while :; do sleep 0.1; done ) & "
-                                                    "sleep 0.2; kill -TERM $PPID; while :; do sleep 0.1; done"),
+                                                    "( n=0; trap 'n=$((n+1)); [ $n -ge 2 ] && exit 72' TERM; : >" +
+                                                        ready + "; while :; do sleep 0.1; done ) & "
+                                                        "while [ ! -e " + ready + " ]; do sleep 0.05; done; "
+                                                        "kill -TERM $PPID; while :; do sleep 0.1; done"),
                               "f18", " --workers 2 --grace 20");
   EXPECT_EQ(late.status, 128 + SIGTERM) << late.out << late.err;  // stopped before any finding
   EXPECT_LT(std::chrono::steady_clock::now() - late_start, std::chrono::seconds(10));  // not at --time + --grace
@@ -1148,8 +1152,12 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   const CmdResult zero_rate =
       fuzz(script("zero-rate.sh", "echo '#3816 DONE cov: 1 ft: 1 corp: 1/1b exec/s: 0 rss: 1Mb'"), "f19");
   EXPECT_EQ(zero_rate.status, 0) << zero_rate.out << zero_rate.err;
-  EXPECT_NE(zero_rate.out.find("3816 executions ("), std::string::npos) << zero_rate.out;
+  EXPECT_NE(zero_rate.out.find("3816 executions (~"), std::string::npos) << zero_rate.out;
+  EXPECT_NE(zero_rate.out.find(" exec/s, the campaign's average: the fuzzer's last report said 0)"), std::string::npos)
+      << zero_rate.out;
   EXPECT_EQ(zero_rate.out.find("(0 exec/s)"), std::string::npos) << zero_rate.out;
+  EXPECT_NE(slurp(dir_ / "f19" / "fuzz-paper-summary.json").find("\"exec_per_s_is_campaign_average\": true"),
+            std::string::npos);
 
 
   // A kernel fault's raw case (the target's note says so) is listed as it is: not shrunk and not run again here

@@ -586,8 +586,10 @@ int run_fuzz(const FuzzOptions& o) {
   else on_signal.one_more();
   const double total = seconds_since(start);
   // A fork-mode parent stopped by a signal reports 0 exec/s for itself, and so may the last job line read: the
-  // campaign's own average then (a summary read "3816 executions (0 exec/s)").
-  if (rate <= 0 && execs > 0 && total > 0) rate = std::round(double(execs) / total);
+  // campaign's own average then, said as such (a summary read "3816 executions (0 exec/s)"). Its time includes the
+  // stop's, so it reads low, never high.
+  const bool rate_derived = rate <= 0 && execs > 0 && total > 0;
+  if (rate_derived) rate = std::round(10 * double(execs) / total) / 10;
   // libFuzzer exits 0 when its time is up. Anything else is a crash, timeout, out-of-memory or leak in the kernel
   // under test (its input is an artifact in the raw folder: a finding), or the target could not start.
   const bool fuzzer_ok = status_unknown.empty() && WIFEXITED(status) && WEXITSTATUS(status) == 0;
@@ -635,7 +637,8 @@ int run_fuzz(const FuzzOptions& o) {
   for (const auto& key : unsaved_groups)
     if (!groups.count(key)) lost.push_back(key.first + " / " + key.second);
   nlohmann::json report{{"kernel", o.kernel}, {"seconds", total}, {"workers", o.workers}, {"executions", execs},
-                        {"exec_per_s", rate}, {"raw_findings", first_seen.size()}, {"fuzzer", fuzzer},
+                        {"exec_per_s", rate}, {"exec_per_s_is_campaign_average", rate_derived},
+                        {"raw_findings", first_seen.size()}, {"fuzzer", fuzzer},
                         {"fuzzer_status", fuzzer_status}, {"started_at", started_at},
                         {"overran", overran}, {"failed_saves", unsaved},
                         {"lost_groups", lost},
@@ -809,7 +812,8 @@ int run_fuzz(const FuzzOptions& o) {
   report["not_waited_on"] = given_up.empty() ? nlohmann::json(nullptr) : nlohmann::json(given_up);
   std::ostringstream head;
   head << "# attncheck fuzz: " << o.kernel << "\n\n" << static_cast<long>(total) << " s, " << o.workers
-       << " worker(s), " << execs << " executions (" << rate << " exec/s), " << first_seen.size()
+       << " worker(s), " << execs << " executions (" << (rate_derived ? "~" : "") << rate << " exec/s"
+       << (rate_derived ? ", the campaign's average: the fuzzer's last report said 0" : "") << "), " << first_seen.size()
        << " raw finding(s) in " << groups.size() << " group(s); the fuzzer ended with " << fuzzer_status
        << (interrupted ? " (stopped by a signal)" : overran ? " (stopped by attncheck: it overran --time)" : "")
        << ".\n\n";
