@@ -115,6 +115,11 @@ def details(path):
     return values, busiest
 
 
+def ratio(x, y):
+    """B / A in four decimals, "–" where A is 0 or either is missing."""
+    return f"{y / x:.4f}" if x and y is not None else "–"
+
+
 def headline(side_a, side_b):
     """The headline table of two details() results."""
     (va, pa), (vb, pb) = side_a, side_b
@@ -123,7 +128,7 @@ def headline(side_a, side_b):
     print("| (the details pages) | A | B | B / A |\n| --- | --- | --- | --- |")
     for label, name in HEADLINE:
         a, b = va.get(name), vb.get(name)
-        print(f"| {label} | {cell(a)} | {cell(b)} | {f'{b / a:.4f}' if a and b is not None else '–'} |")
+        print(f"| {label} | {cell(a)} | {cell(b)} | {ratio(a, b)} |")
     print(f"| busiest pipe | {pa} | {pb} | |\n")
 
 
@@ -155,7 +160,6 @@ def main():
     (na, ea, ra, ka, la), (nb, eb, rb, kb, lb) = read(args.a), read(args.b)
     sides = [details(path) for path in args.details] if args.details else None  # read before anything is printed
     ta, tb, sa, sb = sum(ea.values()), sum(eb.values()), sum(ra.values()), sum(rb.values())
-    ratio = lambda x, y: f"{y / x:.4f}" if x else "–"
     print(f"# ncu_diff: A = {args.a}, B = {args.b}\n\nA: `{na}`\n\nB: `{nb}`\n")
     if sides:
         headline(*sides)
