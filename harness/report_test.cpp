@@ -23,6 +23,16 @@ using nlohmann::json;
 
 const std::string kHostile = "a<b & c>\"d\" 'e' \x01 ]]> line1\nline2 \xce\xb4";  // includes δ (UTF-8)
 
+// One check's entry as a run records it: kernel, property, the family's label and the verdict; a test sets the rest.
+RunEntry entry(const std::string& kernel, const std::string& property, const std::string& label, Status status) {
+  RunEntry e;
+  e.outcome.kernel = kernel;
+  e.outcome.property = property;
+  e.outcome.status = status;
+  e.label = label;
+  return e;
+}
+
 RunReport sample_report() {
   RunReport r;
   r.kernels = {"paper", "oracle"};
@@ -33,11 +43,8 @@ RunReport sample_report() {
   r.wall_seconds = 1.5;
   const Family f = default_family(generators().front().name);
   auto add = [&](const std::string& k, const std::string& p, Status s, const std::string& msg, const std::string& finding) {
-    RunEntry e;
-    e.outcome.kernel = k;
-    e.outcome.property = p;
+    RunEntry e = entry(k, p, "", s);
     e.outcome.family = f;
-    e.outcome.status = s;
     e.outcome.message = msg;
     e.outcome.stats = {{"z", -9.25}, {"mean_ulp", -0.3}};
     e.outcome.report = s == Status::kFail ? "report: " + kHostile : "";
@@ -121,11 +128,8 @@ TEST(ReportBaseline, AFailureIsKnownOnlyAsTheSameKind) {
   EXPECT_EQ(baseline_kind("biased: dV: mean +0.1 ulp"), "");
   EXPECT_EQ(baseline_kind("error: boom"), "error");
   EXPECT_EQ(baseline_kind("kernel fault: plugin:x: crash: killed by SIGSEGV (signal 11)"), "crash: killed by SIGSEGV");
-  RunEntry e;
-  e.outcome.kernel = "paper";
-  e.outcome.property = "accurate";
+  RunEntry e = entry("paper", "accurate", "", Status::kFail);
   e.checked = "normal [b1] seed=7";
-  e.outcome.status = Status::kFail;
   e.outcome.message = "instance 0: O(b0,h0,i0,c0) = 1 but exact 2";
   Baseline b;
   EXPECT_FALSE(known_in(b, e));
@@ -384,10 +388,7 @@ TEST(ReportJunit, TestcaseNamesDoNotDependOnTheSeedAndStayUnique) {
     RunReport plain, seeded;
     plain.suite = seeded.suite = name;
     for (const SuiteEntry& s : suite(name)) {
-      RunEntry e;
-      e.outcome.kernel = "k";
-      e.outcome.property = s.property;
-      e.outcome.status = Status::kPass;
+      RunEntry e = entry("k", s.property, "", Status::kPass);
       e.outcome.family = s.family;
       e.checked = s.family.describe();
       plain.entries.push_back(e);
@@ -458,16 +459,12 @@ RunReport interrupted_report() {
   RunReport r = sample_report();
   r.entries.erase(r.entries.begin() + 2, r.entries.begin() + 4);  // oracle's two checks never ran
   for (const char* p : {"unbiased", "accurate"}) {
-    RunEntry e;
-    e.outcome.kernel = "oracle";
-    e.outcome.property = p;
-    e.label = "tied_max";
+    RunEntry e = entry("oracle", p, "tied_max", Status::kPass);  // not run: the status is RunEntry's default
     e.checked = "tied_max [" + kHostile + "]";
     r.not_run.push_back(e);
   }
-  RunEntry paper_finite;  // and one of paper's: its cell then reads FAIL (a failure is a failure), not "k/n run"
-  paper_finite.outcome.kernel = "paper", paper_finite.outcome.property = "finite";
-  r.not_run.push_back(paper_finite);
+  // and one of paper's: its cell then reads FAIL (a failure is a failure), not "k/n run"
+  r.not_run.push_back(entry("paper", "finite", "", Status::kPass));
   r.interrupted_by = SIGINT;
   return r;
 }
@@ -611,12 +608,8 @@ TEST(SummaryTable, SaysOnceWhereOneKernelFaultFailedSeveralChecks) {
   RunReport r;
   r.kernels = {"plugin:crash"};
   const auto fail = [&r](const std::string& property, const std::string& message) {
-    RunEntry e;
-    e.outcome.kernel = "plugin:crash";
-    e.outcome.property = property;
-    e.outcome.status = Status::kFail;
+    RunEntry e = entry("plugin:crash", property, "normal", Status::kFail);
     e.outcome.message = message;
-    e.label = "normal";
     r.entries.push_back(e);
   };
   const std::string segv = "kernel fault: plugin:crash: crash: killed by SIGSEGV (Segmentation fault)";
@@ -640,12 +633,8 @@ TEST(SummaryTable, SaysWhyChecksSkippedOneLinePerReason) {
   r.kernels = {"k0", "k1", "k2", "k3", "k4", "k5", "k6"};
   const auto skip = [&r](const std::string& kernel, const std::string& property, const std::string& label,
                          const std::string& why) {
-    RunEntry e;
-    e.outcome.kernel = kernel;
-    e.outcome.property = property;
-    e.outcome.status = Status::kSkip;
+    RunEntry e = entry(kernel, property, label, Status::kSkip);
     e.outcome.message = why;
-    e.label = label;
     r.entries.push_back(e);
   };
   EXPECT_EQ(summary_table(r).find("skipped"), std::string::npos);
@@ -674,12 +663,8 @@ TEST(SummaryTable, SaysWhichPassesATimeBudgetCutShort) {
   r.kernels = {"fa2", "oracle"};
   r.budget.instances = 64;
   const auto add = [&r](const std::string& kernel, const std::string& label, Status status, int instances) {
-    RunEntry e;
-    e.outcome.kernel = kernel;
-    e.outcome.property = "accurate";
-    e.outcome.status = status;
+    RunEntry e = entry(kernel, "accurate", label, status);
     e.outcome.instances_run = instances;
-    e.label = label;
     r.entries.push_back(e);
   };
   add("fa2", "normal", Status::kPass, 64);
@@ -705,13 +690,9 @@ TEST(SummaryTable, SaysWhichPassesComparedOnlyWithinVsRange) {
   RunReport r;
   r.kernels = {"fa2", "cuda:cudnn"};
   const auto add = [&r](const std::string& kernel, const std::string& label, Status status, int range_only) {
-    RunEntry e;
-    e.outcome.kernel = kernel;
-    e.outcome.property = "key_permutation";
-    e.outcome.status = status;
+    RunEntry e = entry(kernel, "key_permutation", label, status);
     e.outcome.stats = nlohmann::json::object();
     if (range_only) e.outcome.stats["range_only"] = range_only;
-    e.label = label;
     r.entries.push_back(e);
   };
   add("fa2", "long_rows", Status::kPass, 0);
@@ -730,11 +711,8 @@ TEST(BiasTable, OneRowPerSuiteEntryOneColumnPerKernel) {
   r.entries[0].outcome.stats = {{"tensor", "O"}, {"mean_ulp", 0.24}, {"z", 7.7}};
   // A second bias entry, on another generator, passing for paper and oracle.
   for (const char* k : {"paper", "oracle"}) {
-    RunEntry e;
-    e.outcome.kernel = k;
-    e.outcome.property = "unbiased";
+    RunEntry e = entry(k, "unbiased", "", Status::kPass);
     e.outcome.family = default_family(generators().back().name);
-    e.outcome.status = Status::kPass;
     e.outcome.stats = {{"tensor", "dV"}, {"mean_ulp", -0.01}, {"z", -1.25}};
     r.entries.push_back(e);
   }
