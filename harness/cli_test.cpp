@@ -1443,6 +1443,7 @@ TEST_F(Cli, FamilyValuesSetParametersAndShape) {
   ASSERT_FALSE(finding.empty());
   EXPECT_EQ(json::parse(slurp(finding))["family"]["problem"]["head_dim"], 32);
   EXPECT_EQ(run("replay -q " + finding.string()).status, 0);
+  EXPECT_EQ(run("check -q -k oracle --property finite --family 'normal[scale=0.10000000149011612]'").status, 0);
   // A family named twice, or with the values it has, is one check (three ran, under one JUnit name).
   const CmdResult twice = run("check -q -k oracle --property finite --family normal --family 'normal[]' --family "
                               "'normal[quant=7]' --json " + (dir_ / "t.json").string());
@@ -1470,7 +1471,9 @@ TEST_F(Cli, FamilyValuesSetParametersAndShape) {
            {"tied_max[ties=3", "expected base[key=value,...]"},
            {"tide_max[ties=3]", "unknown family/generator 'tide_max' (did you mean tied_max?)"},
            {"normal[head=64]", "unknown key 'head' (parameters: "},  // head_dim or heads_q: no guess
-           {"normal[tile_q=100000]", "tiles must be in [0, 65536]"},
+           {"normal[tile_q=100000]", "tiles must be in [0, 65536] (0 = the kernel's own), got tile_q 100000, tile_k 0"},
+           // the nearest fp32 said, in digits that are it when pasted (9 were not: refused again, a UX review)
+           {"normal[scale=0.1]", "the nearest fp32 is 0.10000000149011612\n"},
            // A parameter the generator neither lists nor reads did nothing, and the run read as a test of it.
            {"normal[rank=2]", "rank changes nothing normal makes here, at this value or others (its first "
                               "instances are the same bits without it); low_rank lists it"},

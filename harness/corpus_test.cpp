@@ -553,7 +553,11 @@ TEST_F(Malformed, ScaleIsPositiveAndExactlyAnFp32Number) {
   expect_rejected(file("zero.json", j), "got 0");
   j["family"]["problem"]["scale"] = 0.1;
   expect_rejected(file("tenth.json", j), "exactly an fp32 number");
-  expect_rejected(file("tenth.json", j), "the nearest fp32 is 0.100000001");
+  expect_rejected(file("tenth.json", j), "the nearest fp32 is 0.10000000149011612");  // exactly it: accepted, pasted
+  j["family"]["problem"]["scale"] = 0.10000000149011612;
+  EXPECT_NO_THROW(load_case(file("tenth_f32.json", j)));
+  j["family"]["problem"]["scale"] = 0.377964;  // odd_dims' 1/sqrt(7) as a family's label prints it
+  expect_rejected(file("odd.json", j), "the nearest fp32 is 0.37796398997306824");
   j["family"]["problem"]["scale"] = 1e39;
   expect_rejected(file("huge.json", j), "past fp32's largest");
   j = good_;

@@ -145,9 +145,11 @@ void Problem::validate() const {
   if (!std::isfinite(scale) || !(scale > 0))
     throw Error("problem: scale must be positive and finite (it multiplies q·k before the softmax), got " + got(scale, 17));
   if (!representable(scale, Format::kF32))
+    // The nearest fp32 in 17 digits, which read back as exactly it (9 did not: 0.100000001 is no fp32 number either,
+    // and the suggestion, pasted, was refused again; a UX review, session 48).
     throw Error("problem: scale must be exactly an fp32 number (kernels take it as a float), got " + got(scale, 17) +
                 "; the nearest fp32 is " +
-                (scale <= 3.4028234663852886e38 ? got(double(static_cast<float>(scale)), 9)
+                (scale <= 3.4028234663852886e38 ? got(double(static_cast<float>(scale)), 17)
                                                 : std::string("none: it is past fp32's largest, 3.40282347e+38")));
   // Keep a single problem well inside what a test harness can hold (2^31 elements per tensor).
   const double elems = double(batch) * heads_q * double(n_q) * double(n_k > head_dim ? n_k : head_dim);

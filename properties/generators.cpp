@@ -535,8 +535,8 @@ void validate_family(const Family& f) {
   default_family(f.generator);  // throws for an unknown generator
   f.problem.validate();
   if (f.tile_q < 0 || f.tile_k < 0 || f.tile_q > Kernel::kMaxTile || f.tile_k > Kernel::kMaxTile)
-    throw Error("family: tiles must be in [0, " + std::to_string(Kernel::kMaxTile) + "] (0 = the kernel's own), got " +
-                std::to_string(f.tile_q) + "x" + std::to_string(f.tile_k));
+    throw Error("family: tiles must be in [0, " + std::to_string(Kernel::kMaxTile) + "] (0 = the kernel's own), got tile_q " +
+                std::to_string(f.tile_q) + ", tile_k " + std::to_string(f.tile_k));  // ("0x1000000" read as hex)
   for (const auto& [k, v] : f.params)
     if (!std::isfinite(v)) throw Error("family: parameter '" + k + "' is not finite");
   if (f.problem.input_format != Format::kBF16 && f.problem.input_format != Format::kF16)
