@@ -1312,6 +1312,13 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   EXPECT_EQ(bad_corpus.status, 2) << bad_corpus.out << bad_corpus.err;
   EXPECT_NE(bad_corpus.err.find("--corpus " + not_dir), std::string::npos) << bad_corpus.err;
   EXPECT_EQ(bad_corpus.err.find("internal error"), std::string::npos) << bad_corpus.err;
+  // A --seeds that is no folder is said before the findings' folder is made (an empty one was left behind).
+  const CmdResult no_seeds = run("fuzz --time 1 --fuzzer " + shell_word(script("ok.sh", "exit 0")) + " --seeds " +
+                                 (dir_ / "no-seeds").string() + " --findings " + (dir_ / "f24").string());
+  EXPECT_EQ(no_seeds.status, 2) << no_seeds.out << no_seeds.err;
+  EXPECT_NE(no_seeds.err.find("--seeds " + (dir_ / "no-seeds").string() + ": not a directory"), std::string::npos)
+      << no_seeds.err;
+  EXPECT_FALSE(fs::exists(dir_ / "f24")) << "the findings' folder was made for a campaign that never ran";
   const CmdResult empty_corpus = run("fuzz --time 1 --fuzzer " + shell_word(script("ok.sh", "exit 0")) + " --seeds " + seeds +
                                      " --corpus '' --findings " + (dir_ / "f9").string());
   EXPECT_EQ(empty_corpus.status, 2) << empty_corpus.out << empty_corpus.err;  // it fell back to the default silently

@@ -334,8 +334,8 @@ int run_fuzz(const FuzzOptions& o) {
   std::vector<std::string> probe_env = target_env;
   probe_env.push_back("ATTNCHECK_FUZZ_KERNEL=" + o.kernel);
   const std::string fuzzer = find_fuzzer(o, probe_env);
-  // Where the findings go, and the seeds named, are checked before the campaign, not after it.
-  require_writable_dir(o.findings, "--findings");
+  // The seeds named, and where the findings go, are checked before the campaign, not after it; the seeds first,
+  // since the findings' check makes its folder (a missing --seeds left an empty one behind: a UX review, session 48).
   // The defaults are the checkout's, found from here or, as the fuzzer is, beside attncheck's build folder (a run
   // from another directory fuzzed without seeds and made ./build-fuzz/corpus there; a UX review, session 33).
   std::string seeds = o.seeds;
@@ -345,6 +345,7 @@ int run_fuzz(const FuzzOptions& o) {
     if (o.seeds_given) throw Error("--seeds " + seeds + ": not a directory");
     std::cerr << "attncheck fuzz: no seed corpus at " << seeds << " (run from the repository root, or pass --seeds)\n";
   }
+  require_writable_dir(o.findings, "--findings");
   const std::string safe = file_name_part(o.kernel);  // as the findings spell the kernel
   // The working corpus: build-fuzz/corpus/<kernel> here, or the checkout's where its fuzzer was found beside
   // attncheck's build folder (a run from another directory made ./build-fuzz/corpus there). A named fuzzer (--fuzzer,
