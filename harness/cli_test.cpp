@@ -1158,6 +1158,17 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   EXPECT_EQ(zero_rate.out.find("(0 exec/s)"), std::string::npos) << zero_rate.out;
   EXPECT_NE(slurp(dir_ / "f19" / "fuzz-paper-summary.json").find("\"exec_per_s_is_campaign_average\": true"),
             std::string::npos);
+  // A fork-mode parent's status lines give its last job's rate ("#859 ... exec/s 86 ... time: 3s"): with --workers the
+  // summary gives the campaign's average, said as such, never the job's (it read "859 executions (86 exec/s)").
+  const CmdResult fork_rate =
+      fuzz(script("fork-rate.sh", "echo '#859: cov: 116 ft: 224 corp: 105 exec/s 86 oom/timeout/crash: 0/0/0 time: 3s "
+                                  "job: 2 dft_time: 0'"),
+           "f25", " --workers 2");
+  EXPECT_EQ(fork_rate.status, 0) << fork_rate.out << fork_rate.err;
+  EXPECT_NE(fork_rate.out.find("859 executions (~"), std::string::npos) << fork_rate.out;
+  EXPECT_NE(fork_rate.out.find(" exec/s, the campaign's average: the fork-mode fuzzer reports its last job's)"),
+            std::string::npos) << fork_rate.out;
+  EXPECT_EQ(fork_rate.out.find("(86 exec/s"), std::string::npos) << fork_rate.out;
 
 
   // A kernel fault's raw case (the target's note says so) is listed as it is: not shrunk and not run again here

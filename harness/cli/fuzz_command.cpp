@@ -533,7 +533,8 @@ int run_fuzz(const FuzzOptions& o) {
       scanned_at = el;
     }
     if (seconds_since(last_progress) >= kProgressEvery) {
-      std::cerr << "attncheck fuzz: " << static_cast<long>(el) << " s, " << execs << " executions, " << rate
+      std::cerr << "attncheck fuzz: " << static_cast<long>(el) << " s, " << execs << " executions, "
+                << (o.workers > 1 ? "~" + fmt_num(std::round(execs / el)) : fmt_num(rate))  // (fork mode: as below)
                 << " exec/s, " << first_seen.size() << " raw finding(s)\n";
       last_progress = Clock::now();
     }
@@ -586,10 +587,14 @@ int run_fuzz(const FuzzOptions& o) {
   if (g_stop_signals >= 2) on_signal.restore();
   else on_signal.one_more();
   const double total = seconds_since(start);
-  // A fork-mode parent stopped by a signal reports 0 exec/s for itself, and so may the last job line read: the
-  // campaign's own average then, said as such (a summary read "3816 executions (0 exec/s)"). Its time includes the
-  // stop's, so it reads low, never high.
-  const bool rate_derived = rate <= 0 && execs > 0 && total > 0;
+  // The campaign's own average where the fuzzer's last figure is not it, said as such: a fork-mode parent's status
+  // lines give its last job's rate ("#859 ... exec/s 86 ... time: 3s": 859 executions in 3 s read "(86 exec/s)", a
+  // UX review, session 48), and stopped by a signal it reports 0 for itself ("3816 executions (0 exec/s)"). Its time
+  // includes the start and the stop, so it reads low, never high.
+  const bool rate_derived = (rate <= 0 || o.workers > 1) && execs > 0 && total > 0;
+  const std::string rate_note = !rate_derived ? ""
+                                : rate <= 0   ? ", the campaign's average: the fuzzer's last report said 0"
+                                              : ", the campaign's average: the fork-mode fuzzer reports its last job's";
   if (rate_derived) rate = std::round(10 * double(execs) / total) / 10;
   // libFuzzer exits 0 when its time is up. Anything else is a crash, timeout, out-of-memory or leak in the kernel
   // under test (its input is an artifact in the raw folder: a finding), or the target could not start.
@@ -814,7 +819,7 @@ int run_fuzz(const FuzzOptions& o) {
   std::ostringstream head;
   head << "# attncheck fuzz: " << o.kernel << "\n\n" << static_cast<long>(total) << " s, " << o.workers
        << " worker(s), " << execs << " executions (" << (rate_derived ? "~" : "") << rate << " exec/s"
-       << (rate_derived ? ", the campaign's average: the fuzzer's last report said 0" : "") << "), " << first_seen.size()
+       << rate_note << "), " << first_seen.size()
        << " raw finding(s) in " << groups.size() << " group(s); the fuzzer ended with " << fuzzer_status
        << (interrupted ? " (stopped by a signal)" : overran ? " (stopped by attncheck: it overran --time)" : "")
        << ".\n\n";
