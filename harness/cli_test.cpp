@@ -382,10 +382,15 @@ TEST_F(Cli, ReplayVerdicts) {
   EXPECT_NE(busy.err.find(" s; its budget asks for 1073741824 instances)"), std::string::npos) << busy.err;
   json flipped = good;
   flipped["expected"] = good["expected"] == "fail" ? "pass" : "fail";
+  flipped["stats"] = {{"ratio", 1171.5}};  // as found (a case file carries the statistic of its verdict)
   const std::string differ = file("differ.json", flipped.dump(1));
   const CmdResult d = run("replay " + differ);
   EXPECT_EQ(d.status, 1) << d.out << d.err;
   EXPECT_NE(d.out.find("DIFFER"), std::string::npos) << d.out;
+  // the file's statistic beside today's, named by the file's verdict
+  EXPECT_NE(d.out.find("\n  the file's stats (" + flipped["expected"].get<std::string>() + "): {\"ratio\":1171.5}\n"),
+            std::string::npos) << d.out;
+  EXPECT_EQ(run("replay " + path).out.find("the file's stats"), std::string::npos) << "said where nothing changed";
   // Several files: every one is tried; a bad one makes the status 2.
   const CmdResult many = run("replay " + path + " " + differ + " " + (dir_ / "absent.json").string());
   EXPECT_EQ(many.status, 2);
@@ -684,6 +689,8 @@ TEST_F(Cli, ReplayUpdatesTheExpectedVerdictAfterAFix) {
   const CmdResult u = run("replay -q --update-expected " + fixed + " " + same);
   EXPECT_EQ(u.status, 0) << u.out << u.err;
   EXPECT_NE(u.out.find("expected and stats updated in the file (fail -> pass)"), std::string::npos) << u.out;
+  EXPECT_NE(u.out.find("UPDATED " + fixed + ": paper-fixed"), std::string::npos) << u.out;  // DIFFER read as a failure
+  EXPECT_EQ(u.out.find("DIFFER"), std::string::npos) << u.out;
   EXPECT_NE(u.out.find("2 cases: 1 match, 0 differ, 1 updated, 0 could not be replayed"), std::string::npos) << u.out;
   const json after = json::parse(slurp(fixed));
   EXPECT_EQ(after["expected"], "pass");

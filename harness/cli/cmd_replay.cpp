@@ -352,7 +352,8 @@ int run_replay(const ReplayOptions& opt) {
       differ += !same && !update;
       updated += update;
       // The path is the user's; kernel, property and family are text already (load_case refuses anything else).
-      std::cout << (same ? "ok    " : "DIFFER") << " " << printable(path) << ": " << c.kernel
+      // UPDATED, not DIFFER, where --update-expected made the file agree (the run exits 0: DIFFER read as a failure).
+      std::cout << (same ? "ok    " : update ? "UPDATED" : "DIFFER") << " " << printable(path) << ": " << c.kernel
                 << (other_kernel ? " (the case's kernel: " + found_on + ")" : std::string()) << " / " << c.property
                 << " / " << literal_origin(c) << c.family.describe() << ": expected " << status_name(c.expected)
                 << ", got " << status_name(o.status) << "\n";
@@ -381,6 +382,10 @@ int run_replay(const ReplayOptions& opt) {
         if (!o.message.empty()) std::cout << "  " << printable(o.message) << "\n";
         if (!o.stats.is_null() && !o.stats.empty()) std::cout << "  stats: " << printable(o.stats.dump()) << "\n";
       }
+      // A verdict that changed shows the file's statistic beside today's (a case that now passes read "held on 1
+      // instance(s)" and the new numbers only: was it 1171 against 0.30? A UX review, session 48).
+      if (!same && !opt.quiet && !c.stats.is_null() && !c.stats.empty())
+        std::cout << "  the file's stats (" << status_name(c.expected) << "): " << printable(c.stats.dump()) << "\n";
     } catch (const std::exception& e) {  // Error for a bad file; anything else must not end the other replays
       ++bad;
       std::cout.flush();
