@@ -259,7 +259,7 @@ TEST_F(Cli, HelpAndUsageErrors) {
                                    {"replay ''", "an empty path among the files to replay"},
                                    // session 33: CLI11 said "A subcommand is required", "The following arguments
                                    // were not expected: abc --time" (last first) and "what: x not in {a,b}"
-                                   {"", "no command given (commands: list, check, replay, fuzz)"},
+                                   {"", "no command given: list, check, replay or fuzz (see attncheck --help)"},
                                    {"check --time 5", "unknown option --time (see"},
                                    {"check foo bar", "unexpected arguments 'foo', 'bar'"},
                                    {"check --kernal fa2", "unknown option --kernal (did you mean --kernel?) (see"},
@@ -1493,6 +1493,7 @@ TEST_F(Cli, FamilyValuesSetParametersAndShape) {
            {"tied_max[ties=0]", "parameter 'ties' = 0 is outside its domain"},
            {"tied_max[heads_q=3,heads_kv=2]", "heads_kv (2) must divide heads_q (3)"},
            {"normal[n_q=8192,n_k=8192]", "is larger than a finding could be saved with"},
+           {"tied_max[n_k=100000000]", "is 3.2e+09, more than 2^31 − 1 elements in one tensor"},  // (it named no limit)
            {"tied_max[ties=3", "expected base[key=value,...]"},
            {"tide_max[ties=3]", "unknown family/generator 'tide_max' (did you mean tied_max?)"},
            {"normal[head=64]", "unknown key 'head' (parameters: "},  // head_dim or heads_q: no guess

@@ -153,7 +153,9 @@ void Problem::validate() const {
                                                 : std::string("none: it is past fp32's largest, 3.40282347e+38")));
   // Keep a single problem well inside what a test harness can hold (2^31 elements per tensor).
   const double elems = double(batch) * heads_q * double(n_q) * double(n_k > head_dim ? n_k : head_dim);
-  if (elems > 2147483647.0) throw Error("problem: too large (" + describe() + ")");
+  if (elems > 2147483647.0)
+    throw Error("problem: too large: batch·heads_q·n_q·max(n_k, head_dim) is " + got(elems, 4) +
+                ", more than 2^31 − 1 elements in one tensor (" + describe() + ")");
 }
 
 std::string Problem::describe() const {

@@ -544,7 +544,11 @@ void validate_family(const Family& f) {
   for (const auto& [k, v] : f.params) {
     const std::optional<ParamDomain> d = param_domain(k, f.problem.input_format);
     // A name no generator reads (a case file's typo, "tiess") would be ignored and the default used silently.
-    if (!d) throw Error("family " + f.generator + ": unknown parameter '" + k + "' (family.cpp lists them)");
+    if (!d) {  // the known ones named (it pointed at a source file)
+      std::string known;
+      for (const std::string& n : family_param_names()) known += (known.empty() ? "" : ", ") + n;
+      throw Error("family " + f.generator + ": unknown parameter '" + k + "' (parameters: " + known + ")");
+    }
     if (!in_domain(*d, v))
       throw Error("family " + f.generator + ": parameter '" + k + "' = " + num(v) + " is outside its domain: " +
                   describe_domain(*d));
