@@ -259,7 +259,7 @@ TEST_F(Cli, HelpAndUsageErrors) {
                                    {"replay ''", "an empty path among the files to replay"},
                                    // session 33: CLI11 said "A subcommand is required", "The following arguments
                                    // were not expected: abc --time" (last first) and "what: x not in {a,b}"
-                                   {"", "no command given: list, check, replay or fuzz (see attncheck --help)"},
+                                   {"", "no command given; commands: list, check, replay, fuzz (see attncheck --help)"},
                                    {"check --time 5", "unknown option --time (see"},
                                    {"check foo bar", "unexpected arguments 'foo', 'bar'"},
                                    {"check --kernal fa2", "unknown option --kernal (did you mean --kernel?) (see"},
@@ -390,7 +390,11 @@ TEST_F(Cli, ReplayVerdicts) {
   // the file's statistic beside today's, named by the file's verdict
   EXPECT_NE(d.out.find("\n  the file's stats (" + flipped["expected"].get<std::string>() + "): {\"ratio\":1171.5}\n"),
             std::string::npos) << d.out;
-  EXPECT_EQ(run("replay " + path).out.find("the file's stats"), std::string::npos) << "said where nothing changed";
+  json matching = good;  // a case that matches, with a statistic: no such line
+  matching["stats"] = {{"ratio", 0.5}};
+  const CmdResult m = run("replay " + file("matching.json", matching.dump(1)));
+  EXPECT_EQ(m.status, 0) << m.out << m.err;
+  EXPECT_EQ(m.out.find("the file's stats"), std::string::npos) << "said where nothing changed: " << m.out;
   // Several files: every one is tried; a bad one makes the status 2.
   const CmdResult many = run("replay " + path + " " + differ + " " + (dir_ / "absent.json").string());
   EXPECT_EQ(many.status, 2);
@@ -686,12 +690,17 @@ TEST_F(Cli, ReplayUpdatesTheExpectedVerdictAfterAFix) {
   const std::string fixed = file("fixed.json", c.dump(1)), same = file("same.json", slurp(reg));
   const CmdResult before = run("replay -q " + fixed);
   EXPECT_EQ(before.status, 1) << before.out << before.err;
+  const std::string fixed_copy = file("fixed_copy.json", c.dump(1));  // the same, updated without -q below
   const CmdResult u = run("replay -q --update-expected " + fixed + " " + same);
   EXPECT_EQ(u.status, 0) << u.out << u.err;
   EXPECT_NE(u.out.find("expected and stats updated in the file (fail -> pass)"), std::string::npos) << u.out;
   EXPECT_NE(u.out.find("UPDATED " + fixed + ": paper-fixed"), std::string::npos) << u.out;  // DIFFER read as a failure
   EXPECT_EQ(u.out.find("DIFFER"), std::string::npos) << u.out;
   EXPECT_NE(u.out.find("2 cases: 1 match, 0 differ, 1 updated, 0 could not be replayed"), std::string::npos) << u.out;
+  // Without -q the file's old statistic is shown, said as it was before the update (the file holds today's now).
+  const CmdResult uv = run("replay --update-expected " + fixed_copy);
+  EXPECT_EQ(uv.status, 0) << uv.out << uv.err;
+  EXPECT_NE(uv.out.find("\n  the file's stats before the update (fail): {"), std::string::npos) << uv.out;
   const json after = json::parse(slurp(fixed));
   EXPECT_EQ(after["expected"], "pass");
   EXPECT_FALSE(after["stats"]["tensors"]["O"]["fails"].get<bool>()) << after["stats"].dump();
@@ -1154,8 +1163,8 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   EXPECT_LT(std::chrono::steady_clock::now() - late_start, std::chrono::seconds(10));  // not at --time + --grace
   EXPECT_EQ(late.err.find("overran"), std::string::npos) << late.err;
 
-  // A fork-mode parent stopped by a signal says 0 exec/s for itself: the summary then gives the campaign's own
-  // average, not "(0 exec/s)".
+  // A last report of 0 exec/s (a stopped fork-mode parent's for itself; one worker here): the summary then gives the
+  // campaign's own average, not "(0 exec/s)".
   const CmdResult zero_rate =
       fuzz(script("zero-rate.sh", "echo '#3816 DONE cov: 1 ft: 1 corp: 1/1b exec/s: 0 rss: 1Mb'"), "f19");
   EXPECT_EQ(zero_rate.status, 0) << zero_rate.out << zero_rate.err;
@@ -1176,6 +1185,8 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   EXPECT_NE(fork_rate.out.find(" exec/s, the campaign's average: the fork-mode fuzzer reports its last job's)"),
             std::string::npos) << fork_rate.out;
   EXPECT_EQ(fork_rate.out.find("(86 exec/s"), std::string::npos) << fork_rate.out;
+  EXPECT_NE(slurp(dir_ / "f25" / "fuzz-paper-summary.json").find("\"exec_per_s_is_campaign_average\": true"),
+            std::string::npos);
 
 
   // A kernel fault's raw case (the target's note says so) is listed as it is: not shrunk and not run again here
@@ -1333,6 +1344,7 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   EXPECT_EQ(bad_corpus.status, 2) << bad_corpus.out << bad_corpus.err;
   EXPECT_NE(bad_corpus.err.find("--corpus " + not_dir), std::string::npos) << bad_corpus.err;
   EXPECT_EQ(bad_corpus.err.find("internal error"), std::string::npos) << bad_corpus.err;
+  EXPECT_FALSE(fs::exists(dir_ / "f6")) << "the findings' folder was made for a campaign that never ran";
   // A --seeds that is no folder is said before the findings' folder is made (an empty one was left behind).
   const CmdResult no_seeds = run("fuzz --time 1 --fuzzer " + shell_word(script("ok.sh", "exit 0")) + " --seeds " +
                                  (dir_ / "no-seeds").string() + " --findings " + (dir_ / "f24").string());
@@ -1423,7 +1435,8 @@ TEST_F(Cli, FuzzWaitsOnTheFuzzerAsLongAsItShould) {
                                 "f22");
   EXPECT_EQ(orphan.status, 1) << orphan.out << orphan.err;
   EXPECT_NE(orphan.out.find("crash-late"), std::string::npos) << orphan.out;
-  // A fork-mode parent's final stat:: lines say 0 for itself when a signal stops it: the jobs' count stays.
+  // Final stat:: lines that say 0 (a fork-mode parent's for itself, when a signal stops it) leave the count read
+  // before them, and the rate too (one worker here: with --workers the rate is the campaign's average, f25).
   const CmdResult stats = fuzz(script("stats.sh", "echo '#99 pulse exec/s: 50'; echo 'stat::number_of_executed_units: "
                                                   "0'; echo 'stat::average_exec_per_sec:     0'; exit 0"), "f23");
   EXPECT_EQ(stats.status, 0) << stats.out << stats.err;
@@ -1496,7 +1509,7 @@ TEST_F(Cli, FamilyValuesSetParametersAndShape) {
            {"tied_max[ties=0]", "parameter 'ties' = 0 is outside its domain"},
            {"tied_max[heads_q=3,heads_kv=2]", "heads_kv (2) must divide heads_q (3)"},
            {"normal[n_q=8192,n_k=8192]", "is larger than a finding could be saved with"},
-           {"tied_max[n_k=100000000]", "is 3.2e+09, more than 2^31 − 1 elements in one tensor"},  // (it named no limit)
+           {"tied_max[n_k=100000000]", "is 3200000000 elements, more than 2^31 − 1 in Q or the scores"},  // (it named no limit)
            {"tied_max[ties=3", "expected base[key=value,...]"},
            {"tide_max[ties=3]", "unknown family/generator 'tide_max' (did you mean tied_max?)"},
            {"normal[head=64]", "unknown key 'head' (parameters: "},  // head_dim or heads_q: no guess

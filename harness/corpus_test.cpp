@@ -558,6 +558,8 @@ TEST_F(Malformed, ScaleIsPositiveAndExactlyAnFp32Number) {
   EXPECT_NO_THROW(load_case(file("tenth_f32.json", j)));
   j["family"]["problem"]["scale"] = 0.377964;  // odd_dims' 1/sqrt(7) as a family's label prints it
   expect_rejected(file("odd.json", j), "the nearest fp32 is 0.37796398997306824");
+  j["family"]["problem"]["scale"] = 1e-50;  // below fp32's smallest: no nearest to paste (0 is refused)
+  expect_rejected(file("tiny.json", j), "fp32's smallest positive number is 1.4012984643248171e-45");
   j["family"]["problem"]["scale"] = 1e39;
   expect_rejected(file("huge.json", j), "past fp32's largest");
   j = good_;

@@ -149,13 +149,15 @@ void Problem::validate() const {
     // and the suggestion, pasted, was refused again; a UX review, session 48).
     throw Error("problem: scale must be exactly an fp32 number (kernels take it as a float), got " + got(scale, 17) +
                 "; the nearest fp32 is " +
-                (scale <= 3.4028234663852886e38 ? got(double(static_cast<float>(scale)), 17)
-                                                : std::string("none: it is past fp32's largest, 3.40282347e+38")));
+                (scale > 3.4028234663852886e38 ? std::string("none: it is past fp32's largest, 3.40282347e+38")
+                 : static_cast<float>(scale) == 0.f
+                     ? std::string("0, which is no scale: fp32's smallest positive number is 1.4012984643248171e-45")
+                     : got(double(static_cast<float>(scale)), 17)));
   // Keep a single problem well inside what a test harness can hold (2^31 elements per tensor).
   const double elems = double(batch) * heads_q * double(n_q) * double(n_k > head_dim ? n_k : head_dim);
   if (elems > 2147483647.0)
-    throw Error("problem: too large: batch·heads_q·n_q·max(n_k, head_dim) is " + got(elems, 4) +
-                ", more than 2^31 − 1 elements in one tensor (" + describe() + ")");
+    throw Error("problem: too large: batch·heads_q·n_q·max(n_k, head_dim) is " + got(elems, 17) +
+                " elements, more than 2^31 − 1 in Q or the scores (" + describe() + ")");
 }
 
 std::string Problem::describe() const {

@@ -382,10 +382,12 @@ int run_replay(const ReplayOptions& opt) {
         if (!o.message.empty()) std::cout << "  " << printable(o.message) << "\n";
         if (!o.stats.is_null() && !o.stats.empty()) std::cout << "  stats: " << printable(o.stats.dump()) << "\n";
       }
-      // A verdict that changed shows the file's statistic beside today's (a case that now passes read "held on 1
-      // instance(s)" and the new numbers only: was it 1171 against 0.30? A UX review, session 48).
+      // A case that differs shows the file's statistic beside today's (a case that now passes read "held on 1
+      // instance(s)" and the new numbers only: was it 1171 against 0.30? A UX review, session 48): as it was before
+      // --update-expected rewrote it, and naming the kernel it was found on where the replay's is another.
       if (!same && !opt.quiet && !c.stats.is_null() && !c.stats.empty())
-        std::cout << "  the file's stats (" << status_name(c.expected) << "): " << printable(c.stats.dump()) << "\n";
+        std::cout << "  the file's stats" << (update ? " before the update" : "") << " (" << status_name(c.expected)
+                  << (other_kernel ? ", on " + found_on : std::string()) << "): " << printable(c.stats.dump()) << "\n";
     } catch (const std::exception& e) {  // Error for a bad file; anything else must not end the other replays
       ++bad;
       std::cout.flush();

@@ -334,8 +334,8 @@ int run_fuzz(const FuzzOptions& o) {
   std::vector<std::string> probe_env = target_env;
   probe_env.push_back("ATTNCHECK_FUZZ_KERNEL=" + o.kernel);
   const std::string fuzzer = find_fuzzer(o, probe_env);
-  // The seeds named, and where the findings go, are checked before the campaign, not after it; the seeds first,
-  // since the findings' check makes its folder (a missing --seeds left an empty one behind: a UX review, session 48).
+  // The seeds named, the corpus and where the findings go are checked before the campaign, not after it; the
+  // findings last, since their check makes the folder (a missing --seeds left an empty one behind: a UX review).
   // The defaults are the checkout's, found from here or, as the fuzzer is, beside attncheck's build folder (a run
   // from another directory fuzzed without seeds and made ./build-fuzz/corpus there; a UX review, session 33).
   std::string seeds = o.seeds;
@@ -345,7 +345,6 @@ int run_fuzz(const FuzzOptions& o) {
     if (o.seeds_given) throw Error("--seeds " + seeds + ": not a directory");
     std::cerr << "attncheck fuzz: no seed corpus at " << seeds << " (run from the repository root, or pass --seeds)\n";
   }
-  require_writable_dir(o.findings, "--findings");
   const std::string safe = file_name_part(o.kernel);  // as the findings spell the kernel
   // The working corpus: build-fuzz/corpus/<kernel> here, or the checkout's where its fuzzer was found beside
   // attncheck's build folder (a run from another directory made ./build-fuzz/corpus there). A named fuzzer (--fuzzer,
@@ -356,6 +355,7 @@ int run_fuzz(const FuzzOptions& o) {
                                    : fs::path("build-fuzz/corpus") / safe;
   const fs::path raw = fs::path(o.findings) / ("raw-" + safe);
   require_writable_dir(corpus.string(), "--corpus");  // a clear error, not filesystem_error's "internal error"
+  require_writable_dir(o.findings, "--findings");  // (after the others: a folder made for a campaign refused is left)
   require_writable_dir(raw.string(), "--findings");
   const fs::path log = raw / "fuzz.log";
   // Past --time by --grace s, the fuzzer is stopped (SIGTERM, then SIGKILL grace_kill s later): libFuzzer checks its

@@ -46,7 +46,7 @@ std::string plain_parse_error(const std::string& what) {
   if (std::regex_match(what, m, missing_value)) return m[1].str() + " needs a value";
   if (std::regex_match(what, m, given_twice)) return m[1].str() + " is given " + m[2].str() + " times: give it once";
   if (what == "files is required") return "no case file or folder to replay";
-  if (what == "A subcommand is required") return "no command given: list, check, replay or fuzz";  // (one parenthesis: "(see ...)" follows)
+  if (what == "A subcommand is required") return "no command given; commands: list, check, replay, fuzz";  // (one parenthesis: "(see ...)" follows)
   if (std::regex_match(what, m, not_in_set)) {
     std::string choices = m[2].str();
     for (std::size_t at = choices.find(','); at != std::string::npos; at = choices.find(',', at + 2))

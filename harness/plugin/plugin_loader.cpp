@@ -352,7 +352,7 @@ int load_plugin(const std::string& path, Registry& registry, const PluginOptions
   // Loading runs the plugin's code in attncheck's process (constructors, entry point, init): what it prints is not
   // attncheck's output (`check --json -` promises the report is all that reaches standard output).
   const StdoutOnStderr quiet_stdout;
-  if (path.empty()) throw Error("plugin: an empty path (give the library's file)");  // as the other options say it
+  if (path.empty()) throw Error("an empty path (give the library's file)");  // "--plugin: an empty path", as elsewhere
   struct stat st;
   if (stat(path.c_str(), &st) != 0) throw Error("plugin '" + path + "': no such file");
   // A path without a slash would make dlopen search the library path instead of opening this file.

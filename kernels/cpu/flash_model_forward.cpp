@@ -39,7 +39,7 @@ void check_forward_inputs(const NumericsSpec& spec, const Instance& in) {
   const Problem& p = in.problem;
   p.validate();
   if (spec.tile_q < 1 || spec.tile_k < 1)
-    throw Error("spec " + spec.name + ": tiles must be >= 1 (got " + std::to_string(spec.tile_q) + "x" +
+    throw Error("spec " + spec.name + ": tiles must be >= 1 (got tile_q " + std::to_string(spec.tile_q) + ", tile_k " +
                 std::to_string(spec.tile_k) + ")");
   if (in.q.size() != p.q_size() || in.k.size() != p.kv_size() || in.v.size() != p.kv_size())
     throw Error("model_forward: Q, K, V sizes do not match the problem " + p.describe());
