@@ -111,11 +111,11 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   std::uint16_t* sQ = smem;
   std::uint16_t* sK = sQ + kBlockM * kD;  // [kStages][kBlockN][kD]
   std::uint16_t* sV = sK + kStages * kBlockN * kD;
-  // fa2-psum with wgmma: 2 KiB of bf16 ones, the B operand of its second row sum (wgmma_p_rowsum), 1024-aligned.
+  // fa2-psum with wgmma: 8 KiB of bf16 ones, the 8 columns past V's of step 5's first half (wgmma_pv_half_rowsum).
   constexpr bool kOnesTile = kWgmma && Spec::normalise_by_pv_sum;
   std::uint16_t* sOnes = sV + kStages * kBlockN * kD;
   // The ring's mbarriers: full[s] at bars + 8·s, empty[s] at bars + 8·(kStages + s).
-  const std::uint32_t bars = smem_addr(sOnes + (kOnesTile ? 1024 : 0));
+  const std::uint32_t bars = smem_addr(sOnes + (kOnesTile ? 4096 : 0));
   auto full_bar = [&](int s) { return bars + 8 * s; };
   auto empty_bar = [&](int s) { return bars + 8 * (kStages + s); };
 
@@ -146,7 +146,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   const int warp_blocks = tiles_for(min(group0 + Spec::tile_q, p.n_q) - 1);
 
   if constexpr (kOnesTile) {
-    for (int c = threadIdx.x; c < 512; c += kThreads) reinterpret_cast<std::uint32_t*>(sOnes)[c] = 0x3F803F80u;
+    for (int c = threadIdx.x; c < 2048; c += kThreads) reinterpret_cast<std::uint32_t*>(sOnes)[c] = 0x3F803F80u;
     fence_proxy_async();  // visible to wgmma's reads after the block-wide barrier below
   }
   for (int c = threadIdx.x; c < kBlockM * kChunks; c += kThreads) {
@@ -571,12 +571,18 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
       else pv_mma(std::false_type{});
     } else {
       make_pf();
-      float bs[4] = {0.f, 0.f, 0.f, 0.f};  // fa2-psum: the second row sum, waited for with half 0's group
-      if constexpr (Spec::normalise_by_pv_sum) wgmma_p_rowsum(bs, pf[0], smem_addr(sOnes));
 #pragma unroll
       for (int half = 0; half < kD / 64; ++half) {  // in 64-column halves at d 128: 32 live accumulators, not 64
-        float bo[32];
-        pv_wgmma_half(bo, half);
+        // fa2-psum: the last half's wgmmas carry its second row sum too (N = 72: bo[32], bo[34]). A separate
+        // m64n8k16 chain against ones cost its own issue, commit and wait: fix overhead 3.54% → 1.98% at d128 full
+        // seq 4096, 3.12% → 2.11% causal, and 1.71% → 2.62% at d64 full (one half there; H100, bench_ab, session 48).
+        // In half 0 instead, ptxas serialised the d128 splits' wgmmas (C7511, "insufficient register resources");
+        // in the last half it still does for the one-warpgroup split (kWgmma64, not a default: slower, same bits).
+        float bo[36];
+        if (Spec::normalise_by_pv_sum && half == kD / 64 - 1)
+          wgmma_pv_half_rowsum<false>(bo, pf[0], smem_addr(sV) + buf, half, smem_addr(sOnes));
+        else
+          pv_wgmma_half(reinterpret_cast<float(&)[32]>(bo), half);
         wgmma_wait<0>();
 #pragma unroll
         for (int dp = 0; dp < 4; ++dp) {
@@ -585,10 +591,10 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
           for (int e = 0; e < 8; ++e) blk[0][e / 4][e % 4] = bo[8 * dp + e];
           add_block(std::false_type{}, 4 * half + dp, blk);
         }
-      }
-      if constexpr (Spec::normalise_by_pv_sum) {
-        block_sum_pv[0] = round_float(bs[0], Spec::block_sum_fmt);  // row g (cols 2t, 2t + 1 are equal)
-        block_sum_pv[1] = round_float(bs[2], Spec::block_sum_fmt);  // row g + 8
+        if (Spec::normalise_by_pv_sum && half == kD / 64 - 1) {
+          block_sum_pv[0] = round_float(bo[32], Spec::block_sum_fmt);  // row g (cols 2t, 2t + 1 are equal)
+          block_sum_pv[1] = round_float(bo[34], Spec::block_sum_fmt);  // row g + 8
+        }
       }
       if constexpr (kRing) mbar_arrive(empty_bar(stage));  // this thread's mmas are done reading tile nb
     }
@@ -659,7 +665,7 @@ void launch(const FwdParams& p, cudaStream_t stream) {
   constexpr int kBlockM = 16 * kMT * kNWarps;
   // Q, the K/V stages, the ring's mbarriers, wgmma's alignment slack (and fa2-psum's tile of ones).
   constexpr int kSmem = (kBlockM + 2 * kStages * Spec::tile_k) * kD * 2 + (kStages > 2 ? 16 * kStages : 0) +
-                        (kWgmma ? 1024 : 0) + (kWgmma && Spec::normalise_by_pv_sum ? 2048 : 0);  // + fa2-psum's ones
+                        (kWgmma ? 1024 : 0) + (kWgmma && Spec::normalise_by_pv_sum ? 8192 : 0);  // + fa2-psum's ones
   auto kernel = flash_fwd_kernel<kD, Spec, kMT, kNWarps, kQRegs, kWgmma, kStages, kMasks>;
   ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   // gridDim.z is limited to 65535: long batches go in slices.

@@ -108,13 +108,20 @@ __device__ __forceinline__ void wgmma_rs_m64n64k16(float (&d)[32], const std::ui
 #endif
 }
 
-__device__ __forceinline__ void wgmma_rs_m64n8k16(float (&d)[4], const std::uint32_t (&a)[4], std::uint64_t desc_b,
-                                                  int accumulate) {
+__device__ __forceinline__ void wgmma_rs_m64n72k16(float (&d)[36], const std::uint32_t (&a)[4],
+                                                    std::uint64_t desc_b, int accumulate) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %41, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n72k16.f32.bf16.bf16 {"
+      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35"
+      "}, {%36,%37,%38,%39}, %40, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
 #else
   __trap();
@@ -150,15 +157,21 @@ __device__ __forceinline__ void wgmma_pv_half(float (&d)[32], const std::uint32_
   wgmma_commit();
 }
 
-// fa2-psum's second row sum: d = P·1 over 64 keys (4 k16 steps in order, from zero), so d[0] (= d[1]) is row g's sum
-// of the p̄ step 5 multiplies and d[2] row g + 8's, chained as step 5 chains its columns (the CPU twin's mma_dot with
-// a column of ones). ones: 2 KiB of bf16 1.0, 1024-aligned: every address the descriptor reaches holds a one, so the
-// same descriptor serves each k step. Issued and committed, not waited for.
-__device__ __forceinline__ void wgmma_p_rowsum(float (&d)[4], const std::uint32_t (&p)[4][4], std::uint32_t ones) {
-  const std::uint64_t od = wgmma_desc(ones, 64 * 128, 1024);
+// fa2-psum: step 5's chain for output columns 64·h .. 64·h + 63 with its second row sum in the same wgmmas (N = 72):
+// columns 64..71 of B are read from `ones` (8 KiB of bf16 1.0) through the descriptor's LBO, the offset to B's next
+// 64 columns, so d[32] (= d[33]) is row g's Σ_j p̄_j·1 of the p̄ step 5 multiplies and d[34] row g + 8's, chained as
+// every column of D is (each its own dot product: the same bits as a separate m64n8k16 chain against ones, which this
+// replaced in session 48, and as the CPU twin's mma_dot with a column of ones). Every address the ones' columns reach
+// (16 keys × 128 bytes past ones + 2048·js at k step js) holds a one, whatever the swizzle. Issued and committed, not
+// waited for.
+template <bool kKeepC>
+__device__ __forceinline__ void wgmma_pv_half_rowsum(float (&d)[36], const std::uint32_t (&p)[4][4],
+                                                     std::uint32_t v_base, int h, std::uint32_t ones) {
+  const std::uint32_t v = v_base + h * 64 * 128;
+  const std::uint64_t vd = wgmma_desc(v, ones - v, 1024);  // (ones lies past every V stage: LBO > 0)
   wgmma_fence();
 #pragma unroll
-  for (int js = 0; js < 4; ++js) wgmma_rs_m64n8k16(d, p[js], od, js > 0);
+  for (int js = 0; js < 4; ++js) wgmma_rs_m64n72k16(d, p[js], wgmma_desc_at(vd, js * 16 * 128), kKeepC || js > 0);
   wgmma_commit();
 }
 
