@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   std::uint16_t* sQ = smem;
   std::uint16_t* sK = sQ + kBlockM * kD;  // [kStages][kBlockN][kD]
   std::uint16_t* sV = sK + kStages * kBlockN * kD;
-  // fa2-psum with wgmma: 8 KiB of bf16 ones, the 8 columns past V's of step 5's first half (wgmma_pv_half_rowsum).
+  // fa2-psum with wgmma: 8 KiB of bf16 ones, the 8 columns past V's of step 5's last half (wgmma_pv_half_rowsum).
   constexpr bool kOnesTile = kWgmma && Spec::normalise_by_pv_sum;
   std::uint16_t* sOnes = sV + kStages * kBlockN * kD;
   // The ring's mbarriers: full[s] at bars + 8·s, empty[s] at bars + 8·(kStages + s).
