@@ -1175,11 +1175,14 @@ TEST_F(Cli, FuzzReportsCrashesAndOnlyThisCampaignsFindings) {
   EXPECT_NE(slurp(dir_ / "f19" / "fuzz-paper-summary.json").find("\"exec_per_s_is_campaign_average\": true"),
             std::string::npos);
   // A fork-mode parent's status lines give its last job's rate ("#859 ... exec/s 86 ... time: 3s"): with --workers the
-  // summary gives the campaign's average, said as such, never the job's (it read "859 executions (86 exec/s)").
+  // summary gives the campaign's average, said as such, never the job's (it read "859 executions (86 exec/s)"), and
+  // so does the progress line on standard error (every 5 s: the stand-in lives 5.5 s to reach one).
   const CmdResult fork_rate =
       fuzz(script("fork-rate.sh", "echo '#859: cov: 116 ft: 224 corp: 105 exec/s 86 oom/timeout/crash: 0/0/0 time: 3s "
-                                  "job: 2 dft_time: 0'"),
+                                  "job: 2 dft_time: 0'; sleep 5.5"),
            "f25", " --workers 2");
+  EXPECT_NE(fork_rate.err.find(" s, 859 executions, ~"), std::string::npos) << fork_rate.err;
+  EXPECT_EQ(fork_rate.err.find("859 executions, 86 exec/s"), std::string::npos) << fork_rate.err;
   EXPECT_EQ(fork_rate.status, 0) << fork_rate.out << fork_rate.err;
   EXPECT_NE(fork_rate.out.find("859 executions (~"), std::string::npos) << fork_rate.out;
   EXPECT_NE(fork_rate.out.find(" exec/s, the campaign's average: the fork-mode fuzzer reports its last job's)"),
