@@ -28,6 +28,7 @@
 #include "harness/kernel.h"
 #include "properties/family.h"
 #include "properties/family_internal.h"
+#include "properties/property_util.h"
 #include "reference/memo.h"
 
 namespace attncheck {
@@ -544,11 +545,9 @@ void validate_family(const Family& f) {
   for (const auto& [k, v] : f.params) {
     const std::optional<ParamDomain> d = param_domain(k, f.problem.input_format);
     // A name no generator reads (a case file's typo, "tiess") would be ignored and the default used silently.
-    if (!d) {  // the known ones named (it pointed at a source file)
-      std::string known;
-      for (const std::string& n : family_param_names()) known += (known.empty() ? "" : ", ") + n;
-      throw Error("family " + f.generator + ": unknown parameter '" + k + "' (parameters: " + known + ")");
-    }
+    if (!d)  // the known ones named (it pointed at a source file)
+      throw Error("family " + f.generator + ": unknown parameter '" + k + "' (parameters: " +
+                  comma_list(family_param_names()) + ")");
     if (!in_domain(*d, v))
       throw Error("family " + f.generator + ": parameter '" + k + "' = " + num(v) + " is outside its domain: " +
                   describe_domain(*d));

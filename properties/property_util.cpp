@@ -470,4 +470,10 @@ std::string fmt_num(double x) {
   return buf;
 }
 
+std::string comma_list(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
 }  // namespace attncheck

@@ -201,6 +201,7 @@ void visible_v_ranges(const Instance& in, int b, int h, int i, std::vector<doubl
 int range_only_elements(const Instance& in, const std::vector<double>& tol_o);
 bool same_value(double a, double b);  // bitwise equal, except that +0 == −0 (and NaN == NaN)
 std::string fmt_num(double x);        // shortest round-trip decimal
+std::string comma_list(const std::vector<std::string>& v);  // "a, b, c"
 // "(b,h,i,c)" of element x of a Q-layout tensor (O, dQ); with `kv`, "(b,hk,j,c)" of a K-layout one (dK, dV).
 std::string where(const Problem& p, std::size_t x, bool kv = false);
 // "(b,h,i)" of row r (row_at order: LSE, δ); with `kv`, "(b,hk,j)" of key row r.

@@ -190,11 +190,6 @@ bool is_shape_key(const std::string& key) {
   return std::find(kShapeKeys.begin(), kShapeKeys.end(), key) != kShapeKeys.end();
 }
 
-std::string comma_list(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
-  return out;
-}
 
 FamilySpec parse_family(const std::string& text) {
   FamilySpec s;
