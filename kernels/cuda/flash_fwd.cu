@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
   std::uint16_t* sQ = smem;
   std::uint16_t* sK = sQ + kBlockM * kD;  // [kStages][kBlockN][kD]
   std::uint16_t* sV = sK + kStages * kBlockN * kD;
-  // fa2-psum with wgmma: 8 KiB of bf16 ones, the 8 columns past V's of step 5's last half (wgmma_pv_half_rowsum).
+  // fa2-psum with wgmma: 8 KiB of bf16 ones, the 8 columns past V's of step 5's last half (wgmma_pv_half<.., 72>).
   constexpr bool kOnesTile = kWgmma && Spec::normalise_by_pv_sum;
   std::uint16_t* sOnes = sV + kStages * kBlockN * kD;
   // The ring's mbarriers: full[s] at bars + 8·s, empty[s] at bars + 8·(kStages + s).
@@ -501,11 +501,6 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
       block_sum_pv[2 * mt + 1] = round_float(bs[2], Spec::block_sum_fmt);  // row g + 8
     }
   };
-  // The wgmma form of step 5, for the warpgroup's 64 rows and the output columns 64·half .. 64·half + 63 (that
-  // 64-column block of V's storage), into bo; not waited for.
-  auto pv_wgmma_half = [&](float (&bo)[32], int half) {
-    wgmma_pv_half<false>(bo, pf[0], smem_addr(sV) + buf, half);
-  };
   // Steps 1 (mma.sync; the wgmma form is issued outside the per-warp mask branch) to 4 of the tile in flight.
   auto scores_and_softmax = [&](auto mask_tag) {
     if constexpr (!kWgmma) qk_mma();
@@ -579,10 +574,12 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
         // In half 0 instead, ptxas serialised the d128 splits' wgmmas (C7511, "insufficient register resources");
         // in the last half it still does for the one-warpgroup split (kWgmma64, not a default: slower, same bits).
         float bo[36];
+        // The wgmma form of step 5 for the warpgroup's 64 rows and output columns 64·half .. 64·half + 63 (that
+        // 64-column block of V's storage), into bo.
         if (Spec::normalise_by_pv_sum && half == kD / 64 - 1)
-          wgmma_pv_half_rowsum<false>(bo, pf[0], smem_addr(sV) + buf, half, smem_addr(sOnes));
+          wgmma_pv_half<false, 72>(bo, pf[0], smem_addr(sV) + buf, half, smem_addr(sOnes));
         else
-          pv_wgmma_half(reinterpret_cast<float(&)[32]>(bo), half);
+          wgmma_pv_half<false>(bo, pf[0], smem_addr(sV) + buf, half);
         wgmma_wait<0>();
 #pragma unroll
         for (int dp = 0; dp < 4; ++dp) {

@@ -89,8 +89,11 @@ __device__ __forceinline__ void wgmma_ss_m64n64k16(float (&d)[32], std::uint64_t
 #endif
 }
 
-__device__ __forceinline__ void wgmma_rs_m64n64k16(float (&d)[32], const std::uint32_t (&a)[4],
+// d may be longer than the 32 accumulators (step 5's buffer, sized for N = 72): only d[0..31] are used.
+template <int kSize>
+__device__ __forceinline__ void wgmma_rs_m64n64k16(float (&d)[kSize], const std::uint32_t (&a)[4],
                                                     std::uint64_t desc_b, int accumulate) {
+  static_assert(kSize >= 32, "m64n64: 32 accumulators per thread");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
@@ -145,33 +148,29 @@ __device__ __forceinline__ void wgmma_qk(float (&d)[32], std::uint32_t q_base, i
 }
 
 // Step 5's chain for output columns 64·h .. 64·h + 63: d = P·V over 64 keys (4 k16 steps in order), plus d itself
-// when kKeepC. p: the warp's A fragments of P per k16 step; v_base: a [d / 64][64 keys][64] V tile (MN-major:
-// LBO = 64 keys · 128 bytes to the next 64 columns). Issued and committed, not waited for.
-template <bool kKeepC>
-__device__ __forceinline__ void wgmma_pv_half(float (&d)[32], const std::uint32_t (&p)[4][4], std::uint32_t v_base,
-                                              int h) {
-  const std::uint64_t vd = wgmma_desc(v_base + h * 64 * 128, 64 * 128, 1024);
-  wgmma_fence();
-#pragma unroll
-  for (int js = 0; js < 4; ++js) wgmma_rs_m64n64k16(d, p[js], wgmma_desc_at(vd, js * 16 * 128), kKeepC || js > 0);
-  wgmma_commit();
-}
-
-// fa2-psum: step 5's chain for output columns 64·h .. 64·h + 63 with its second row sum in the same wgmmas (N = 72):
-// columns 64..71 of B are read from `ones` (8 KiB of bf16 1.0) through the descriptor's LBO, the offset to B's next
-// 64 columns, so d[32] (= d[33]) is row g's Σ_j p̄_j·1 of the p̄ step 5 multiplies and d[34] row g + 8's, chained as
-// every column of D is (each its own dot product: the same bits as a separate m64n8k16 chain against ones, which this
-// replaced in session 48, and as the CPU twin's mma_dot with a column of ones). Every address the ones' columns reach
-// (16 keys × 128 bytes past ones + 2048·js at k step js) holds a one, whatever the swizzle. Issued and committed, not
-// waited for.
-template <bool kKeepC>
-__device__ __forceinline__ void wgmma_pv_half_rowsum(float (&d)[36], const std::uint32_t (&p)[4][4],
-                                                     std::uint32_t v_base, int h, std::uint32_t ones) {
+// when kKeepC. p: the warp's A fragments of P per k16 step; v_base: a [d / 64][64 keys][64] V tile (MN-major).
+// kN = 64: d[0..31] only (d may be longer). kN = 72 (fa2-psum): B's columns 64..71 are read from `past` through the descriptor's LBO
+// (the offset to B's next 64 columns), with `past` 8 KiB of bf16 1.0, so d[32] (= d[33]) is row g's Σ_j p̄_j·1 of
+// the p̄ step 5 multiplies and d[34] row g + 8's, chained as every column of D is (each its own dot product: the
+// same bits as a separate m64n8k16 chain against ones, which this replaced in session 48, and as the CPU twin's
+// mma_dot with a column of ones). Every address the ones' columns reach (16 keys × 128 bytes past `past` + 2048·js
+// at k step js) holds a one, whatever the swizzle. For kN = 64 `past` is not read (the LBO is then V's own, the
+// next 64 columns). Issued and committed, not waited for.
+template <bool kKeepC, int kN = 64, int kSize>
+__device__ __forceinline__ void wgmma_pv_half(float (&d)[kSize], const std::uint32_t (&p)[4][4],
+                                              std::uint32_t v_base, int h, std::uint32_t past = 0) {
+  static_assert((kN == 64 || kN == 72) && kSize >= kN / 2, "step 5's halves: N = 64, or 72 with the row sum");
   const std::uint32_t v = v_base + h * 64 * 128;
-  const std::uint64_t vd = wgmma_desc(v, ones - v, 1024);  // (ones lies past every V stage: LBO > 0)
+  const std::uint64_t vd = wgmma_desc(v, kN == 72 ? past - v : 64 * 128, 1024);  // (past lies beyond V: LBO > 0)
   wgmma_fence();
 #pragma unroll
-  for (int js = 0; js < 4; ++js) wgmma_rs_m64n72k16(d, p[js], wgmma_desc_at(vd, js * 16 * 128), kKeepC || js > 0);
+  for (int js = 0; js < 4; ++js) {
+    const std::uint64_t b = wgmma_desc_at(vd, js * 16 * 128);
+    if constexpr (kN == 72)
+      wgmma_rs_m64n72k16(d, p[js], b, kKeepC || js > 0);
+    else
+      wgmma_rs_m64n64k16(d, p[js], b, kKeepC || js > 0);
+  }
   wgmma_commit();
 }
 
