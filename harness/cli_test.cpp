@@ -492,6 +492,12 @@ TEST_F(Cli, ReplayOnAnotherKernel) {
   const CmdResult same = run("replay -q --kernel fa2-fixed " + reg);
   EXPECT_EQ(same.status, 0) << same.out << same.err;
   EXPECT_NE(same.out.find("ok     " + reg + ": fa2-fixed (the case's kernel: fa2) / finite"), std::string::npos) << same.out;
+  // The report's time is this replay's, said so ("found in" read as the search's time: a UX review, session 48).
+  const CmdResult again = run("replay " + reg);
+  EXPECT_EQ(again.status, 0) << again.out << again.err;
+  EXPECT_NE(again.out.find("\nfailed again in "), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find(" s (this replay)\n"), std::string::npos) << again.out;
+  EXPECT_EQ(again.out.find("found in"), std::string::npos) << again.out;
   const CmdResult other = run("replay -q -k oracle " + reg);
   EXPECT_EQ(other.status, 1) << other.out << other.err;
   EXPECT_NE(other.out.find("DIFFER " + reg + ": oracle (the case's kernel: fa2)"), std::string::npos) << other.out;
@@ -950,7 +956,7 @@ TEST_F(Cli, OutOfMemoryIsNotAFailure) {
                               "--family 'normal[heads_q=1,heads_kv=1,n_q=4096,n_k=4096,head_dim=16]' --findings " +
                               (dir_ / "f").string() + " --json " + report);
   EXPECT_EQ(r.status, 2) << r.out << r.err;
-  EXPECT_EQ(r.out.find("\nFAIL "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("FAIL "), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("1 check(s) could not run to their end: out of memory (std::bad_alloc)"), std::string::npos)
       << r.err;
   const json j = json::parse(slurp(report));
@@ -1496,6 +1502,8 @@ TEST_F(Cli, FamilyValuesSetParametersAndShape) {
   // Parameters compose: one the generator does not list is taken where it changes what the generator makes.
   const CmdResult composed = run("check -q -k oracle --property finite --family 'normal[ties=3]'");
   EXPECT_EQ(composed.status, 0) << composed.out << composed.err;
+  // Standard output starts with its first block, not a blank line (the table, when nothing failed: a UX review).
+  EXPECT_EQ(composed.out.rfind("kernel ", 0), 0u) << composed.out;
   // And where the value given is the one it takes without it (2 is ties_min's own; the README's tie-count sweep
   // died at c = 2, a code review, session 34).
   const CmdResult own = run("check -q -k oracle --property finite --family 'tied_max[ties=2,ties_min=2]'");

@@ -724,7 +724,7 @@ Outcome replay_with(const Case& c, const Kernel& k) {
     }
     o = p.check(k, c.family, c.budget);  // the family is already minimal: no shrinking
   }
-  if (o.status == Status::kFail && o.report.empty()) o.report = failure_report(p, k, o);
+  if (o.status == Status::kFail && o.report.empty()) o.report = failure_report(p, k, o, /*replay=*/true);
   return o;
 }
 }  // namespace
