@@ -30,6 +30,7 @@
 #include <system_error>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include "harness/cli/commands.h"
 #include "harness/cli/stop_signals.h"
@@ -631,6 +632,10 @@ int run_check(const CheckOptions& opt) {
   std::shared_mutex plugin_mu;  // a plugin's check holds it alone, every other check shares it (run_slot)
   std::size_t next = 0, printed = 0, finished = 0;
   std::map<std::string, std::string> faults_printed;  // fault_signature -> "property / generator" printed in full
+  // Blocks on standard output are parted by a blank line; the first starts at the top (a run without failures began
+  // with an empty line above its table: a UX review, session 48).
+  bool stdout_used = false;
+  const auto part = [&stdout_used] { return std::exchange(stdout_used, true) ? "\n" : ""; };
   // Prints, in suite order, every finished check not yet printed (the caller holds mu).
   const auto print_ready = [&] {
     for (; printed < slots.size() && slots[printed].done; ++printed) {
@@ -638,7 +643,7 @@ int run_check(const CheckOptions& opt) {
       if (!slots[printed].ran || entry.outcome.status != Status::kFail) continue;
       const Outcome& o = entry.outcome;
       progress.clear();
-      std::cout << "\nFAIL " << o.kernel << " / " << o.property << " / " << o.family.generator
+      std::cout << part() << "FAIL " << o.kernel << " / " << o.property << " / " << o.family.generator
                 << (entry.known_failure ? "   (known: it failed in the baseline too)" : "") << "\n";
       // A kernel fault met again (a plugin that crashes on every call fails each property's first check) is said in
       // two lines, not a second whole block: the same inputs and "outputs unavailable" read as another bug (a UX
@@ -798,8 +803,8 @@ int run_check(const CheckOptions& opt) {
   progress.clear();
   report.wall_seconds = seconds_since(t0);
   const std::string bias = bias_table(report);
-  if (!bias.empty()) std::cout << "\n" << bias;
-  std::cout << "\n" << summary_table(report);
+  if (!bias.empty()) std::cout << part() << bias;
+  std::cout << part() << summary_table(report);
   // Both reports are attempted: one that cannot be written does not cost the other (the run exits 2 after both).
   // JUnit first, so the JSON report's verdict can say it was not written ("report_unwritten": its summary.exit_status
   // read 0 for a run that exited 2).

@@ -342,7 +342,7 @@ TEST(PluginCli, AKernelFaultMetAgainIsPrintedOnce) {
     for (std::size_t at = r.output.find(what); at != std::string::npos; at = r.output.find(what, at + 1)) ++n;
     return n;
   };
-  EXPECT_EQ(count("\nFAIL plugin:crash / "), 4) << r.output;
+  EXPECT_EQ(count("FAIL plugin:crash / "), 4) << r.output;
   EXPECT_EQ(count("\nreplay: "), 4) << r.output;
   EXPECT_EQ(count("(outputs unavailable: "), 1) << r.output;
   EXPECT_EQ(count("  the same kernel fault as accurate / normal above: plugin:crash: crash: killed by SIGSEGV"), 3)
