@@ -325,7 +325,7 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
         for (int n = 0; n < kNT; ++n) hi = fmaxf(hi, fmaxf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]));
         r[q] = quad_max(hi);
       }
-#if ATTNCHECK_FLOOR_PROBE == 1
+#if defined(ATTNCHECK_FLOOR_PROBE)
       // Experiment (not the spec): the least an exact near-max count costs after the baseline's row max, one compare
       // and one add per score, no quad reduction and no shift; a warp vote keeps it from being compiled away.
       bool flag = false;
@@ -394,14 +394,6 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
       }
     }
     float m_scaled[kRows];
-#if ATTNCHECK_FLOOR_PROBE == 2
-    // Experiment (not the spec): the same count off the critical path, as a speculative form would take it: each
-    // score compared as step 3 overwrites it, the vote after step 4 (where a redo would be decided).
-    float probe_thr[kRows];
-    int probe_c[kRows];
-#pragma unroll
-    for (int q = 0; q < kRows; ++q) probe_thr[q] = __fsub_rn(r[q], p.tolerance), probe_c[q] = 0;
-#endif
 #pragma unroll
     for (int q = 0; q < kRows; ++q) {
       m_new[q] = round_float(fmaxf(m_run[q], r[q]), Spec::max_fmt);
@@ -437,9 +429,6 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
             e[0] = expf(d0), e[1] = expf(d1);
           }
           round_pair<Spec::p_fmt>(e[0], e[1]);
-#if ATTNCHECK_FLOOR_PROBE == 2
-          probe_c[q] += (s[mt][n][i] >= probe_thr[q]) + (s[mt][n][i + 1] >= probe_thr[q]);
-#endif
           s[mt][n][i] = visible(mask_tag, mt, n, i) ? e[0] : 0.f;
           s[mt][n][i + 1] = visible(mask_tag, mt, n, i + 1) ? e[1] : 0.f;
         }
@@ -454,15 +443,6 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
       block_sum[q] = round_float(quad_sum(part), Spec::block_sum_fmt);
       if (block_sum[q] < Spec::block_sum_min) block_sum[q] = round_float(Spec::block_sum_min, Spec::block_sum_fmt);
     }
-#if ATTNCHECK_FLOOR_PROBE == 2
-    bool probe_flag = false;
-#pragma unroll
-    for (int q = 0; q < kRows; ++q) probe_flag = probe_flag || probe_c[q] > 1;
-    if (__any_sync(0xffffffffu, probe_flag)) {
-#pragma unroll
-      for (int q = 0; q < kRows; ++q) block_sum[q] = __fmul_rn(block_sum[q], 1.0000001f);
-    }
-#endif
   };
 
   // step 5: block output Σ_j round(p̄_j, pv_in_fmt)·v_j on the tensor cores (fp32), rounded to block_out_fmt;
