@@ -325,24 +325,6 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
         for (int n = 0; n < kNT; ++n) hi = fmaxf(hi, fmaxf(s[mt][n][2 * ri], s[mt][n][2 * ri + 1]));
         r[q] = quad_max(hi);
       }
-#if defined(ATTNCHECK_FLOOR_PROBE)
-      // Experiment (not the spec): the least an exact near-max count costs after the baseline's row max, one compare
-      // and one add per score, no quad reduction and no shift; a warp vote keeps it from being compiled away.
-      bool flag = false;
-#pragma unroll
-      for (int q = 0; q < kRows; ++q) {
-        const int mt = q / 2, ri = q % 2;
-        const float thr = __fsub_rn(r[q], p.tolerance);
-        int c = 0;
-#pragma unroll
-        for (int n = 0; n < kNT; ++n) c += (s[mt][n][2 * ri] >= thr) + (s[mt][n][2 * ri + 1] >= thr);
-        flag = flag || c > 1;
-      }
-      if (__any_sync(0xffffffffu, flag)) {
-#pragma unroll
-        for (int q = 0; q < kRows; ++q) r[q] = fmaxf(r[q], 0.f);
-      }
-#endif
     } else {
       // The public code counts `attn_weights >= block_row_maxes - 1e-3` on bf16 tensors: fp32 opmath, s_fmt.
       // Only "count > 1" matters, and with thr <= r that is exactly "the second largest score (repeats
