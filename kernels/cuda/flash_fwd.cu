@@ -316,30 +316,6 @@ __global__ void __launch_bounds__(kNWarps * 32, kMinBlocks<kD, kMT, kNWarps>)
         quad_max_rows_bf16<!decltype(mask_tag)::value>(s[mt], rows);
         r[2 * mt] = rows[0], r[2 * mt + 1] = rows[1];
       }
-#if ATTNCHECK_FLOOR_PROBE == 3
-      // Experiment (not the spec): the paper's floor, packed: per row the thread's 8 words compared with
-      // set.ge.bf16x2 (1.0 or 0.0 per key) and summed by add.bf16x2, a warp vote; no quad reduction, no shift.
-      bool flag = false;
-#pragma unroll
-      for (int q = 0; q < kRows; ++q) {
-        const int mt = q / 2, ri = q % 2;
-        const float thr = __fsub_rn(r[q], p.tolerance);
-        const std::uint32_t t2 = cvt_bf16x2(thr, thr);
-        std::uint32_t acc = 0;
-#pragma unroll
-        for (int n = 0; n < kNT; ++n) {
-          std::uint32_t ge;
-          asm("set.ge.bf16x2.bf16x2 %0, %1, %2;" : "=r"(ge) : "r"(cvt_bf16x2(s[mt][n][2 * ri], s[mt][n][2 * ri + 1])), "r"(t2));
-          if (n == 0) acc = ge;
-          else asm("add.rn.bf16x2 %0, %1, %2;" : "=r"(acc) : "r"(acc), "r"(ge));
-        }
-        flag = flag || __uint_as_float(acc << 16) + __uint_as_float(acc & 0xffff0000u) > 1.f;
-      }
-      if (__any_sync(0xffffffffu, flag)) {
-#pragma unroll
-        for (int q = 0; q < kRows; ++q) r[q] = fmaxf(r[q], 0.f);
-      }
-#endif
     } else if constexpr (!Spec::fixed) {
 #pragma unroll
       for (int q = 0; q < kRows; ++q) {
