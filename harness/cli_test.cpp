@@ -185,6 +185,12 @@ TEST_F(Cli, HelpAndUsageErrors) {
   EXPECT_EQ(extra.status, 2) << extra.out;
   EXPECT_EQ(extra.out, "");
   EXPECT_NE(extra.err.find("--version takes nothing after it (got extra"), std::string::npos) << extra.err;
+  // A command's --help takes no value (`check --help=x` printed the page, exit 0).
+  const CmdResult help_value = run("check --help=x");
+  EXPECT_EQ(help_value.status, 2) << help_value.out;
+  EXPECT_EQ(help_value.out, "");
+  EXPECT_NE(help_value.err.find("--help takes no value (got --help=x; see attncheck check --help)"), std::string::npos)
+      << help_value.err;
   // --help before a word is `help` with it: a command's page, or the same refusals (was the top page, exit 0).
   EXPECT_EQ(run("--help check").out, run("check --help").out);
   const CmdResult help_junk = run("--help nonsense");

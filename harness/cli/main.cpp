@@ -203,6 +203,11 @@ int run_main(int argc, char** argv) {
   const CLI::App* command = names_command ? app.get_subcommand(argv[1]) : nullptr;
   for (int i = 2; command && i < argc && std::string(argv[i]) != "--"; ++i) {
     const std::string word = argv[i];
+    if (word.rfind("--help=", 0) == 0) {  // CLI11 printed the page and exit 0 for `check --help=x` (a UX review)
+      std::cerr << "attncheck: error: --help takes no value (got " << attncheck::printable(word) << "; see attncheck "
+                << argv[1] << " --help)\n";
+      return cli::kExitUsage;
+    }
     const CLI::Option* o = word.size() > 3 && word.rfind("--", 0) == 0 && word.find('=') == word.size() - 1
                                ? command->get_option_no_throw(word.substr(0, word.size() - 1))
                                : nullptr;
