@@ -40,7 +40,10 @@
 // thread's count against its own max − tolerance, a ballot of the quad's holders, the top two only in a rare
 // warp-uniform branch: same bits, fewer instructions by count, fix overhead 14.1-15.2% vs 8.8-9.9% at d128 full;
 // 14145a4); fa2's exponentials as the bare ex2.approx.ftz where a warp vote finds no argument below −126 (exp2f's
-// bits, checked on every float, but no faster: the vote cost what the fix-up did; b2e71d2). FlashAttention's own
+// bits, checked on every float, but no faster: the vote cost what the fix-up did; b2e71d2). The floor of any exact
+// near-max test, measured: fa2 with only a compare and an add per score after the row max and a warp vote (no
+// reduction, no shift) ran 9.2% slower at d128 full seq 4096, and fa2-fixed within 0.44% of it (788dce6, H100,
+// session 49; TENSOR_CORES.md, "The floor, measured"). FlashAttention's own
 // step 5/6 (P̄V accumulated into α·acc) with a fast exp2 runs fa2 13% faster but is not the spec's numerics, and
 // leaves the fix's share unchanged (ea94fbe).
 #include <cuda_bf16.h>
