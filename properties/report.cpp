@@ -89,7 +89,7 @@ std::string failure_report(const Property& p, const Kernel& k, const Outcome& o,
   auto tile = [](int t) { return t ? std::to_string(t) : std::string("kernel default"); };
   s << "tiles:    " << (f.tile_q || f.tile_k ? "q " + tile(f.tile_q) + ", k " + tile(f.tile_k) : std::string("kernel default"))
     << "\n";
-  s << (replay ? "failed again in " : "found in ") << fmt_num(o.seconds) << " s" << (replay ? " (this replay)" : "");
+  s << (replay ? "failed in " : "found in ") << fmt_num(o.seconds) << " s" << (replay ? " (this replay)" : "");
   if (o.shrink_steps > 0 || o.shrink_seconds > 0)  // a replay runs the saved family as it is: nothing to say there
     s << "; shrunk in " << o.shrink_steps << " steps, " << fmt_num(o.shrink_seconds) << " s";
   s << "\n";

@@ -15,7 +15,7 @@
 namespace attncheck {
 
 // `replay`: the case's family was run as saved (attncheck replay), so the time is this run's, not the search's: the
-// report says "failed again in T s (this replay)" where a check says "found in T s".
+// report says "failed in T s (this replay)" where a check says "found in T s".
 std::string failure_report(const Property& p, const Kernel& k, const Outcome& o, bool replay = false);
 
 }  // namespace attncheck

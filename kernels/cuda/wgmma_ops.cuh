@@ -149,13 +149,13 @@ __device__ __forceinline__ void wgmma_qk(float (&d)[32], std::uint32_t q_base, i
 
 // Step 5's chain for output columns 64·h .. 64·h + 63: d = P·V over 64 keys (4 k16 steps in order), plus d itself
 // when kKeepC. p: the warp's A fragments of P per k16 step; v_base: a [d / 64][64 keys][64] V tile (MN-major).
-// kN = 64: d[0..31] only (d may be longer). kN = 72 (fa2-psum): B's columns 64..71 are read from `past` through the descriptor's LBO
-// (the offset to B's next 64 columns), with `past` 8 KiB of bf16 1.0, so d[32] (= d[33]) is row g's Σ_j p̄_j·1 of
-// the p̄ step 5 multiplies and d[34] row g + 8's, chained as every column of D is (each its own dot product: the
-// same bits as a separate m64n8k16 chain against ones, which this replaced in session 48, and as the CPU twin's
-// mma_dot with a column of ones). Every address the ones' columns reach (16 keys × 128 bytes past `past` + 2048·js
-// at k step js) holds a one, whatever the swizzle. For kN = 64 `past` is not read (the LBO is then V's own, the
-// next 64 columns). Issued and committed, not waited for.
+// kN = 64: d[0..31] only (d may be longer). kN = 72 (fa2-psum): B's columns 64..71 are read from `past` through the
+// descriptor's LBO (the offset to B's next 64 columns), with `past` 8 KiB of bf16 1.0, so d[32] (= d[33]) is row
+// g's Σ_j p̄_j·1 of the p̄ step 5 multiplies and d[34] row g + 8's, chained as every column of D is (each its own
+// dot product: the same bits as a separate m64n8k16 chain against ones, which this replaced in session 48, and as
+// the CPU twin's mma_dot with a column of ones). Every address the ones' columns reach (16 keys × 128 bytes past
+// `past` + 2048·js at k step js) holds a one, whatever the swizzle. For kN = 64 `past` is not read (the LBO is then
+// V's own, the next 64 columns). Issued and committed, not waited for.
 template <bool kKeepC, int kN = 64, int kSize>
 __device__ __forceinline__ void wgmma_pv_half(float (&d)[kSize], const std::uint32_t (&p)[4][4],
                                               std::uint32_t v_base, int h, std::uint32_t past = 0) {
